@@ -1,0 +1,100 @@
+"""Which fast path for attention: torch's scaled_dot_product_attention or plain matmuls?
+
+The engine's fast path (used when no weights are recorded) calls
+``torch.nn.functional.scaled_dot_product_attention``. This measures, side by side,
+the same model with that call swapped for matmul → mask → softmax → matmul, in a
+training step (small preset, batch 64, length 20) and in cached greedy decoding
+(128 tokens, batch 1). A ratio above 1 means SDPA is the faster choice.
+
+    python -m bench.attention_backend [--repeats 20] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+
+import torch
+import torch.nn.functional as F
+
+import model.attention as attention
+import model.layers as layers
+from bench.common import interleaved_medians, report
+from bench.decoding import TOKENS
+from bench.decoding import make_model as make_decoding_model
+from bench.train_step import BATCH, LENGTH, VOCAB, make_step
+from model.config import ModelConfig
+from model.decoding import greedy_decode
+from model.transformer import Transformer
+
+_sdpa = attention.scaled_dot_product_attention
+
+
+def matmul_attention(q, k, v, mask=None, dropout_p=0.0, need_weights=False):
+    if need_weights:
+        return _sdpa(q, k, v, mask, dropout_p, True)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(-1)
+    if dropout_p:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ v, None
+
+
+@contextlib.contextmanager
+def matmul_backend():
+    attention.scaled_dot_product_attention = layers.scaled_dot_product_attention = matmul_attention
+    try:
+        yield
+    finally:
+        attention.scaled_dot_product_attention = layers.scaled_dot_product_attention = _sdpa
+
+
+def with_matmul(fn):
+    def run():
+        with matmul_backend():
+            fn()
+
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset("small", src_vocab_size=VOCAB, tgt_vocab_size=VOCAB)
+    src = torch.randint(3, VOCAB, (BATCH, LENGTH))
+    src[BATCH // 2 :, LENGTH - 5 :] = 0
+    tgt = torch.randint(3, VOCAB, (BATCH, LENGTH + 1))
+    a, b = Transformer(cfg), Transformer(cfg)
+    med = interleaved_medians(
+        {
+            "train step, sdpa": make_step(a, src, tgt[:, :-1], tgt[:, 1:]),
+            "train step, matmul": with_matmul(make_step(b, src, tgt[:, :-1], tgt[:, 1:])),
+        },
+        repeats=args.repeats,
+    )
+    report(
+        "training step (small, batch 64, length 20)", med, [("matmul / sdpa", "train step, matmul", "train step, sdpa")]
+    )
+    m = make_decoding_model("small")
+    s = torch.randint(3, 1000, (1, 20))
+    med = interleaved_medians(
+        {
+            "greedy, sdpa": lambda: greedy_decode(m, s, TOKENS),
+            "greedy, matmul": with_matmul(lambda: greedy_decode(m, s, TOKENS)),
+        },
+        repeats=args.repeats,
+    )
+    report(
+        f"cached greedy decoding ({TOKENS} tokens, batch 1)", med, [("matmul / sdpa", "greedy, matmul", "greedy, sdpa")]
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Shared helpers for the benchmarks: interleaved timing with medians."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 3) -> dict[str, float]:
+    """Time each function ``repeats`` times, taking turns (a, b, c, a, b, c, …) so that
+    machine noise hits them alike; returns the median seconds per call of each."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def report(title: str, medians: dict[str, float], ratios: list[tuple[str, str, str]]) -> None:
+    """Print medians and ratios ``(label, numerator, denominator)``."""
+    print(f"== {title}")
+    for name, t in medians.items():
+        print(f"  {name:<40} {t * 1e3:9.2f} ms (median)")
+    for label, num, den in ratios:
+        print(f"  {label:<40} {medians[num] / medians[den]:9.2f}")

@@ -1,0 +1,1 @@
+"""The Transformer Explorer desktop application (Qt). Imports ``model``; never the reverse."""

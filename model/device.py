@@ -1,0 +1,42 @@
+"""Where the model runs: CUDA if present, else Apple's MPS, else the CPU; overridable."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """``"auto"`` picks CUDA, then MPS, then CPU; a named device must be available."""
+    if name not in DEVICE_CHOICES and not name.startswith("cuda:"):
+        raise ValueError(f"Unknown device {name!r}; choose one of {DEVICE_CHOICES}")
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("CUDA was requested but no CUDA GPU is available to PyTorch; use --device cpu")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("MPS was requested but is not available on this machine; use --device cpu")
+    return torch.device(name)
+
+
+def device_description(device: torch.device) -> str:
+    """A short human name: "CPU", the GPU's name, or "Apple GPU (MPS)"."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (MPS)"
+    return "CPU"
+
+
+def training_autocast(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast for training on CUDA (where it is supported); full precision elsewhere."""
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()

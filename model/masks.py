@@ -1,0 +1,36 @@
+"""Attention masks, one convention throughout the project.
+
+Convention: a mask is a boolean tensor in which **True means "may attend"**
+(the same meaning as the boolean ``attn_mask`` of
+``torch.nn.functional.scaled_dot_product_attention``; the opposite of
+``torch.nn.MultiheadAttention``'s ``key_padding_mask``). Every mask broadcasts
+to ``[B, H, Lq, Lk]``: batch, heads, query positions, key positions.
+
+A query row in which every key is masked (only possible for an all-padding
+sequence) gets all-zero attention weights and a zero output, never NaN.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
+    """Keys that are real tokens. ``tokens [B, L]`` → ``[B, 1, 1, L]`` (True = real)."""
+    return (tokens != pad_id)[:, None, None, :]
+
+
+def causal_mask(length: int, device: torch.device | str | None = None) -> Tensor:
+    """Position i may attend to positions ≤ i. → ``[1, 1, L, L]`` lower-triangular."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def decoder_self_mask(tgt: Tensor, pad_id: int) -> Tensor:
+    """Causal and padding combined for decoder self-attention. ``tgt [B, T]`` → ``[B, 1, T, T]``."""
+    return causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, pad_id)
+
+
+def subsequent_mask(length: int) -> Tensor:
+    """The Annotated Transformer's name for :func:`causal_mask`."""
+    return causal_mask(length)
