@@ -42,3 +42,15 @@ def test_pyside_survives_many_none_returning_calls():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "survived" in out.stdout, out.stderr[-2000:]
+
+
+def test_ci_runs_the_readme_test_command():
+    """CI must run exactly the test command the README gives a newcomer."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("python")]
+    assert commands, "README.md gives no test command"
+    assert commands[0] in ci.splitlines(), f"{commands[0]!r} is not a line of .ci/run"

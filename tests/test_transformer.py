@@ -210,3 +210,19 @@ def test_xavier_initialisation():
     assert w.abs().max() <= bound
     assert w.abs().max() > 0.9 * bound  # uniform over the full Xavier range
     assert (model.encoder_layers[0].ffn.linear1.bias == 0).all()
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned", "rope"])
+def test_embeddings_scaled_by_sqrt_d_model_before_positions(positional):
+    from model.positional import sinusoidal_table
+
+    model = make_model(positional=positional)
+    src = torch.tensor([[5, 6, 7, 2]])
+    d = model.cfg.d_model
+    expected = model.src_embed.weight[src[0]] * d**0.5
+    if positional == "sinusoidal":
+        expected = expected + sinusoidal_table(model.cfg.max_len, d)[:4]
+    elif positional == "learned":
+        expected = expected + model.src_pos.weight[:4]
+    got = model._embed(src, model.src_embed, model.src_pos)[0]
+    assert torch.allclose(got, expected, atol=1e-5)
