@@ -1,0 +1,38 @@
+"""Small helpers shared by the command-line tools."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """A one-line progress bar on stderr (a plain line now and then when not a terminal)."""
+
+    def __init__(self, total: int, start: int = 0, width: int = 28) -> None:
+        self.total, self.start, self.width = total, start, width
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def update(self, step: int, text: str, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self.last < (0.1 if self.tty else 10.0):
+            return
+        self.last = now
+        done = (step - self.start) / max(1, self.total - self.start)
+        rate = (step - self.start) / max(1e-9, now - self.t0)
+        eta = (self.total - step) / rate if rate > 0 else 0
+        filled = int(self.width * done)
+        bar = "#" * filled + "." * (self.width - filled)
+        line = f"step {step}/{self.total} [{bar}] {100 * done:3.0f}% {text} ETA {int(eta) // 60}:{int(eta) % 60:02d}"
+        if self.tty:
+            sys.stderr.write("\r" + line[:160].ljust(160))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

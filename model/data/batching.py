@@ -1,0 +1,127 @@
+"""From sentence pairs to padded training batches.
+
+Sources are the tokens followed by EOS. Targets are shifted right: the decoder
+reads ``tgt_in = BOS + y`` and learns to predict ``tgt_out = y + EOS``. Batches
+are right-padded with PAD (ignored by attention and by the loss). Sentences
+longer than the model's ``max_len`` are cut to fit and counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from model.tokenization import BOS_ID, EOS_ID, PAD_ID, TextTokenizer
+
+
+@dataclass(frozen=True)
+class Batch:
+    src: Tensor  # [B, S] source ids + EOS, right-padded
+    tgt_in: Tensor  # [B, T] BOS + target ids, right-padded
+    tgt_out: Tensor  # [B, T] target ids + EOS, right-padded
+    n_tokens: int  # real (non-PAD) tokens in tgt_out
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
+
+
+@dataclass(frozen=True)
+class EncodedPairs:
+    """A split, tokenised and cut to fit the model."""
+
+    src: list[list[int]]  # each: tokens + EOS, at most max_len
+    tgt: list[list[int]]  # each: tokens only, at most max_len − 1 (BOS or EOS is added)
+    truncated: int  # pairs that had to be cut
+
+
+def encode_pairs(
+    pairs: list[tuple[str, str]], src_tok: TextTokenizer, tgt_tok: TextTokenizer, max_len: int
+) -> EncodedPairs:
+    src_ids = src_tok.encode_batch([s for s, _ in pairs])
+    tgt_ids = tgt_tok.encode_batch([t for _, t in pairs])
+    truncated = 0
+    src_out, tgt_out = [], []
+    for s, t in zip(src_ids, tgt_ids):
+        if len(s) > max_len - 1 or len(t) > max_len - 1:
+            truncated += 1
+        src_out.append(s[: max_len - 1] + [EOS_ID])
+        tgt_out.append(t[: max_len - 1])
+    return EncodedPairs(src_out, tgt_out, truncated)
+
+
+def source_ids(tokenizer: TextTokenizer, text: str, max_len: int) -> list[int]:
+    """One source sentence as the encoder reads it (tokens + EOS, cut to ``max_len``)."""
+    return tokenizer.encode_ids(text)[: max_len - 1] + [EOS_ID]
+
+
+def collate(src: list[list[int]], tgt: list[list[int]]) -> Batch:
+    """Pad a list of examples into one batch with shifted targets."""
+    B = len(src)
+    S = max(len(s) for s in src)
+    T = max(len(t) for t in tgt) + 1
+    src_t = torch.full((B, S), PAD_ID, dtype=torch.long)
+    tgt_in = torch.full((B, T), PAD_ID, dtype=torch.long)
+    tgt_out = torch.full((B, T), PAD_ID, dtype=torch.long)
+    for i, (s, t) in enumerate(zip(src, tgt)):
+        src_t[i, : len(s)] = torch.tensor(s)
+        tgt_in[i, : len(t) + 1] = torch.tensor([BOS_ID, *t])
+        tgt_out[i, : len(t) + 1] = torch.tensor([*t, EOS_ID])
+    return Batch(src_t, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()))
+
+
+class BatchStream:
+    """Endless, reproducible training batches with length bucketing.
+
+    Each epoch is a permutation drawn from ``(seed, epoch)``; pools of 50
+    batches are sorted by length so a batch holds similar lengths (less
+    padding), then the batch order is shuffled. The position (epoch, batch) is
+    the whole state, so a resumed run continues with exactly the next batch.
+    """
+
+    POOL = 50  # batches per sorting pool
+
+    def __init__(self, data: EncodedPairs, batch_size: int, seed: int, epoch: int = 0, position: int = 0):
+        if not data.src:
+            raise ValueError("no training pairs to make batches from")
+        self.data, self.batch_size, self.seed = data, batch_size, seed
+        self.epoch, self.position = epoch, position
+        self._plan = self._epoch_plan(epoch)
+
+    def _epoch_plan(self, epoch: int) -> list[np.ndarray]:
+        rng = np.random.default_rng([self.seed, epoch])
+        order = rng.permutation(len(self.data.src))
+        lengths = np.array([len(s) + len(t) for s, t in zip(self.data.src, self.data.tgt)])
+        batches = []
+        pool = self.batch_size * self.POOL
+        for start in range(0, len(order), pool):
+            chunk = order[start : start + pool]
+            chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+            batches.extend(chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size))
+        rng.shuffle(batches)
+        return batches
+
+    def __iter__(self) -> BatchStream:
+        return self
+
+    def __next__(self) -> Batch:
+        if self.position >= len(self._plan):
+            self.epoch, self.position = self.epoch + 1, 0
+            self._plan = self._epoch_plan(self.epoch)
+        idx = self._plan[self.position]
+        self.position += 1
+        return collate([self.data.src[i] for i in idx], [self.data.tgt[i] for i in idx])
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "position": self.position}
+
+
+def batches_in_order(data: EncodedPairs, batch_size: int) -> list[Batch]:
+    """Evaluation batches: every pair once, sorted by length for less padding."""
+    order = sorted(range(len(data.src)), key=lambda i: len(data.src[i]) + len(data.tgt[i]))
+    return [
+        collate([data.src[i] for i in order[k : k + batch_size]], [data.tgt[i] for i in order[k : k + batch_size]])
+        for k in range(0, len(order), batch_size)
+    ]

@@ -1,0 +1,138 @@
+"""Named tasks and user files, turned into a :class:`Corpus` with train/valid/test splits."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from model.data.errors import DataError
+from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file
+from model.data.grammar import generate_grammar
+from model.data.hsk import load_hsk_pairs
+from model.data.synthetic import SYMBOL_TASKS, generate_symbol_task
+from model.tokenization import contains_cjk
+
+TASKS = ("copy", "reverse", "sort", "grammar-en-zh", "grammar-zh-en", "hsk-en-zh", "hsk-zh-en")
+TASK_DESCRIPTIONS = {
+    "copy": "copy a random symbol sequence",
+    "reverse": "reverse a random symbol sequence",
+    "sort": "sort a random symbol sequence",
+    "grammar-en-zh": "English → Chinese, the project's teaching grammar",
+    "grammar-zh-en": "Chinese → English, the project's teaching grammar",
+    "hsk-en-zh": "English → Chinese, 4,354 real HSK example sentences",
+    "hsk-zh-en": "Chinese → English, 4,354 real HSK example sentences",
+}
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Where the sentence pairs come from: a named task or a file, with its options."""
+
+    task: str | None = "copy"  # one of TASKS, or None for a file
+    path: str | None = None  # a user file (tsv / jsonl / source side of parallel text)
+    target_path: str | None = None  # the target side of two aligned plain-text files
+    file_format: str = "auto"  # auto | tsv | jsonl | parallel
+    src_key: str = "english"  # JSON lines: the source field
+    tgt_key: str = "chinese"  # JSON lines: the target field
+    swap: bool = False  # files: translate the second column into the first
+    seed: int = 0  # generation and split seed
+    # symbol tasks
+    length: int = 10  # longest sequence
+    min_length: int = 10  # shortest sequence
+    alphabet: int = 10  # number of distinct symbols
+    # generated tasks: sizes
+    n_train: int = 20000
+    n_valid: int = 500
+    n_test: int = 500
+    held_out_fraction: float = 0.05  # files: share of pairs for valid and for test (each)
+
+    def __post_init__(self) -> None:
+        if (self.task is None) == (self.path is None):
+            raise DataError("give either a task name or a data file")
+        if self.task is not None and self.task not in TASKS:
+            raise DataError(f"unknown task {self.task!r}; choose one of {', '.join(TASKS)} or give a data file")
+        if self.file_format not in FILE_FORMATS:
+            raise DataError(f"unknown file format {self.file_format!r}; choose one of {FILE_FORMATS}")
+
+    @property
+    def name(self) -> str:
+        return self.task or self.path  # type: ignore[return-value]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class Corpus:
+    """Sentence pairs in three splits, and what loading them reported."""
+
+    spec: DataSpec
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+    src_lang: str  # "en", "zh" or "sym"
+    tgt_lang: str
+    report: LoadReport | None = None  # for files: kept/skipped lines
+    _lookup: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def split(self, name: str) -> list[Pair]:
+        if name not in ("train", "valid", "test"):
+            raise ValueError(f"unknown split {name!r}")
+        return getattr(self, name)
+
+    def reference_for(self, source: str) -> str | None:
+        """The target of ``source`` if it is a sentence of the corpus (any split)."""
+        if not self._lookup:
+            for pairs in (self.test, self.valid, self.train):
+                self._lookup.update((" ".join(s.split()), t) for s, t in pairs)
+        return self._lookup.get(" ".join(source.split()))
+
+
+def load_corpus(spec: DataSpec) -> Corpus:
+    """Generate or read the pairs that ``spec`` describes."""
+    task = spec.task
+    if task in SYMBOL_TASKS:
+        train, valid, test = generate_symbol_task(
+            task, spec.n_train, spec.n_valid, spec.n_test, spec.length, spec.min_length, spec.alphabet, spec.seed
+        )
+        return Corpus(spec, train, valid, test, "sym", "sym")
+    if task in ("grammar-en-zh", "grammar-zh-en"):
+        splits = generate_grammar(spec.n_train, spec.n_valid, spec.n_test, seed=spec.seed)
+        pairs = [[(s.en, s.zh) for s in part] for part in (splits.train, splits.valid, splits.test)]
+        return _directed(spec, pairs, "en", "zh", reverse=task == "grammar-zh-en")
+    if task in ("hsk-en-zh", "hsk-zh-en"):
+        return _directed(spec, list(load_hsk_pairs()), "en", "zh", reverse=task == "hsk-zh-en")
+    pairs, report = load_pairs_file(spec.path, spec.file_format, spec.src_key, spec.tgt_key, spec.target_path)
+    if spec.swap:
+        pairs = [(t, s) for s, t in pairs]
+    if len(pairs) < 3:
+        raise DataError(f"{spec.path}: {len(pairs)} usable pairs are too few to train on and test")
+    rng = random.Random(spec.seed)
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    n_held = max(1, round(len(pairs) * spec.held_out_fraction))
+    valid = [pairs[i] for i in order[:n_held]]
+    test = [pairs[i] for i in order[n_held : 2 * n_held]]
+    train = [pairs[i] for i in order[2 * n_held :]]
+    return Corpus(spec, train, valid, test, _language(p[0] for p in pairs), _language(p[1] for p in pairs), report)
+
+
+def _directed(spec: DataSpec, splits: list[list[Pair]], a: str, b: str, reverse: bool) -> Corpus:
+    if reverse:
+        splits = [[(t, s) for s, t in part] for part in splits]
+        a, b = b, a
+    return Corpus(spec, *splits, a, b)
+
+
+def _language(texts) -> str:
+    sample = [t for _, t in zip(range(200), texts)]
+    cjk = sum(contains_cjk(t) for t in sample)
+    return "zh" if cjk > len(sample) / 2 else "en"

@@ -1,0 +1,196 @@
+"""Loading a person's own parallel data.
+
+Formats:
+- ``tsv``: one pair per line, ``source<TAB>target`` (Tatoeba / Anki exports);
+  further columns are ignored.
+- ``jsonl``: one JSON object per line with the two texts under ``src_key`` and
+  ``tgt_key`` (default ``english`` / ``chinese``, translation2019zh style).
+- ``parallel``: two plain-text files with one sentence per line, line n of one
+  translating line n of the other.
+
+Encodings: UTF-8 first, a UTF-8 byte-order mark is honoured, and GB18030 (a
+superset of GBK/GB2312) is tried when the file is not UTF-8. Empty, binary and
+misaligned files raise :class:`DataError`; bad lines are skipped, counted and
+reported with their line numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model.data.errors import DataError
+
+FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel")
+MAX_REPORTED = 20  # problems listed one by one; the rest are counted
+
+
+@dataclass
+class LoadReport:
+    """What loading a file kept and skipped."""
+
+    path: str
+    encoding: str = "utf-8"
+    kept: int = 0
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)  # "line 12: …", at most MAX_REPORTED
+
+    def skip(self, line_no: int, why: str) -> None:
+        self.skipped += 1
+        if len(self.problems) < MAX_REPORTED:
+            self.problems.append(f"line {line_no}: {why}")
+
+    def summary(self) -> str:
+        text = f"{self.kept} pairs read from {self.path} ({self.encoding})"
+        if self.skipped:
+            text += f"; {self.skipped} bad lines skipped — " + "; ".join(self.problems)
+            if self.skipped > len(self.problems):
+                text += f"; … and {self.skipped - len(self.problems)} more"
+        return text
+
+
+def read_text(path: str | Path) -> tuple[str, str]:
+    """The file's text and the encoding it was in. Refuses missing, empty and binary files."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a folder; choose a data file inside it") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not data.strip():
+        raise DataError(f"{path} is empty; it needs one sentence pair per line")
+    sample = data[:65536]
+    controls = sum(b < 32 and b not in (9, 10, 13) for b in sample)
+    if b"\x00" in sample or controls > len(sample) * 0.01:
+        raise DataError(
+            f"{path} looks like a binary file, not text; export your sentence pairs as "
+            "tab-separated text (.tsv), JSON lines (.jsonl) or plain text"
+        )
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="strict"), "utf-8-sig"
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError as utf8_error:
+        try:
+            return data.decode("gb18030"), "gb18030"
+        except UnicodeDecodeError:
+            line = data[: utf8_error.start].count(b"\n") + 1
+            raise DataError(
+                f"{path} is neither UTF-8 nor GB18030 (first undecodable byte on line {line}); "
+                "save it as UTF-8 and try again"
+            ) from None
+
+
+def detect_format(path: str | Path, text: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix in (".tsv", ".tab"):
+        return "tsv"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if first.lstrip().startswith("{"):
+        return "jsonl"
+    if "\t" in first:
+        return "tsv"
+    raise DataError(
+        f"{path}: cannot tell the format — the first line has no tab and is not JSON. Use tab-separated "
+        "pairs (source<TAB>target), JSON lines, or give the target sentences as a second, aligned file"
+    )
+
+
+def load_pairs_file(
+    path: str | Path,
+    fmt: str = "auto",
+    src_key: str = "english",
+    tgt_key: str = "chinese",
+    target_path: str | Path | None = None,
+) -> tuple[list[tuple[str, str]], LoadReport]:
+    """Sentence pairs from a file (or two aligned files) and a report of what was skipped."""
+    if fmt not in FILE_FORMATS:
+        raise DataError(f"unknown file format {fmt!r}; choose one of {FILE_FORMATS}")
+    if target_path is not None or fmt == "parallel":
+        if target_path is None:
+            raise DataError("the parallel format needs two files: the source sentences and the target sentences")
+        return _load_parallel(path, target_path)
+    text, encoding = read_text(path)
+    report = LoadReport(str(path), encoding)
+    fmt = detect_format(path, text) if fmt == "auto" else fmt
+    pairs = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        pair = _parse_tsv(line) if fmt == "tsv" else _parse_json(line, src_key, tgt_key)
+        if isinstance(pair, str):
+            report.skip(line_no, pair)
+        else:
+            pairs.append(pair)
+    return _finish(pairs, report, fmt)
+
+
+def _parse_tsv(line: str) -> tuple[str, str] | str:
+    cols = line.split("\t")
+    if len(cols) < 2:
+        return "no tab between source and target"
+    src, tgt = cols[0].strip(), cols[1].strip()
+    if not src or not tgt:
+        return "empty " + ("source" if not src else "target")
+    return src, tgt
+
+
+def _parse_json(line: str, src_key: str, tgt_key: str) -> tuple[str, str] | str:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg})"
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    missing = [k for k in (src_key, tgt_key) if k not in obj]
+    if missing:
+        return f"no {' or '.join(repr(k) for k in missing)} key (keys: {', '.join(list(obj)[:6])})"
+    src, tgt = obj[src_key], obj[tgt_key]
+    if not isinstance(src, str) or not isinstance(tgt, str):
+        return "the sentences must be strings"
+    if not src.strip() or not tgt.strip():
+        return "empty " + ("source" if not src.strip() else "target")
+    return src.strip(), tgt.strip()
+
+
+def _load_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[tuple[str, str]], LoadReport]:
+    src_text, src_enc = read_text(src_path)
+    tgt_text, tgt_enc = read_text(tgt_path)
+    src_lines, tgt_lines = _lines(src_text), _lines(tgt_text)
+    if len(src_lines) != len(tgt_lines):
+        raise DataError(
+            f"the files are misaligned: {src_path} has {len(src_lines)} lines but {tgt_path} has "
+            f"{len(tgt_lines)}; line n of one must translate line n of the other"
+        )
+    report = LoadReport(f"{src_path} + {tgt_path}", src_enc if src_enc == tgt_enc else f"{src_enc} + {tgt_enc}")
+    pairs = []
+    for line_no, (src, tgt) in enumerate(zip(src_lines, tgt_lines), start=1):
+        src, tgt = src.strip(), tgt.strip()
+        if not src and not tgt:
+            report.skip(line_no, "both lines empty")
+        elif not src or not tgt:
+            report.skip(line_no, "empty " + ("source" if not src else "target"))
+        else:
+            pairs.append((src, tgt))
+    return _finish(pairs, report, "parallel")
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline does not start a line
+    return [line.rstrip("\r") for line in lines]
+
+
+def _finish(pairs: list[tuple[str, str]], report: LoadReport, fmt: str) -> tuple[list[tuple[str, str]], LoadReport]:
+    report.kept = len(pairs)
+    if not pairs:
+        detail = "; ".join(report.problems[:3])
+        raise DataError(f"{report.path}: no usable sentence pairs in {fmt} format" + (f" ({detail})" if detail else ""))
+    return pairs, report

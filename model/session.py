@@ -1,0 +1,393 @@
+"""One facade over data, tokenizers, model, training and decoding.
+
+The explorer's engine thread and the command-line tools both drive a
+:class:`Session`; nothing else reaches into the model. Results leave it as
+plain Python values and numpy arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.config import ModelConfig
+from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus, source_ids
+from model.decoding import BeamStepper, beam_search, greedy_decode
+from model.device import resolve_device
+from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
+from model.training import TrainConfig, Trainer, evaluate
+from model.transformer import Transformer
+
+TRAIN_KEYS = ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A translated sentence."""
+
+    source: Encoded  # the source as the tokenizer split it (unknown spans included)
+    source_ids: list[int]  # what the encoder read: tokens + EOS, cut to max_len
+    text: str  # the best translation
+    tokens: list[int]  # its ids (no BOS; EOS last when produced)
+    hypotheses: list[tuple[str, float, float]]  # beam search: (text, score, log_prob), best first
+    truncated: bool  # the source was longer than the model accepts and was cut
+    reference: str | None  # the corpus translation, when the source is a corpus sentence
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """Attention of one source/target pair, teacher-forced, as numpy."""
+
+    src_tokens: list[str]  # encoder positions (keys of cross-attention)
+    tgt_tokens: list[str]  # decoder inputs: <bos> + target (queries of decoder maps)
+    out_tokens: list[str]  # what each decoder position predicts: target + <eos>
+    encoder: np.ndarray  # [layers, heads, S, S]
+    decoder_self: np.ndarray  # [layers, heads, T, T]
+    cross: np.ndarray  # [layers, heads, T, S]
+    target_probs: np.ndarray  # [T] probability the model gave each out_token
+    teacher_forced: bool  # False when the target is the model's own greedy output
+
+
+@dataclass(frozen=True)
+class DecodeSession:
+    """A sentence being decoded step by step."""
+
+    source: Encoded
+    source_ids: list[int]
+    source_tokens: list[str]  # display pieces of source_ids
+    stepper: BeamStepper
+    reference: str | None
+
+
+@dataclass
+class History:
+    """Every training step's metrics (as columns) and every evaluation (as rows)."""
+
+    train: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in TRAIN_KEYS})
+    evals: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_step(self, record: dict[str, float]) -> None:
+        for k in TRAIN_KEYS:
+            self.train[k].append(record[k])
+
+
+class Session:
+    """A model with its tokenizers, data and training state."""
+
+    def __init__(
+        self,
+        *,
+        model_cfg: ModelConfig,
+        train_cfg: TrainConfig,
+        data_spec: DataSpec,
+        tokenizer_spec: TokenizerSpec,
+        src_tok: TextTokenizer,
+        tgt_tok: TextTokenizer,
+        device: torch.device,
+        preset: str = "custom",
+        corpus: Corpus | None = None,
+    ) -> None:
+        self.model_cfg, self.train_cfg, self.data_spec = model_cfg, train_cfg, data_spec
+        self.tokenizer_spec, self.src_tok, self.tgt_tok = tokenizer_spec, src_tok, tgt_tok
+        self.device, self.preset = device, preset
+        torch.manual_seed(train_cfg.seed)
+        self.model = Transformer(model_cfg).to(device)
+        self.history = History()
+        self.step = 0
+        self.elapsed = 0.0  # seconds of training before this process (from a checkpoint)
+        self.dirty = False  # trained since the last save
+        self.notes: dict[str, Any] = {}  # free-form provenance: command, data, purpose
+        self._corpus = corpus
+        self._encoded: dict[str, EncodedPairs] = {}
+        self._trainer: Trainer | None = None
+        self._pending: dict[str, Any] | None = None  # optimizer/stream state from a checkpoint
+        self._clock: float | None = None
+
+    # -- creation ----------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        data: DataSpec,
+        preset: str = "tiny",
+        train: TrainConfig | None = None,
+        tokenizer: TokenizerSpec | None = None,
+        shared_tokenizer: bool = False,
+        device: str = "auto",
+        **model_overrides: Any,
+    ) -> Session:
+        """Load the data, train tokenizers on its training split, and build a fresh model.
+
+        ``model_overrides`` are :class:`ModelConfig` fields (``d_model=…``, ``norm="pre"``…).
+        """
+        train = train or TrainConfig()
+        tokenizer = tokenizer or TokenizerSpec()
+        corpus = load_corpus(data)
+        src_texts = [s for s, _ in corpus.train]
+        tgt_texts = [t for _, t in corpus.train]
+        if shared_tokenizer:
+            src_tok = tgt_tok = TextTokenizer.train(src_texts + tgt_texts, tokenizer)
+        else:
+            src_tok, tgt_tok = TextTokenizer.train(src_texts, tokenizer), TextTokenizer.train(tgt_texts, tokenizer)
+        model_overrides.setdefault("shared_vocab", shared_tokenizer)
+        cfg = ModelConfig.preset(
+            preset, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, **model_overrides
+        )
+        return cls(
+            model_cfg=cfg, train_cfg=train, data_spec=data, tokenizer_spec=tokenizer, src_tok=src_tok,
+            tgt_tok=tgt_tok, device=resolve_device(device), preset=preset, corpus=corpus,
+        )  # fmt: skip
+
+    @property
+    def shared_tokenizer(self) -> bool:
+        return self.src_tok is self.tgt_tok
+
+    # -- data --------------------------------------------------------------------------
+    @property
+    def corpus(self) -> Corpus:
+        """The sentence pairs (generated or read on first use; raises DataError if unavailable)."""
+        if self._corpus is None:
+            self._corpus = load_corpus(self.data_spec)
+        return self._corpus
+
+    def encoded(self, split: str) -> EncodedPairs:
+        if split not in self._encoded:
+            self._encoded[split] = encode_pairs(
+                self.corpus.split(split), self.src_tok, self.tgt_tok, self.model_cfg.max_len
+            )
+        return self._encoded[split]
+
+    # -- training ----------------------------------------------------------------------
+    @property
+    def trainer(self) -> Trainer:
+        if self._trainer is None:
+            pending = self._pending or {}
+            stream_state = pending.get("stream", {"epoch": 0, "position": 0})
+            stream = BatchStream(self.encoded("train"), self.train_cfg.batch_size, self.train_cfg.seed, **stream_state)
+            self._trainer = Trainer(self.model, self.train_cfg, stream, step=self.step)
+            if pending.get("optimizer") is not None:
+                self._trainer.optimizer.load_state_dict(pending["optimizer"])
+            self._pending = None
+        return self._trainer
+
+    def lr_schedule(self, steps: int) -> np.ndarray:
+        """The learning rate for updates 1..steps, for drawing the schedule ahead of time."""
+        from model.training import learning_rate
+
+        return np.array([learning_rate(self.train_cfg, s, self.model_cfg.d_model) for s in range(1, steps + 1)])
+
+    def train_steps(self, n: int = 1) -> list[dict[str, Any]]:
+        """Do ``n`` updates; evaluate on the valid split every ``eval_every`` steps.
+
+        Returns the records produced: one per update (``step``, ``time``, ``loss``,
+        ``lr``, ``token_accuracy``, ``grad_norm``, ``tokens_per_s``) and one per
+        evaluation (``split``, ``loss``, ``exact_match``, ``bleu``, …).
+        Raises :class:`~model.training.TrainingDiverged` with the weights of the last good step kept.
+        """
+        trainer = self.trainer
+        if self._clock is None:
+            self._clock = time.perf_counter() - self.elapsed
+        records: list[dict[str, Any]] = []
+        for _ in range(n):
+            record = trainer.train_step()
+            self.step = trainer.step
+            self.dirty = True
+            record["time"] = time.perf_counter() - self._clock
+            self.history.add_step(record)
+            records.append(record)
+            every = self.train_cfg.eval_every
+            if every and self.step % every == 0:
+                records.append(self.evaluate("valid", self.train_cfg.eval_sentences))
+        self.elapsed = time.perf_counter() - self._clock
+        return records
+
+    def pause_clock(self) -> None:
+        """Stop counting wall time (while paused); the next train_steps starts it again."""
+        if self._clock is not None:
+            self.elapsed = time.perf_counter() - self._clock
+            self._clock = None
+
+    def evaluate(self, split: str = "valid", max_sentences: int | None = None) -> dict[str, Any]:
+        """Loss, exact match and BLEU on a split; recorded in the history."""
+        refs = [t for _, t in self.corpus.split(split)]
+        result = evaluate(
+            self.model, self.encoded(split), refs, self.tgt_tok, self.corpus.tgt_lang,
+            self.train_cfg.label_smoothing, max_sentences,
+        )  # fmt: skip
+        now = time.perf_counter() - self._clock if self._clock is not None else self.elapsed
+        record = {"step": self.step, "time": now, "split": split, **result}
+        self.history.evals.append(record)
+        return record
+
+    # -- decoding ----------------------------------------------------------------------
+    def _source(self, text: str) -> tuple[Encoded, list[int], bool]:
+        if not normalize_text(text):
+            raise ValueError("Type a sentence to translate.")
+        encoded = self.src_tok.encode(text)
+        ids = source_ids(self.src_tok, text, self.model_cfg.max_len)
+        return encoded, ids, len(encoded.ids) > self.model_cfg.max_len - 1
+
+    def default_max_len(self, n_source: int) -> int:
+        return min(self.model_cfg.max_len, int(1.5 * n_source) + 10)
+
+    def reference_for(self, text: str) -> str | None:
+        try:
+            return self.corpus.reference_for(text)
+        except Exception:  # the data may be gone (a moved file); a reference is optional
+            return None
+
+    def translate(
+        self, text: str, beam_size: int = 1, max_len: int | None = None, length_penalty: float = 0.6
+    ) -> Translation:
+        encoded, ids, truncated = self._source(text)
+        max_len = max_len or self.default_max_len(len(ids))
+        src = torch.tensor(ids, device=self.device)
+        if beam_size <= 1:
+            tokens = greedy_decode(self.model, src, max_len)[0]
+            hyps = [(self.tgt_tok.decode(tokens), float("nan"), float("nan"))]
+        else:
+            found = beam_search(self.model, src, beam_size, max_len, length_penalty)
+            tokens = found[0].tokens
+            hyps = [(self.tgt_tok.decode(h.tokens), h.score, h.log_prob) for h in found]
+        return Translation(encoded, ids, hyps[0][0], tokens, hyps, truncated, self.reference_for(text))
+
+    def stepper(
+        self,
+        text: str,
+        beam_size: int = 1,
+        max_len: int | None = None,
+        length_penalty: float = 0.6,
+        top_k: int = 10,
+    ) -> DecodeSession:
+        """Decoding of ``text`` one step at a time (greedy when beam_size is 1)."""
+        encoded, ids, _ = self._source(text)
+        max_len = max_len or self.default_max_len(len(ids))
+        src = torch.tensor(ids, device=self.device)
+        stepper = BeamStepper(self.model, src, beam_size, max_len, length_penalty if beam_size > 1 else 0.0, top_k)
+        tokens = [self.src_tok.display_token(i) for i in ids]
+        return DecodeSession(encoded, ids, tokens, stepper, self.reference_for(text))
+
+    @torch.inference_mode()
+    def inspect(self, src_text: str, tgt_text: str | None = None) -> Inspection:
+        """All attention maps for ``src_text`` → ``tgt_text`` (teacher forcing); without a
+        target, for the model's own greedy translation."""
+        _, ids, _ = self._source(src_text)
+        src = torch.tensor([ids], device=self.device)
+        if tgt_text is None:
+            y = greedy_decode(self.model, src, self.default_max_len(len(ids)))[0]
+            y = y[:-1] if y and y[-1] == EOS_ID else y
+        else:
+            y = self.tgt_tok.encode_ids(tgt_text)[: self.model_cfg.max_len - 1]
+        cfg = self.model_cfg
+        tgt_in = torch.tensor([[cfg.bos_id, *y]], device=self.device)
+        out = [*y, EOS_ID]
+        self.model.eval()
+        logits, maps = self.model(src, tgt_in, return_attention=True)
+        probs = logits[0].float().softmax(-1)[torch.arange(len(out)), torch.tensor(out, device=self.device)]
+
+        def stack(ws: list[torch.Tensor]) -> np.ndarray:
+            return torch.stack([w[0] for w in ws]).float().cpu().numpy()
+
+        show = self.tgt_tok.display_token
+        return Inspection(
+            src_tokens=[self.src_tok.display_token(i) for i in ids],
+            tgt_tokens=[show(i) for i in [cfg.bos_id, *y]],
+            out_tokens=[show(i) for i in out],
+            encoder=stack(maps.encoder),
+            decoder_self=stack(maps.decoder_self),
+            cross=stack(maps.cross),
+            target_probs=probs.cpu().numpy(),
+            teacher_forced=tgt_text is not None,
+        )
+
+    # -- saving and loading -----------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """Write everything needed to continue this run to ``path`` (atomically)."""
+        trainer_state = self._trainer.state_dict() if self._trainer else (self._pending or {})
+        meta = {
+            "model_config": self.model_cfg.to_dict(),
+            "train_config": self.train_cfg.to_dict(),
+            "data_spec": self.data_spec.to_dict(),
+            "tokenizer_spec": {
+                "kind": self.tokenizer_spec.kind,
+                "vocab_size": self.tokenizer_spec.vocab_size,
+                "min_frequency": self.tokenizer_spec.min_frequency,
+            },
+            "shared_tokenizer": self.shared_tokenizer,
+            "preset": self.preset,
+            "step": self.step,
+            "elapsed": self.elapsed if self._clock is None else time.perf_counter() - self._clock,
+            "evals": self.history.evals,
+            "stream": trainer_state.get("stream", {"epoch": 0, "position": 0}),
+            "notes": self.notes,
+            "version": VERSION,
+        }
+        rng = {"torch": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        payload = {
+            "meta": json.dumps(meta, ensure_ascii=False),
+            "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
+            "optimizer": trainer_state.get("optimizer"),
+            "src_tokenizer": self.src_tok.to_json(),
+            "tgt_tokenizer": self.tgt_tok.to_json(),
+            "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.train.items()},
+            "rng": rng,
+        }
+        save_checkpoint(path, payload)
+        self.dirty = False
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "auto") -> Session:
+        """Open a checkpoint. Raises :class:`CheckpointError` (and changes nothing) when it is unusable."""
+        data = load_checkpoint(path)
+        try:
+            meta = json.loads(data["meta"])
+            model_cfg = ModelConfig.from_dict(meta["model_config"])
+            train_cfg = TrainConfig.from_dict(meta["train_config"])
+            data_spec = DataSpec.from_dict(meta["data_spec"])
+            tok_spec = TokenizerSpec(**meta["tokenizer_spec"])
+            src_tok = TextTokenizer.from_json(data["src_tokenizer"])
+            tgt_tok = src_tok if meta.get("shared_tokenizer") else TextTokenizer.from_json(data["tgt_tokenizer"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{path}: its settings cannot be read ({exc})") from None
+        if (src_tok.vocab_size, tgt_tok.vocab_size) != (model_cfg.src_vocab_size, model_cfg.tgt_vocab_size):
+            raise CheckpointError(f"{path}: its tokenizers do not match its model; the file is inconsistent")
+        session = cls(
+            model_cfg=model_cfg, train_cfg=train_cfg, data_spec=data_spec, tokenizer_spec=tok_spec,
+            src_tok=src_tok, tgt_tok=tgt_tok, device=resolve_device(device), preset=meta.get("preset", "custom"),
+        )  # fmt: skip
+        try:
+            session.model.load_state_dict(data["model"])
+        except (RuntimeError, TypeError, AttributeError) as exc:
+            raise CheckpointError(f"{path}: the weights do not fit the model it describes ({exc})") from None
+        session.step = int(meta.get("step", 0))
+        session.elapsed = float(meta.get("elapsed", 0.0))
+        session.notes = dict(meta.get("notes") or {})
+        history = data.get("history") or {}
+        for key in TRAIN_KEYS:
+            if key in history:
+                session.history.train[key] = [float(x) for x in history[key].tolist()]
+        session.history.evals = list(meta.get("evals") or [])
+        session._pending = {"optimizer": data.get("optimizer"), "stream": meta.get("stream")}
+        rng = data.get("rng") or {}
+        if isinstance(rng.get("torch"), torch.Tensor):
+            torch.set_rng_state(rng["torch"])
+        if torch.cuda.is_available() and rng.get("cuda"):
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        return session
+
+    # -- description -------------------------------------------------------------------
+    def with_train_config(self, **changes: Any) -> None:
+        """Change training settings that keep the model (learning rate, batch size, …)."""
+        self.train_cfg = replace(self.train_cfg, **changes)
+        if self._trainer is not None:
+            self._pending = self._trainer.state_dict()
+            self._trainer = None

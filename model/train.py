@@ -1,0 +1,194 @@
+"""Train a Transformer from the command line, without the window.
+
+    python -m model.train --task grammar-en-zh --preset small --steps 3000 --out runs/grammar
+
+Writes ``OUT/metrics.jsonl`` live (one JSON object per line: training steps with
+``step``, ``time``, ``loss``, ``lr``, ``token_accuracy``, ``grad_norm``,
+``tokens_per_s``; evaluations with ``split``, ``loss``, ``exact_match``, ``bleu``)
+and ``OUT/model.ckpt``, replaced atomically every ``--save-every`` steps and at
+the end. Ctrl-C saves and exits (status 130). ``--resume CKPT`` continues a run
+up to ``--steps`` updates in total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from model.checkpoint import CheckpointError
+from model.cli_common import Progress
+from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS
+from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
+from model.device import DEVICE_CHOICES, device_description
+from model.session import Session
+from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
+from model.training import OPTIMIZERS, SCHEDULES, TrainingDiverged, train_config_for
+
+MODEL_FLAGS = {  # flag destination → ModelConfig field
+    "d_model": "d_model", "heads": "n_heads", "encoder_layers": "n_encoder_layers",
+    "decoder_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "max_len": "max_len",
+    "positional": "positional", "norm": "norm", "activation": "activation", "tie_embeddings": "tie_embeddings",
+}  # fmt: skip
+TRAIN_FLAGS = {
+    "batch_size": "batch_size", "optimizer": "optimizer", "lr": "lr", "noam_factor": "noam_factor",
+    "schedule": "schedule", "warmup": "warmup_steps", "total_steps": "total_steps",
+    "label_smoothing": "label_smoothing", "clip_norm": "clip_norm", "weight_decay": "weight_decay",
+    "seed": "seed", "eval_every": "eval_every", "eval_sentences": "eval_sentences",
+}  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="transformer-explorer-train", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1],
+    )  # fmt: skip
+    src = ap.add_argument_group("data (one of --task / --data)")
+    src.add_argument("--task", choices=TASKS, help="a bundled task")
+    src.add_argument("--data", metavar="FILE", help="your own pairs: .tsv, .jsonl, or the source side of two files")
+    src.add_argument("--data-target", metavar="FILE", help="the target side, when --data is plain source text")
+    src.add_argument("--format", choices=FILE_FORMATS, default="auto", help="format of --data (default: guess)")
+    src.add_argument("--src-key", default="english", help="JSON lines: source field (default english)")
+    src.add_argument("--tgt-key", default="chinese", help="JSON lines: target field (default chinese)")
+    src.add_argument("--swap", action="store_true", help="translate the second column into the first")
+    src.add_argument("--length", type=int, default=10, help="symbol tasks: longest sequence (default 10)")
+    src.add_argument("--min-length", type=int, help="symbol tasks: shortest sequence (default: --length)")
+    src.add_argument("--alphabet", type=int, default=10, help="symbol tasks: number of symbols (default 10)")
+    src.add_argument("--n-train", type=int, help="generated tasks: training pairs (default 20000)")
+    src.add_argument("--data-seed", type=int, default=0, help="seed of data generation and splits")
+
+    m = ap.add_argument_group("model")
+    m.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    m.add_argument("--d-model", type=int)
+    m.add_argument("--heads", type=int)
+    m.add_argument("--encoder-layers", type=int)
+    m.add_argument("--decoder-layers", type=int)
+    m.add_argument("--d-ff", type=int)
+    m.add_argument("--dropout", type=float)
+    m.add_argument("--max-len", type=int)
+    m.add_argument("--positional", choices=POSITIONAL_KINDS)
+    m.add_argument("--norm", choices=NORM_KINDS)
+    m.add_argument("--activation", choices=ACTIVATIONS)
+    m.add_argument("--tie-embeddings", action="store_true", default=None)
+    m.add_argument("--shared-vocab", action="store_true", help="one tokenizer and embedding for both sides")
+
+    t = ap.add_argument_group("tokenizer")
+    t.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="word")
+    t.add_argument("--vocab-size", type=int, default=8000)
+    t.add_argument("--min-frequency", type=int, default=1)
+
+    o = ap.add_argument_group("training")
+    o.add_argument("--steps", type=int, required=True, help="train until this many updates in total")
+    o.add_argument("--out", required=True, metavar="DIR", help="folder for metrics.jsonl and model.ckpt")
+    o.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
+    o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    o.add_argument("--seed", type=int)
+    o.add_argument("--eval-every", type=int)
+    o.add_argument("--eval-sentences", type=int)
+    o.add_argument("--save-every", type=int, default=500)
+    o.add_argument("--batch-size", type=int)
+    o.add_argument("--optimizer", choices=OPTIMIZERS)
+    o.add_argument("--schedule", choices=SCHEDULES)
+    o.add_argument("--lr", type=float, help="constant/cosine: learning rate after warm-up")
+    o.add_argument("--noam-factor", type=float, help="Noam: factor in front of d_model^-0.5 · …")
+    o.add_argument("--warmup", type=int)
+    o.add_argument("--total-steps", type=int, help="cosine: step where the rate reaches zero")
+    o.add_argument("--label-smoothing", type=float)
+    o.add_argument("--clip-norm", type=float)
+    o.add_argument("--weight-decay", type=float)
+    o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
+    return ap
+
+
+def _chosen(args: argparse.Namespace, flags: dict[str, str]) -> dict:
+    return {field: getattr(args, flag) for flag, field in flags.items() if getattr(args, flag) is not None}
+
+
+def make_session(args: argparse.Namespace) -> Session:
+    if args.resume:
+        return Session.load(args.resume, device=args.device)
+    if (args.task is None) == (args.data is None):
+        raise DataError("give exactly one of --task NAME or --data FILE")
+    data = DataSpec(
+        task=args.task, path=args.data, target_path=args.data_target, file_format=args.format,
+        src_key=args.src_key, tgt_key=args.tgt_key, swap=args.swap, seed=args.data_seed, length=args.length,
+        min_length=args.min_length or args.length, alphabet=args.alphabet,
+        **({"n_train": args.n_train} if args.n_train else {}),
+    )  # fmt: skip
+    train = train_config_for(args.preset, **_chosen(args, TRAIN_FLAGS))
+    tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
+    return Session.create(
+        data, args.preset, train, tokenizer, shared_tokenizer=args.shared_vocab, device=args.device,
+        **_chosen(args, MODEL_FLAGS),
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    try:
+        session = make_session(args)
+    except (DataError, CheckpointError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    command = "python -m model.train " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    session.notes.setdefault("commands", []).append(command)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / "model.ckpt"
+    cfg = session.model_cfg
+    print(
+        f"{session.data_spec.name}: {session.model.num_parameters():,} parameters (d_model {cfg.d_model}, "
+        f"{cfg.n_heads} heads, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers) on "
+        f"{device_description(session.device)}; steps {session.step} → {args.steps}",
+        file=sys.stderr,
+    )
+    progress = Progress(args.steps, session.step)
+    status = 0
+    with open(out / "metrics.jsonl", "a" if args.resume else "w", encoding="utf-8") as log:
+        try:
+            while session.step < args.steps:
+                for record in session.train_steps(1):
+                    log.write(json.dumps(record) + "\n")
+                    if "split" in record:
+                        progress.update(session.step, f"valid EM {record['exact_match']:.3f} BLEU {record['bleu']:.1f}",
+                                        force=True)  # fmt: skip
+                log.flush()
+                r = session.history.train
+                progress.update(
+                    session.step,
+                    f"loss {r['loss'][-1]:.3f} acc {r['token_accuracy'][-1]:.3f} lr {r['lr'][-1]:.2e} "
+                    f"{r['tokens_per_s'][-1] / 1000:.0f}k tok/s",
+                )
+                if args.save_every and session.step % args.save_every == 0:
+                    session.save(ckpt)
+            progress.close()
+            finals = [session.evaluate("valid")] + ([session.evaluate("test")] if args.test else [])
+            for record in finals:
+                log.write(json.dumps(record) + "\n")
+                print(
+                    f"{record['split']}: loss {record['loss']:.3f}, exact match {record['exact_match']:.3f}, "
+                    f"BLEU {record['bleu']:.1f} ({record['sentences']} sentences)",
+                    file=sys.stderr,
+                )
+        except KeyboardInterrupt:
+            progress.close()
+            print(f"interrupted at step {session.step}; saving", file=sys.stderr)
+            status = 130
+        except TrainingDiverged as exc:
+            progress.close()
+            print(f"error: {exc}", file=sys.stderr)
+            status = 1
+    session.save(ckpt)
+    print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
