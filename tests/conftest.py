@@ -27,3 +27,47 @@ def copy_session_factory():
         return Session.create(data, "tiny", train, TokenizerSpec("word"), device="cpu")
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_left_running():
+    """Fail any test that leaves an engine thread (or any other thread) running."""
+    import threading
+
+    before = set(threading.enumerate())
+    yield
+    try:
+        from explorer.worker import LIVE_ENGINES
+    except ImportError:  # Qt not importable: no engines either
+        LIVE_ENGINES = ()
+    running = [e for e in list(LIVE_ENGINES) if e.isRunning()]
+    for e in running:  # clean up so one failure does not cascade, then fail
+        e.shutdown(None, timeout_ms=5000)
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    assert not running, f"engine threads left running: {running}"
+    assert not leaked, f"threads left running: {leaked}"
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """Main windows with their own settings file and data folder; closed (engine joined) at the end."""
+    from PySide6.QtCore import QSettings
+
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    windows = []
+
+    def make(open_path=None, start_default=False, settings_name="settings.ini"):
+        settings = QSettings(str(tmp_path / settings_name), QSettings.IniFormat)
+        window = MainWindow(engine=Engine("cpu", threads=1), settings=settings, data_dir=tmp_path / "data",
+                            open_path=open_path, start_default=start_default)  # fmt: skip
+        qtbot.addWidget(window)
+        windows.append(window)
+        return window
+
+    yield make
+    for w in windows:
+        if w.engine.isRunning():
+            w.close()
+        qtbot.waitUntil(w.engine.isFinished, timeout=5000)

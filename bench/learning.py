@@ -1,0 +1,81 @@
+"""How fast the engine learns, from scratch, on this machine's CPU.
+
+    python -m bench.learning --task copy      # tiny preset; goal: >= 99% exact match on held-out sequences in 60 s
+    python -m bench.learning --task grammar   # small preset; goal: >= 95% exact match on the held-out-combination
+                                              # test split within 5 min
+    python -m bench.learning --task hsk       # small preset, 10 min: valid and train BLEU (no goal yet)
+
+Training time is counted alone; evaluations pause the clock. Each evaluation
+greedy-decodes the held-out split and prints exact match and BLEU (sacrebleu).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from model.data import DataSpec
+from model.session import Session
+from model.tokenization import TokenizerSpec
+from model.training import train_config_for
+
+RUNS = {
+    "copy": dict(data=DataSpec(task="copy"), preset="tiny", budget=60, every=5, split="test", goal=0.99),
+    "grammar": dict(data=DataSpec(task="grammar-en-zh"), preset="small", budget=300, every=30, split="test", goal=0.95),
+    "hsk": dict(data=DataSpec(task="hsk-en-zh"), preset="small", budget=600, every=60, split="valid", goal=None),
+}
+
+
+def run(name: str, threads: int) -> None:
+    spec = RUNS[name]
+    torch.set_num_threads(threads)
+    session = Session.create(spec["data"], spec["preset"], train_config_for(spec["preset"], eval_every=0),
+                             TokenizerSpec("word"), device="cpu")  # fmt: skip
+    cfg = session.model_cfg
+    print(f"== {name}: {spec['data'].task}, {spec['preset']} preset ({session.model.num_parameters():,} parameters, "
+          f"d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers), word tokenizer "
+          f"({session.src_tok.vocab_size}/{session.tgt_tok.vocab_size}), {threads} threads, "
+          f"{len(session.corpus.train)} training pairs", flush=True)  # fmt: skip
+    trained, reached = 0.0, None
+    next_eval = spec["every"]
+    while trained < spec["budget"]:
+        t0 = time.perf_counter()
+        session.train_steps(10)
+        trained += time.perf_counter() - t0
+        if trained >= next_eval or trained >= spec["budget"]:
+            next_eval += spec["every"]
+            ev = session.evaluate(spec["split"])
+            loss = sum(session.history.train["loss"][-10:]) / 10
+            print(f"  {trained:6.1f} s  step {session.step:5d}  train loss {loss:.3f}  {spec['split']}: "
+                  f"exact match {ev['exact_match']:.3f}  BLEU {ev['bleu']:.1f}", flush=True)  # fmt: skip
+            if spec["goal"] is not None and reached is None and ev["exact_match"] >= spec["goal"]:
+                reached = trained
+    final = session.evaluate(spec["split"])
+    print(f"  after {trained:.0f} s of training ({session.step} steps): {spec['split']} exact match "
+          f"{final['exact_match']:.3f}, BLEU {final['bleu']:.1f}")  # fmt: skip
+    if spec["goal"] is not None:
+        verdict = f"reached {spec['goal']:.0%} at {reached:.0f} s" if reached else f"did not reach {spec['goal']:.0%}"
+        print(f"  goal {spec['goal']:.0%} within {spec['budget']} s: {verdict}")
+    if name == "hsk":
+        sample = Session.evaluate(session, "train", max_sentences=len(session.corpus.valid))
+        print(
+            f"  train BLEU (first {sample['sentences']} training sentences): {sample['bleu']:.1f}, "
+            f"exact match {sample['exact_match']:.3f}"
+        )
+        for src, ref in session.corpus.valid[:5]:
+            print(f"    {src}  →  {session.translate(src).text}   (reference: {ref})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--task", choices=[*RUNS, "all"], default="all")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    for name in RUNS if args.task == "all" else [args.task]:
+        run(name, args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Application start: command line, QApplication, one-time warm-up, the main window."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+T0 = time.perf_counter()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from explorer.i18n import LANGUAGES
+    from model.device import DEVICE_CHOICES
+
+    ap = argparse.ArgumentParser(
+        prog="transformer-explorer",
+        description="Train an encoder–decoder Transformer on this computer and look inside it.",
+    )
+    ap.add_argument("checkpoint", nargs="?", help="a checkpoint (.ckpt) to open")
+    ap.add_argument("--open", dest="open_path", metavar="CKPT", help="a checkpoint to open (same as the argument)")
+    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                    help="where the model runs: auto (GPU if there is one), cpu, cuda, mps")  # fmt: skip
+    ap.add_argument("--lang", choices=sorted(LANGUAGES), help="interface language: en (English) or zh (简体中文)")
+    ap.add_argument("--threads", type=int, help="CPU threads for training (default: all cores)")
+    ap.add_argument("--quit-after-show", action="store_true", help=argparse.SUPPRESS)  # start-up measurement
+    return ap.parse_args(argv)
+
+
+def warm_up() -> None:
+    """Slow one-time work, done before the window shows: the first optimizer construction
+    imports torch._dynamo (about a second); done later on the engine thread it froze the GUI."""
+    import torch
+
+    torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("transformer-explorer")
+    app.setApplicationName("Transformer Explorer")
+    app.setStyle("Fusion")
+    warm_up()
+    from explorer.i18n import language
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    settings = QSettings()
+    lang = args.lang or settings.value("language", "en")
+    language.set(lang if lang in ("en", "zh") else "en")
+    window = MainWindow(engine=Engine(args.device, args.threads), settings=settings,
+                        open_path=args.open_path or args.checkpoint)  # fmt: skip
+    window.show()
+    if args.quit_after_show:
+        app.processEvents()
+        print(f"window shown after {time.perf_counter() - T0:.2f} s", flush=True)
+        QTimer.singleShot(0, window.close)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

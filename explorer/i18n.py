@@ -1,0 +1,40 @@
+"""Interface language: English (the source strings) and Simplified Chinese.
+
+Widgets call :func:`tr` for every visible string and re-set their texts in a
+``retranslate()`` method, connected to :data:`language.changed`, so switching
+language takes effect at once, without a restart.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+LANGUAGES = {"en": "English", "zh": "简体中文"}
+
+# English source string → Chinese. Strings missing here show in English.
+ZH: dict[str, str] = {}
+
+
+class _Language(QObject):
+    changed = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.code = "en"
+
+    def set(self, code: str) -> None:
+        if code not in LANGUAGES:
+            raise ValueError(f"unknown language {code!r}; choose one of {', '.join(LANGUAGES)}")
+        if code != self.code:
+            self.code = code
+            self.changed.emit(code)
+
+
+language = _Language()
+
+
+def tr(text: str) -> str:
+    """``text`` in the current interface language."""
+    if language.code == "zh":
+        return ZH.get(text, text)
+    return text

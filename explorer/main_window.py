@@ -1,0 +1,426 @@
+"""The main window: dockable panels, menus, status bar, and everything that talks to the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMenuBar, QVBoxLayout, QWidget
+
+from explorer import dialogs
+from explorer.i18n import language, tr
+from explorer.panels.data_view import DataPanel
+from explorer.panels.model_info import ModelPanel
+from explorer.panels.placeholder import PlaceholderPanel
+from explorer.panels.training import TrainingPanel, needs_new_model
+from explorer.widgets.message_bar import MessageBar
+from explorer.worker import ERROR, PAUSED, TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+
+MAX_RECENT = 8
+CHECKPOINT_FILTER = "Transformer Explorer checkpoints (*.ckpt);;All files (*)"
+
+
+def default_data_dir() -> Path:
+    return Path(
+        QStandardPaths.writableLocation(QStandardPaths.AppDataLocation) or Path.home() / ".transformer-explorer"
+    )
+
+
+class MainWindow(QMainWindow):
+    PANELS = (
+        ("training", "Training"),
+        ("decoding", "Decoding"),
+        ("attention", "Attention"),
+        ("positional", "Positional encoding"),
+        ("model", "Model"),
+        ("data", "Data"),
+    )
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        settings: QSettings | None = None,
+        data_dir: Path | None = None,
+        device: str = "auto",
+        open_path: str | None = None,
+        start_default: bool = True,
+    ) -> None:
+        super().__init__()
+        self.setObjectName("main_window")
+        self.settings = settings or QSettings()
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()
+        self.engine = engine or Engine(device)
+        self.status = EngineStatus("idle", 0, 0, False, None, "")
+        self._after_save: dict[int, callable] = {}
+        self._restoring: Path | None = None
+        self._last_loss = self._last_speed = None
+
+        self.training = TrainingPanel()
+        self.model_panel = ModelPanel()
+        self.data_panel = DataPanel()
+        self.panels: dict[str, QWidget] = {
+            "training": self.training,
+            "decoding": PlaceholderPanel("decoding"),
+            "attention": PlaceholderPanel("attention"),
+            "positional": PlaceholderPanel("positional"),
+            "model": self.model_panel,
+            "data": self.data_panel,
+        }
+        self.docks: dict[str, QDockWidget] = {}
+        for key, _ in self.PANELS:
+            dock = QDockWidget(self)
+            dock.setObjectName(f"{key}_dock")
+            dock.setWidget(self.panels[key])
+            dock.setFeatures(
+                QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable
+            )
+            self.docks[key] = dock
+        centre = QWidget()
+        centre.setMaximumSize(0, 0)
+        self.setCentralWidget(centre)
+        self.setDockNestingEnabled(True)
+        self._default_layout()
+        self._default_state = self.saveState()
+
+        # the menu bar with the message bar under it, above the docks
+        self.menu_bar = QMenuBar()
+        self.message_bar = MessageBar()
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.setSpacing(2)
+        top_layout.addWidget(self.menu_bar)
+        top_layout.addWidget(self.message_bar)
+        self.setMenuWidget(top)
+
+        self._build_menus()
+        self._build_status_bar()
+        e = self.engine
+        e.status_changed.connect(self._on_status)
+        e.metrics_logged.connect(self._on_metrics)
+        e.run_described.connect(self._on_run)
+        e.engine_failed.connect(self._on_failed)
+        e.saved.connect(self._on_saved)
+        self.training.start_requested.connect(self._on_start_requested)
+        self.training.control_requested.connect(self._on_control)
+        language.changed.connect(self.retranslate)
+
+        geometry = self.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1500, 920)
+        state = self.settings.value("window/state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        self.retranslate()
+
+        self.engine.start()
+        self._offer_autosave()
+        if open_path:
+            self.open_checkpoint(open_path, confirm=False)
+        elif start_default:
+            self.engine.submit("new", spec=self.training.form.spec())
+
+    # -- layout -------------------------------------------------------------------------------------
+    def _default_layout(self) -> None:
+        d = self.docks
+        for dock in d.values():
+            dock.setFloating(False)
+            dock.show()
+        self.addDockWidget(Qt.LeftDockWidgetArea, d["training"])
+        self.addDockWidget(Qt.RightDockWidgetArea, d["decoding"])
+        self.addDockWidget(Qt.RightDockWidgetArea, d["attention"])
+        self.splitDockWidget(d["decoding"], d["attention"], Qt.Vertical)
+        self.tabifyDockWidget(d["attention"], d["positional"])
+        self.tabifyDockWidget(d["training"], d["model"])
+        self.tabifyDockWidget(d["model"], d["data"])
+        d["training"].raise_()
+        d["attention"].raise_()
+        self.resizeDocks([d["training"], d["decoding"]], [900, 600], Qt.Horizontal)
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        for dock in self.docks.values():
+            dock.show()
+
+    # -- menus and status bar ----------------------------------------------------------------------
+    def _build_menus(self) -> None:
+        bar = self.menu_bar
+        self.file_menu = bar.addMenu("")
+        self.view_menu = bar.addMenu("")
+        self.help_menu = bar.addMenu("")
+        self.actions: dict[str, QAction] = {}
+
+        def action(key: str, slot, shortcut=None) -> QAction:
+            a = QAction(self)
+            a.setObjectName(f"action_{key}")
+            a.triggered.connect(slot)
+            if shortcut is not None:
+                a.setShortcut(shortcut)
+            self.actions[key] = a
+            return a
+
+        self.file_menu.addAction(action("new", self.new_model, QKeySequence.New))
+        self.file_menu.addAction(action("open", lambda: self.open_checkpoint(), QKeySequence.Open))
+        self.file_menu.addAction(action("save", self.save, QKeySequence.Save))
+        self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.SaveAs))
+        self.recent_menu = self.file_menu.addMenu("")
+        self.file_menu.addSeparator()
+        self.file_menu.addAction(action("quit", self.close, QKeySequence.Quit))
+        for key, _ in self.PANELS:
+            toggle = self.docks[key].toggleViewAction()
+            toggle.setObjectName(f"action_show_{key}")
+            self.view_menu.addAction(toggle)
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(action("reset_layout", self.reset_layout))
+        self.help_menu.addAction(action("about", self._about))
+        self._rebuild_recent()
+
+    def _build_status_bar(self) -> None:
+        self.device_label = QLabel(objectName="status_device")
+        self.state_label = QLabel(objectName="status_state")
+        self.step_label = QLabel(objectName="status_step")
+        self.loss_label = QLabel(objectName="status_loss")
+        self.speed_label = QLabel(objectName="status_speed")
+        for w in (self.device_label, self.state_label, self.step_label, self.loss_label, self.speed_label):
+            w.setMinimumWidth(90)
+            self.statusBar().addPermanentWidget(w)
+
+    def retranslate(self) -> None:
+        titles = dict(self.PANELS)
+        for key, dock in self.docks.items():
+            dock.setWindowTitle(tr(titles[key]))
+            panel = self.panels[key]
+            if hasattr(panel, "retranslate"):
+                panel.retranslate()
+        self.file_menu.setTitle(tr("&File"))
+        self.view_menu.setTitle(tr("&View"))
+        self.help_menu.setTitle(tr("&Help"))
+        self.recent_menu.setTitle(tr("Recent files"))
+        names = {"new": "New model…", "open": "Open checkpoint…", "save": "Save", "save_as": "Save as…",
+                 "quit": "Quit", "reset_layout": "Reset layout", "about": "About Transformer Explorer"}  # fmt: skip
+        for key, text in names.items():
+            self.actions[key].setText(tr(text))
+        self._update_title()
+        self._update_status_labels()
+
+    def _update_title(self) -> None:
+        name = Path(self.status.path).name if self.status.path else tr("unsaved model")
+        self.setWindowTitle(f"{'• ' if self.status.dirty else ''}{name} — Transformer Explorer")
+
+    def _update_status_labels(self) -> None:
+        s = self.status
+        self.device_label.setText(s.device or "…")
+        self.state_label.setText(tr(s.state))
+        self.step_label.setText(f"{tr('step')} {s.step:,}")
+        self.loss_label.setText(
+            f"{tr('loss')} {self._last_loss:.3f}" if self._last_loss is not None else f"{tr('loss')} –"
+        )
+        self.speed_label.setText(f"{self._last_speed:,.0f} {tr('tok/s')}" if self._last_speed else f"– {tr('tok/s')}")
+
+    # -- engine events --------------------------------------------------------------------------------
+    def _on_status(self, status: EngineStatus) -> None:
+        path_changed = status.path and status.path != self.status.path
+        self.status = status
+        self.training.on_status(status)
+        if path_changed:
+            self._remember_recent(status.path)
+        self._update_title()
+        self._update_status_labels()
+
+    def _on_metrics(self, batch: MetricsBatch) -> None:
+        self.training.on_metrics(batch)
+        if len(batch.steps["loss"]):
+            self._last_loss = float(batch.steps["loss"][-1])
+            self._last_speed = float(batch.steps["tokens_per_s"][-1])
+        self._update_status_labels()
+
+    def _on_run(self, info: RunInfo) -> None:
+        self.training.on_run(info)
+        self.model_panel.on_run(info)
+        self.data_panel.on_run(info)
+        if self._restoring is not None:  # the autosave is open again: its file is no longer needed
+            self._restoring.unlink(missing_ok=True)
+            self._restoring = None
+
+    def _on_failed(self, request_id: int, message: str) -> None:
+        self._after_save.pop(request_id, None)
+        self._restoring = None
+        self.show_message(message, "error")
+
+    def _on_saved(self, request_id: int, path: str) -> None:
+        self.statusBar().showMessage(tr("Saved") + f" {path}", 5000)
+        self._remember_recent(path)
+        then = self._after_save.pop(request_id, None)
+        if then is not None:
+            then()
+
+    def show_message(self, text: str, level: str = "info", actions=None) -> None:
+        self.message_bar.show_message(text, level, actions)
+
+    # -- commands ----------------------------------------------------------------------------------------
+    def _on_start_requested(self, spec: NewModelSpec, kind: str) -> None:
+        info = self.training.current
+
+        def go() -> None:
+            if kind == "start":
+                self.engine.submit("start")
+            else:
+                self.engine.submit("step", n=int(kind.split(":")[1]))
+
+        if needs_new_model(spec, info):
+            if info is not None and self.status.step > 0:
+                question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
+                self._when_discarded(lambda: (self.engine.submit("new", spec=spec), go()),
+                                     question.format(step=self.status.step), always_ask=True)  # fmt: skip
+            else:
+                self.engine.submit("new", spec=spec)
+                go()
+            return
+        current = info.train_config
+        changes = {k: v for k, v in dataclasses.asdict(spec.train).items() if current.get(k) != v}
+        if changes:
+            self.engine.submit("train_settings", changes=changes)
+        go()
+
+    def _on_control(self, kind: str, args: dict) -> None:
+        if kind == "reset":
+            spec = args["spec"]
+            question = tr(
+                "Reset starts a new model with fresh weights. The current model (step {step}) will be replaced."
+            )
+            self._when_discarded(lambda: self.engine.submit("new", spec=spec), question.format(step=self.status.step),
+                                 always_ask=self.status.step > 0)  # fmt: skip
+        else:
+            self.engine.submit(kind)
+
+    def _when_discarded(self, then, question: str, always_ask: bool = False) -> None:
+        """Run ``then`` once the current model may be replaced: ask first when work would be lost."""
+        if self.status.dirty:
+            choice = dialogs.ask(self, tr("Unsaved work"), question + "\n\n" + tr("Save it first?"),
+                                 (dialogs.SAVE, dialogs.DISCARD, dialogs.CANCEL))  # fmt: skip
+            if choice == dialogs.SAVE:
+                self.save(then=then)
+            elif choice == dialogs.DISCARD:
+                then()
+        elif always_ask:
+            if dialogs.ask(self, tr("Replace the model?"), question, (dialogs.YES, dialogs.CANCEL)) == dialogs.YES:
+                then()
+        else:
+            then()
+
+    def new_model(self) -> None:
+        """A fresh model from the Training panel's settings."""
+        self.docks["training"].show()
+        self.docks["training"].raise_()
+        try:
+            spec = self.training.form.spec()
+        except ValueError as exc:
+            self.show_message(str(exc), "error")
+            return
+        self._when_discarded(lambda: self.engine.submit("new", spec=spec), tr("A new model replaces the current one."))
+
+    def open_checkpoint(self, path: str | None = None, confirm: bool = True) -> None:
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, tr("Open checkpoint"), self._last_folder(), tr(CHECKPOINT_FILTER)
+            )
+            if not path:
+                return
+        target = str(path)
+        if confirm:
+            self._when_discarded(
+                lambda: self.engine.submit("load", path=target), tr("Opening a checkpoint replaces the current model.")
+            )
+        else:
+            self.engine.submit("load", path=target)
+
+    def save(self, then=None) -> None:
+        if self.status.path:
+            rid = self.engine.submit("save", path=self.status.path)
+            if then:
+                self._after_save[rid] = then
+        else:
+            self.save_as(then=then)
+
+    def save_as(self, then=None) -> None:
+        suggested = str(Path(self._last_folder()) / "model.ckpt")
+        path, _ = QFileDialog.getSaveFileName(self, tr("Save checkpoint"), suggested, tr(CHECKPOINT_FILTER))
+        if not path:
+            return
+        if not Path(path).suffix:
+            path += ".ckpt"
+        rid = self.engine.submit("save", path=path)
+        if then:
+            self._after_save[rid] = then
+
+    def _last_folder(self) -> str:
+        recent = self.recent_files()
+        return str(Path(recent[0]).parent) if recent else str(Path.home())
+
+    # -- recent files ---------------------------------------------------------------------------------
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recent_files", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def _remember_recent(self, path: str) -> None:
+        path = str(Path(path).resolve())
+        if self.data_dir in Path(path).parents:
+            return  # autosaves are not "recent files"
+        files = [path] + [p for p in self.recent_files() if p != path]
+        self.settings.setValue("recent_files", files[:MAX_RECENT])
+        self._rebuild_recent()
+
+    def _rebuild_recent(self) -> None:
+        self.recent_menu.clear()
+        files = self.recent_files()
+        for path in files:
+            self.recent_menu.addAction(Path(path).name, lambda p=path: self.open_checkpoint(p)).setToolTip(path)
+        self.recent_menu.setEnabled(bool(files))
+
+    # -- autosave ---------------------------------------------------------------------------------------
+    @property
+    def autosave_path(self) -> Path:
+        return self.data_dir / "autosave.ckpt"
+
+    def _offer_autosave(self) -> None:
+        found = sorted(self.data_dir.glob("autosave*.ckpt"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if not found:
+            return
+        newest = found[0]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(newest.stat().st_mtime))
+        text = tr("Unsaved work from an earlier session was kept ({when}). Restore it?").format(when=when)
+        if len(found) > 1:
+            text += " " + tr("({n} older autosaves are in {folder}.)").format(n=len(found) - 1, folder=self.data_dir)
+        self.show_message(text, "warning", [(tr("Restore"), lambda: self._restore(newest)),
+                                            (tr("Discard"), lambda: newest.unlink(missing_ok=True))])  # fmt: skip
+
+    def _restore(self, path: Path) -> None:
+        self._restoring = path
+        self.engine.submit("load", path=str(path), autosave=True)
+
+    # -- closing ------------------------------------------------------------------------------------------
+    def closeEvent(self, event) -> None:  # noqa: N802
+        """Stop the engine within one step, autosave unsaved work, join the thread (≤ 2 s)."""
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.training.timer.stop()
+        if self.engine.isRunning():
+            self.engine.shutdown(str(self.autosave_path), timeout_ms=2000)
+        event.accept()
+
+    def _about(self) -> None:
+        self.show_message(
+            tr(
+                "Transformer Explorer trains an encoder–decoder Transformer on this computer and shows what happens "
+                "inside it. Built on PyTorch, Qt (PySide6), pyqtgraph and Hugging Face tokenizers."
+            ),  # fmt: skip
+            "info",
+        )
+
+
+__all__ = ["MainWindow", "ERROR", "PAUSED", "TRAINING"]

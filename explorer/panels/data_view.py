@@ -1,0 +1,68 @@
+"""Data panel: the current corpus, and sentences as the tokenizers split them."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from explorer.i18n import tr
+from explorer.widgets.token_strip import TokenStrip
+from explorer.worker import RunInfo
+
+
+class DataPanel(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("data_panel")
+        self.info: RunInfo | None = None
+        self.summary = QLabel(objectName="data_summary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.RichText)
+        self.grid_host = QWidget()
+        self.grid = QGridLayout(self.grid_host)
+        self.grid.setColumnStretch(0, 1)
+        self.grid.setColumnStretch(1, 1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.grid_host)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(scroll, 1)
+        self.strips: list[tuple[TokenStrip, TokenStrip]] = []
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        if self.info is None:
+            self.summary.setText(tr("No data yet."))
+        else:
+            self._summarise(self.info)
+
+    def _summarise(self, info: RunInfo) -> None:
+        c = info.corpus
+        if "error" in c:
+            self.summary.setText(f"<b>{c['name']}</b><br><span style='color:#c62828'>{c['error']}</span>")
+            return
+        text = (
+            f"<b>{c['name']}</b> — {tr(c['description'])}<br>"
+            f"{tr('train')} {c['train']:,} · {tr('valid')} {c['valid']:,} · {tr('test')} {c['test']:,} "
+            f"{tr('pairs')}; {c['src_lang']} → {c['tgt_lang']}; {tr('tokenizer')}: {info.tokenizer}"
+        )
+        if c.get("truncated"):
+            text += f"<br>{c['truncated']} {tr('training pairs were longer than the model accepts and were cut')}"
+        if c.get("report"):
+            text += f"<br><small>{c['report']}</small>"
+        text += f"<br><br>{tr('Training sentences as the tokenizers split them (source | target):')}"
+        self.summary.setText(text)
+
+    def on_run(self, info: RunInfo) -> None:
+        self.info = info
+        self._summarise(info)
+        while self.grid.count():
+            self.grid.takeAt(0).widget().deleteLater()
+        self.strips = []
+        for row, (src, tgt) in enumerate(info.samples):
+            a = TokenStrip(list(src), {i for i, t in enumerate(src) if t == "<unk>"})
+            b = TokenStrip(list(tgt), {i for i, t in enumerate(tgt) if t == "<unk>"})
+            self.grid.addWidget(a, row, 0)
+            self.grid.addWidget(b, row, 1)
+            self.strips.append((a, b))

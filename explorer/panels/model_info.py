@@ -1,0 +1,64 @@
+"""Model panel: the architecture of the loaded model and where its parameters are."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+
+from explorer.i18n import tr
+from explorer.worker import RunInfo
+
+
+class ModelPanel(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("model_panel")
+        self.info: RunInfo | None = None
+        self.summary = QLabel(objectName="model_summary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.RichText)
+        self.table = QTableWidget(0, 3, objectName="parameter_table")
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.table, 1)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.table.setHorizontalHeaderLabels([tr("Component"), tr("Parameters"), tr("Share")])
+        if self.info is None:
+            self.summary.setText(tr("No model yet: choose a task in the Training panel and press Start."))
+        else:
+            self.on_run(self.info)
+
+    def on_run(self, info: RunInfo) -> None:
+        self.info = info
+        m = info.model_config
+        norm = tr("Post-LN (as in the paper)") if m["norm"] == "post" else tr("Pre-LN (final norms)")
+        tied = []
+        if m["shared_vocab"]:
+            tied.append(tr("one vocabulary for source and target"))
+        if m["tie_embeddings"]:
+            tied.append(tr("output projection tied to the target embedding"))
+        lines = [
+            f"<b>{tr('Encoder–decoder Transformer')}</b> — {tr('preset')} <i>{info.preset}</i>",
+            f"N = {m['n_encoder_layers']} {tr('encoder layers')} + {m['n_decoder_layers']} {tr('decoder layers')}; "
+            f"d_model = {m['d_model']}, h = {m['n_heads']} {tr('heads')} (d_k = d_v = {m['d_model'] // m['n_heads']}), "
+            f"d_ff = {m['d_ff']}, P_drop = {m['dropout']:g}",
+            f"{norm}; {tr('positions')}: {m['positional']}; {tr('activation')}: {m['activation']}; "
+            f"max_len = {m['max_len']}",
+            f"{tr('Tokenizer')}: {info.tokenizer}" + (f"; {', '.join(tied)}" if tied else ""),
+            f"<b>{tr('Parameters')}: {info.total_parameters:,}</b>",
+        ]
+        self.summary.setText("<br>".join(lines))
+        rows = sorted(info.parameters.items(), key=lambda kv: -kv[1])
+        self.table.setRowCount(len(rows))
+        for r, (name, count) in enumerate(rows):
+            share = count / max(1, info.total_parameters)
+            for c, text in enumerate((tr(name), f"{count:,}", f"{100 * share:.1f}%")):
+                item = QTableWidgetItem(text)
+                if c:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.table.setItem(r, c, item)

@@ -1,0 +1,598 @@
+"""Training panel: what to train, with which settings, and live curves of how it goes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.i18n import tr
+from explorer.widgets.metric_plot import MetricPlot
+from explorer.worker import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
+from model.data import TASK_DESCRIPTIONS, TASKS, DataError, DataSpec
+from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
+from model.training import SCHEDULES, TRAIN_PRESETS, TrainConfig
+
+FILE_ITEM = "file"
+ARCH_FIELDS = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "positional", "norm",
+               "activation", "tie_embeddings")  # fmt: skip
+
+
+def _spin(lo: int, hi: int, step: int = 1) -> QSpinBox:
+    w = QSpinBox()
+    w.setRange(lo, hi)
+    w.setSingleStep(step)
+    return w
+
+
+def _dspin(lo: float, hi: float, step: float, decimals: int) -> QDoubleSpinBox:
+    w = QDoubleSpinBox()
+    w.setRange(lo, hi)
+    w.setSingleStep(step)
+    w.setDecimals(decimals)
+    return w
+
+
+class SettingsForm(QWidget):
+    """Data, tokenizer, architecture and optimisation settings; refuses what cannot work."""
+
+    validity_changed = Signal(bool)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.data_path: str | None = None
+        self.task_combo = QComboBox(objectName="task_combo")
+        for name in TASKS:
+            self.task_combo.addItem(name, name)
+        self.task_combo.addItem("", FILE_ITEM)
+        self.file_label = QLabel()
+        self.file_label.setWordWrap(True)
+        self.tokenizer_combo = QComboBox(objectName="tokenizer_combo")
+        self.tokenizer_combo.addItems(TOKENIZER_KINDS)
+        self.vocab_spin = _spin(16, 200000, 500)
+        self.preset_combo = QComboBox(objectName="preset_combo")
+        self.preset_combo.addItems(list(PRESETS))
+        self.d_model = _spin(4, 4096, 8)
+        self.heads = _spin(1, 64)
+        self.enc_layers = _spin(1, 48)
+        self.dec_layers = _spin(1, 48)
+        self.d_ff = _spin(4, 32768, 64)
+        self.dropout = _dspin(0.0, 0.95, 0.05, 2)
+        self.positional = QComboBox(objectName="positional_combo")
+        self.positional.addItems(POSITIONAL_KINDS)
+        self.norm = QComboBox(objectName="norm_combo")
+        self.norm.addItems(NORM_KINDS)
+        self.activation = QComboBox()
+        self.activation.addItems(ACTIVATIONS)
+        self.tie = QCheckBox()
+        self.batch = _spin(1, 8192, 8)
+        self.schedule = QComboBox()
+        self.schedule.addItems(SCHEDULES)
+        self.warmup = _spin(0, 1000000, 100)
+        self.rate = _dspin(1e-6, 100.0, 0.1, 6)
+        self.smoothing = _dspin(0.0, 0.95, 0.05, 2)
+        self.clip = _dspin(0.0, 1000.0, 0.5, 2)
+        self.seed = _spin(0, 2**31 - 1)
+        self.eval_every = _spin(0, 1000000, 100)
+        self.error_label = QLabel(objectName="settings_error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c62828")
+
+        self.data_box, self.model_box, self.train_box = QGroupBox(), QGroupBox(), QGroupBox()
+        self.data_form, self.model_form, self.train_form = QFormLayout(), QFormLayout(), QFormLayout()
+        self.browse = QPushButton()
+        self.browse.clicked.connect(self._on_browse)
+        file_row = QHBoxLayout()
+        file_row.addWidget(self.file_label, 1)
+        file_row.addWidget(self.browse)
+        self._rows = [
+            (self.data_form, "Task", self.task_combo),
+            (self.data_form, "Data file", file_row),
+            (self.data_form, "Tokenizer", self.tokenizer_combo),
+            (self.data_form, "Vocabulary size", self.vocab_spin),
+            (self.model_form, "Preset", self.preset_combo),
+            (self.model_form, "d_model", self.d_model),
+            (self.model_form, "Heads", self.heads),
+            (self.model_form, "Encoder layers", self.enc_layers),
+            (self.model_form, "Decoder layers", self.dec_layers),
+            (self.model_form, "d_ff", self.d_ff),
+            (self.model_form, "Dropout", self.dropout),
+            (self.model_form, "Positions", self.positional),
+            (self.model_form, "Normalisation", self.norm),
+            (self.model_form, "Activation", self.activation),
+            (self.model_form, "Tied embeddings", self.tie),
+            (self.train_form, "Batch size", self.batch),
+            (self.train_form, "Schedule", self.schedule),
+            (self.train_form, "Warm-up steps", self.warmup),
+            (self.train_form, "Learning rate", self.rate),
+            (self.train_form, "Label smoothing", self.smoothing),
+            (self.train_form, "Gradient clipping", self.clip),
+            (self.train_form, "Seed", self.seed),
+            (self.train_form, "Evaluate every", self.eval_every),
+        ]
+        self._row_labels = []
+        for form, text, field in self._rows:
+            label = QLabel()
+            self._row_labels.append((label, text))
+            if isinstance(field, QHBoxLayout):
+                form.addRow(label, field)
+            else:
+                form.addRow(label, field)
+        for box, form in ((self.data_box, self.data_form), (self.model_box, self.model_form),
+                          (self.train_box, self.train_form)):  # fmt: skip
+            box.setLayout(form)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for w in (self.data_box, self.model_box, self.train_box, self.error_label):
+            layout.addWidget(w)
+        layout.addStretch(1)
+
+        self.preset_combo.currentTextChanged.connect(self._on_preset)
+        self.schedule.currentTextChanged.connect(self._on_schedule)
+        self.task_combo.currentIndexChanged.connect(self._on_task)
+        for w in [*self.findChildren(QSpinBox), *self.findChildren(QDoubleSpinBox)]:
+            w.valueChanged.connect(self.validate)
+        for w in self.findChildren(QComboBox):
+            w.currentIndexChanged.connect(self.validate)
+        self.tie.toggled.connect(self.validate)
+        self.set_defaults()
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.data_box.setTitle(tr("Data"))
+        self.model_box.setTitle(tr("Model"))
+        self.train_box.setTitle(tr("Training"))
+        self.browse.setText(tr("Choose file…"))
+        for label, text in self._row_labels:
+            label.setText(tr(text))
+        self.task_combo.setItemText(self.task_combo.count() - 1, tr("Your file…"))
+        for i, name in enumerate(TASKS):
+            self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[name]), Qt.ToolTipRole)
+        self._update_file_label()
+        self._on_schedule(self.schedule.currentText())
+        self.validate()
+
+    # -- values --------------------------------------------------------------------------------
+    def set_defaults(self) -> None:
+        self.tokenizer_combo.setCurrentText("word")
+        self.vocab_spin.setValue(8000)
+        self.preset_combo.setCurrentText("tiny")
+        self._on_preset("tiny")
+        self.schedule.setCurrentText("noam")
+        self.smoothing.setValue(0.1)
+        self.clip.setValue(1.0)
+
+    def _on_preset(self, name: str) -> None:
+        p = PRESETS.get(name)
+        if p is None:
+            return
+        self.d_model.setValue(p["d_model"])
+        self.heads.setValue(p["n_heads"])
+        self.enc_layers.setValue(p["n_encoder_layers"])
+        self.dec_layers.setValue(p["n_decoder_layers"])
+        self.d_ff.setValue(p["d_ff"])
+        self.dropout.setValue(p["dropout"])
+        t = {**dataclasses.asdict(TrainConfig()), **TRAIN_PRESETS.get(name, {})}
+        self.batch.setValue(t["batch_size"])
+        self.warmup.setValue(t["warmup_steps"])
+        self.eval_every.setValue(t["eval_every"])
+        self.seed.setValue(t["seed"])
+
+    def _on_schedule(self, schedule: str) -> None:
+        noam = schedule == "noam"
+        for label, text in self._row_labels:
+            if text == "Learning rate":
+                label.setText(tr("Noam factor") if noam else tr("Learning rate"))
+        self.rate.setValue(1.0 if noam else 5e-4)
+
+    def _on_task(self) -> None:
+        if self.task_combo.currentData() == FILE_ITEM and not self.data_path:
+            self._on_browse()
+        self._update_file_label()
+        self.validate()
+
+    def _on_browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, tr("Sentence pairs"), "", tr("Sentence pairs (*.tsv *.txt *.jsonl *.json);;All files (*)")
+        )
+        if path:
+            self.set_data_file(path)
+
+    def set_data_file(self, path: str | None) -> None:
+        self.data_path = path
+        if path:
+            self.task_combo.setCurrentIndex(self.task_combo.count() - 1)
+        self._update_file_label()
+        self.validate()
+
+    def _update_file_label(self) -> None:
+        use_file = self.task_combo.currentData() == FILE_ITEM
+        self.file_label.setText(Path(self.data_path).name if (use_file and self.data_path) else
+                                (tr("none chosen") if use_file else "—"))  # fmt: skip
+        self.browse.setEnabled(use_file)
+
+    def model_overrides(self) -> dict[str, Any]:
+        return dict(
+            d_model=self.d_model.value(), n_heads=self.heads.value(), n_encoder_layers=self.enc_layers.value(),
+            n_decoder_layers=self.dec_layers.value(), d_ff=self.d_ff.value(), dropout=round(self.dropout.value(), 4),
+            positional=self.positional.currentText(), norm=self.norm.currentText(),
+            activation=self.activation.currentText(), tie_embeddings=self.tie.isChecked(),
+        )  # fmt: skip
+
+    def train_config(self) -> TrainConfig:
+        noam = self.schedule.currentText() == "noam"
+        rate = self.rate.value()
+        return TrainConfig(
+            batch_size=self.batch.value(), schedule=self.schedule.currentText(),
+            warmup_steps=self.warmup.value(), noam_factor=rate if noam else 1.0, lr=5e-4 if noam else rate,
+            label_smoothing=round(self.smoothing.value(), 4), clip_norm=self.clip.value(), seed=self.seed.value(),
+            eval_every=self.eval_every.value(), total_steps=max(10000, self.warmup.value() + 1),
+        )  # fmt: skip
+
+    def data_spec(self) -> DataSpec:
+        if self.task_combo.currentData() == FILE_ITEM:
+            if not self.data_path:
+                raise DataError(tr("Choose a data file, or pick one of the bundled tasks."))
+            return DataSpec(task=None, path=self.data_path)
+        return DataSpec(task=self.task_combo.currentData())
+
+    def spec(self) -> NewModelSpec:
+        """The settings as a model specification; raises ValueError explaining what cannot work."""
+        data = self.data_spec()
+        overrides = self.model_overrides()
+        ModelConfig.preset(self.preset_combo.currentText(), src_vocab_size=100, tgt_vocab_size=100, **overrides)
+        tokenizer = TokenizerSpec(self.tokenizer_combo.currentText(), self.vocab_spin.value())
+        return NewModelSpec(data, self.preset_combo.currentText(), overrides, self.train_config(), tokenizer)
+
+    def validate(self) -> bool:
+        try:
+            self.spec()
+            message = ""
+        except (ValueError, DataError) as exc:
+            message = (
+                str(exc).replace("Invalid model configuration: ", "").replace("Invalid training configuration: ", "")
+            )
+        self.error_label.setText(message)
+        self.error_label.setVisible(bool(message))
+        self.validity_changed.emit(not message)
+        return not message
+
+    def show_run(self, info: RunInfo) -> None:
+        """Fill the form with the settings of the run that is now loaded."""
+        blockers = [w.blockSignals(True) for w in self.findChildren(QWidget)]  # noqa: F841
+        try:
+            m, t, d = info.model_config, info.train_config, info.data
+            if d.get("task"):
+                self.task_combo.setCurrentIndex(self.task_combo.findData(d["task"]))
+            else:
+                self.data_path = d.get("path")
+                self.task_combo.setCurrentIndex(self.task_combo.count() - 1)
+            self.tokenizer_combo.setCurrentText(info.tokenizer.split()[0])
+            if info.preset in PRESETS:
+                self.preset_combo.setCurrentText(info.preset)
+            self.d_model.setValue(m["d_model"])
+            self.heads.setValue(m["n_heads"])
+            self.enc_layers.setValue(m["n_encoder_layers"])
+            self.dec_layers.setValue(m["n_decoder_layers"])
+            self.d_ff.setValue(m["d_ff"])
+            self.dropout.setValue(m["dropout"])
+            self.positional.setCurrentText(m["positional"])
+            self.norm.setCurrentText(m["norm"])
+            self.activation.setCurrentText(m["activation"])
+            self.tie.setChecked(m["tie_embeddings"])
+            self.batch.setValue(t["batch_size"])
+            self.schedule.setCurrentText(t["schedule"])
+            self.warmup.setValue(t["warmup_steps"])
+            self.rate.setValue(t["noam_factor"] if t["schedule"] == "noam" else t["lr"])
+            self.smoothing.setValue(t["label_smoothing"])
+            self.clip.setValue(t["clip_norm"])
+            self.seed.setValue(t["seed"])
+            self.eval_every.setValue(t["eval_every"])
+        finally:
+            for w in self.findChildren(QWidget):
+                w.blockSignals(False)
+        self._update_file_label()
+        self._on_schedule_label_only()
+        self.validate()
+
+    def _on_schedule_label_only(self) -> None:
+        noam = self.schedule.currentText() == "noam"
+        for label, text in self._row_labels:
+            if text == "Learning rate":
+                label.setText(tr("Noam factor") if noam else tr("Learning rate"))
+
+
+def needs_new_model(form_spec: NewModelSpec, info: RunInfo | None) -> bool:
+    """True when the form's settings cannot be applied to the loaded model."""
+    if info is None:
+        return True
+    m = info.model_config
+    if any(form_spec.model_overrides[k] != m[k] for k in ARCH_FIELDS):
+        return True
+    if form_spec.data.to_dict() != DataSpec.from_dict(info.data).to_dict():
+        return True
+    return form_spec.tokenizer.kind != info.tokenizer.split()[0]
+
+
+class TrainingPanel(QWidget):
+    """Settings, Start/Pause/Stop/Reset/Step, the run list and six live plots."""
+
+    # the main window answers these (it owns the engine and the dialogs)
+    start_requested = Signal(object, str)  # NewModelSpec, "start" | "step"
+    control_requested = Signal(str, dict)  # pause/resume/stop/reset…
+
+    PLOTS = (
+        ("loss_plot", "Loss", "cross-entropy"),
+        ("accuracy_plot", "Token accuracy", "accuracy"),
+        ("quality_plot", "Exact match and BLEU (valid)", "%"),
+        ("lr_plot", "Learning rate", "lr"),
+        ("grad_plot", "Gradient norm", "‖g‖"),
+        ("speed_plot", "Tokens per second", "tokens/s"),
+    )
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("training_panel")
+        self.status = EngineStatus("idle", 0, 0, False, None, "")
+        self.runs: dict[int, RunInfo] = {}
+        self.current: RunInfo | None = None
+        self.form = SettingsForm()
+        self.form.validity_changed.connect(self._on_validity)
+
+        self.start_button = QPushButton(objectName="train_start_button")
+        self.pause_button = QPushButton(objectName="train_pause_button")
+        self.stop_button = QPushButton(objectName="train_stop_button")
+        self.reset_button = QPushButton(objectName="train_reset_button")
+        self.step_button = QPushButton(objectName="train_step_button")
+        self.step_n_button = QPushButton(objectName="train_step_n_button")
+        self.step_n = _spin(1, 1000000, 10)
+        self.step_n.setValue(100)
+        self.start_button.clicked.connect(lambda: self._on_start("start"))
+        self.step_button.clicked.connect(lambda: self._on_start("step", 1))
+        self.step_n_button.clicked.connect(lambda: self._on_start("step", self.step_n.value()))
+        self.pause_button.clicked.connect(self._on_pause)
+        self.stop_button.clicked.connect(lambda: self.control_requested.emit("stop", {}))
+        self.reset_button.clicked.connect(self._on_reset)
+        buttons = QHBoxLayout()
+        for w in (self.start_button, self.pause_button, self.stop_button, self.reset_button, self.step_button,
+                  self.step_n_button, self.step_n):  # fmt: skip
+            buttons.addWidget(w)
+        buttons.addStretch(1)
+
+        self.smooth_label = QLabel()
+        self.smooth_slider = QSlider(Qt.Horizontal, objectName="smoothing_slider")
+        self.smooth_slider.setRange(0, 99)
+        self.smooth_slider.setValue(60)
+        self.smooth_slider.setMaximumWidth(160)
+        self.smooth_value = QLabel("0.60")
+        self.log_check = QCheckBox(objectName="log_scale_check")
+        self.smooth_slider.valueChanged.connect(self._on_smoothing)
+        self.log_check.toggled.connect(self._on_log)
+        view_row = QHBoxLayout()
+        for w in (self.smooth_label, self.smooth_slider, self.smooth_value, self.log_check):
+            view_row.addWidget(w)
+        view_row.addStretch(1)
+
+        self.run_list = QListWidget(objectName="run_list")
+        self.run_list.setMaximumHeight(90)
+        self.run_list.itemChanged.connect(self._on_run_toggled)
+        self.runs_label = QLabel()
+
+        self.plots: dict[str, MetricPlot] = {}
+        grid = QGridLayout()
+        for i, (name, title, ylabel) in enumerate(self.PLOTS):
+            plot = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",))
+            self.plots[name] = plot
+            grid.addWidget(plot, i // 3, i % 3)
+        self.plots["loss_plot"].define("train", "train")
+        self.plots["loss_plot"].define("valid", "valid", colour_shift=0, symbol="o")
+        self.plots["accuracy_plot"].define("train", "train")
+        self.plots["quality_plot"].define("exact_match", "exact match %", symbol="o")
+        self.plots["quality_plot"].define("bleu", "BLEU", dashed=True, symbol="t")
+        self.plots["lr_plot"].define("schedule", "schedule", dashed=True)
+        self.plots["lr_plot"].define("lr", "used")
+        self.plots["grad_plot"].define("train", "before clipping")
+        self.plots["speed_plot"].define("train", "target tokens/s")
+        self.step_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", style=Qt.DotLine))
+        self.plots["lr_plot"].plot.addItem(self.step_marker)
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(4, 0, 0, 0)
+        right_layout.addLayout(buttons)
+        right_layout.addLayout(view_row)
+        right_layout.addWidget(self.runs_label)
+        right_layout.addWidget(self.run_list)
+        right_layout.addLayout(grid, 1)
+        scroll = QScrollArea()
+        scroll.setWidget(self.form)
+        scroll.setWidgetResizable(True)
+        scroll.setMinimumWidth(280)
+        scroll.setMaximumWidth(380)
+        splitter = QSplitter()
+        splitter.addWidget(scroll)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(splitter)
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(40)  # 25 Hz: curves are redrawn from buffers, never per step
+        self.timer.timeout.connect(self.redraw)
+        self.timer.start()
+        self.retranslate()
+        self._update_buttons()
+
+    def retranslate(self) -> None:
+        self.start_button.setText(tr("Start"))
+        self.stop_button.setText(tr("Stop"))
+        self.reset_button.setText(tr("Reset"))
+        self.step_button.setText(tr("Step 1"))
+        self.step_n_button.setText(tr("Step N"))
+        self.step_n.setToolTip(tr("N: how many updates Step N does"))
+        self.smooth_label.setText(tr("Smoothing"))
+        self.log_check.setText(tr("Log scale"))
+        self.runs_label.setText(tr("Runs (tick earlier runs to compare them with the current one)"))
+        self.start_button.setToolTip(tr("Train until paused or stopped (a new model if the settings need one)"))
+        self.reset_button.setToolTip(
+            tr("Start over with fresh weights and the settings on the left; this run stays in the list")
+        )
+        self.form.retranslate()
+        for plot in self.plots.values():
+            plot.retranslate()
+        self._update_buttons()
+
+    # -- commands --------------------------------------------------------------------------------
+    def _on_start(self, kind: str, n: int = 0) -> None:
+        if kind == "start" and self.status.state in (PAUSED, ERROR):
+            self.control_requested.emit("resume", {})
+            return
+        try:
+            spec = self.form.spec()
+        except (ValueError, DataError) as exc:
+            self.form.error_label.setText(str(exc))
+            self.form.error_label.show()
+            return
+        self.start_requested.emit(spec, f"{kind}:{n}" if kind == "step" else kind)
+
+    def _on_pause(self) -> None:
+        self.control_requested.emit("resume" if self.status.state in (PAUSED, ERROR) else "pause", {})
+
+    def _on_reset(self) -> None:
+        try:
+            spec = self.form.spec()
+        except (ValueError, DataError) as exc:
+            self.form.error_label.setText(str(exc))
+            return
+        self.control_requested.emit("reset", {"spec": spec})
+
+    def _on_validity(self, ok: bool) -> None:
+        self._valid = ok
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        state = self.status.state
+        valid = getattr(self, "_valid", True)
+        training = state == TRAINING
+        self.start_button.setEnabled(valid and not training)
+        self.step_button.setEnabled(valid and not training)
+        self.step_n_button.setEnabled(valid and not training)
+        self.pause_button.setEnabled(state in (TRAINING, PAUSED, ERROR))
+        self.pause_button.setText(tr("Resume") if state in (PAUSED, ERROR) else tr("Pause"))
+        self.stop_button.setEnabled(state in (TRAINING, PAUSED, ERROR))
+        self.reset_button.setEnabled(valid and self.current is not None)
+
+    # -- engine events ------------------------------------------------------------------------------
+    def on_status(self, status: EngineStatus) -> None:
+        self.status = status
+        self.step_marker.setValue(status.step)
+        self._update_buttons()
+
+    def on_run(self, info: RunInfo) -> None:
+        new = info.run_id not in self.runs
+        self.runs[info.run_id] = info
+        self.current = info
+        self.form.show_run(info)
+        lr = self.plots["lr_plot"]
+        lr.replace(info.run_id, "schedule", np.arange(1, len(info.schedule) + 1), info.schedule)
+        if new:
+            h = info.history_steps
+            if len(h.get("step", [])):
+                self._add_steps(info.run_id, h)
+            self._add_evals(info.run_id, info.history_evals)
+            item = QListWidgetItem()
+            item.setData(Qt.UserRole, info.run_id)
+            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+            item.setCheckState(Qt.Checked)
+            self.run_list.blockSignals(True)
+            for i in range(self.run_list.count()):  # earlier runs: unticked, not bold
+                other = self.run_list.item(i)
+                f = other.font()
+                f.setBold(False)
+                other.setFont(f)
+                other.setCheckState(Qt.Unchecked)
+            self.run_list.insertItem(0, item)
+            self.run_list.blockSignals(False)
+        for i in range(self.run_list.count()):
+            item = self.run_list.item(i)
+            rid = item.data(Qt.UserRole)
+            item.setText(f"{tr('Run')} {rid}: {self.runs[rid].label}")
+            if rid == info.run_id:
+                f = item.font()
+                f.setBold(True)
+                item.setFont(f)
+        self._on_run_toggled()
+        self._update_buttons()
+
+    def on_metrics(self, batch: MetricsBatch) -> None:
+        if len(batch.steps["step"]):
+            self._add_steps(batch.run_id, batch.steps)
+        self._add_evals(batch.run_id, batch.evals)
+
+    def _add_steps(self, run: int, cols: dict[str, np.ndarray]) -> None:
+        x = cols["step"]
+        p = self.plots
+        p["loss_plot"].append(run, "train", x, cols["loss"])
+        p["accuracy_plot"].append(run, "train", x, cols["token_accuracy"])
+        p["lr_plot"].append(run, "lr", x, cols["lr"])
+        p["grad_plot"].append(run, "train", x, cols["grad_norm"])
+        p["speed_plot"].append(run, "train", x, cols["tokens_per_s"])
+
+    def _add_evals(self, run: int, evals) -> None:
+        valid = [e for e in evals if e.get("split") == "valid"]
+        if not valid:
+            return
+        x = np.array([e["step"] for e in valid], dtype=float)
+        self.plots["loss_plot"].append(run, "valid", x, np.array([e["loss"] for e in valid]))
+        self.plots["quality_plot"].append(run, "exact_match", x, 100 * np.array([e["exact_match"] for e in valid]))
+        self.plots["quality_plot"].append(run, "bleu", x, np.array([e["bleu"] for e in valid]))
+
+    # -- view --------------------------------------------------------------------------------------
+    def _on_run_toggled(self, *_: Any) -> None:
+        visible = set()
+        for i in range(self.run_list.count()):
+            item = self.run_list.item(i)
+            if item.checkState() == Qt.Checked:
+                visible.add(item.data(Qt.UserRole))
+        current = self.current.run_id if self.current else 0
+        for plot in self.plots.values():
+            plot.set_runs(current, visible)
+
+    def _on_smoothing(self, value: int) -> None:
+        self.smooth_value.setText(f"{value / 100:.2f}")
+        for plot in self.plots.values():
+            plot.set_smoothing(value / 100)
+
+    def _on_log(self, on: bool) -> None:
+        for name in ("loss_plot", "lr_plot", "grad_plot"):
+            self.plots[name].set_log(on)
+
+    def redraw(self) -> None:
+        for plot in self.plots.values():
+            plot.redraw()

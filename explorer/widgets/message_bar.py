@@ -1,0 +1,54 @@
+"""A non-modal bar across the top of the window: a message and a few buttons, never blocking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
+
+STYLES = {
+    "info": "background: #e8f1fb; border: 1px solid #9db3d6;",
+    "warning": "background: #fff4d6; border: 1px solid #e0b84d;",
+    "error": "background: #fde3e3; border: 1px solid #d9534f;",
+}
+
+
+class MessageBar(QFrame):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("message_bar")
+        self.label = QLabel(objectName="message_text")
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self._layout = QHBoxLayout(self)
+        self._layout.setContentsMargins(8, 4, 8, 4)
+        self._layout.addWidget(self.label, 1)
+        self.buttons: list[QPushButton] = []
+        self.hide()
+
+    @property
+    def showing(self) -> bool:
+        return not self.isHidden()
+
+    def show_message(self, text: str, level: str = "info", actions: list[tuple[str, Callable[[], None]]] | None = None,
+                     closable: bool = True) -> None:  # fmt: skip
+        for b in self.buttons:
+            b.deleteLater()
+        self.buttons = []
+        self.setStyleSheet(f"#message_bar {{ {STYLES[level]} border-radius: 4px; }}")
+        self.label.setText(text)
+        self.level = level
+        for label, callback in actions or []:
+            b = QPushButton(label)
+            b.clicked.connect(lambda _=False, cb=callback: (self.hide(), cb()))
+            self._layout.addWidget(b)
+            self.buttons.append(b)
+        if closable:
+            b = QPushButton("✕")
+            b.setFlat(True)
+            b.setFixedWidth(28)
+            b.clicked.connect(self.hide)
+            self._layout.addWidget(b)
+            self.buttons.append(b)
+        self.show()

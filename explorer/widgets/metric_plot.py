@@ -1,0 +1,276 @@
+"""A live training-curve plot: growable buffers, TensorBoard-style smoothing, run overlays, export.
+
+Data arrive in batches (:meth:`MetricPlot.append`) and are only copied into
+the curves when :meth:`MetricPlot.redraw` runs — the panel calls it from a
+25 Hz timer — so the cost of drawing does not grow with the step rate.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters  # noqa: F401 — registers the exporters
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QPainter
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
+
+from explorer.i18n import tr
+
+RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
+
+
+def export_svg(item: pg.GraphicsItem, path: str | Path, title: str = "") -> None:
+    """Vector SVG of a plot, drawn by Qt's own SVG generator.
+
+    (pyqtgraph 0.14's SVGExporter fails on the path syntax current Qt writes —
+    pyqtgraph issue #3485 — so the scene is rendered straight into a QSvgGenerator.)
+    """
+    rect = item.sceneBoundingRect()
+    generator = QSvgGenerator()
+    generator.setFileName(str(path))
+    generator.setSize(QSize(int(rect.width()), int(rect.height())))
+    generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
+    generator.setTitle(title)
+    painter = QPainter(generator)
+    try:
+        item.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+    finally:
+        painter.end()
+
+
+class Buffer:
+    """A growable pair of float arrays (amortised O(1) appends)."""
+
+    def __init__(self) -> None:
+        self._x = np.empty(256)
+        self._y = np.empty(256)
+        self.n = 0
+
+    def extend(self, x: np.ndarray, y: np.ndarray) -> None:
+        need = self.n + len(x)
+        if need > len(self._x):
+            size = max(need, 2 * len(self._x))
+            self._x = np.resize(self._x, size)
+            self._y = np.resize(self._y, size)
+        self._x[self.n : need] = x
+        self._y[self.n : need] = y
+        self.n = need
+
+    @property
+    def x(self) -> np.ndarray:
+        return self._x[: self.n]
+
+    @property
+    def y(self) -> np.ndarray:
+        return self._y[: self.n]
+
+
+def ema(y: np.ndarray, weight: float, state: tuple[float, int] = (0.0, 0)) -> tuple[np.ndarray, tuple[float, int]]:
+    """TensorBoard's smoothing: debiased exponential moving average with ``weight`` in [0, 1).
+
+    Continues from ``state`` (last biased value, count) so new points can be
+    smoothed without redoing the old ones. Non-finite values pass through.
+    """
+    out = np.empty_like(y)
+    last, count = state
+    for i, v in enumerate(y):
+        if not np.isfinite(v):
+            out[i] = v
+            continue
+        last = last * weight + (1 - weight) * v
+        count += 1
+        out[i] = last / (1 - weight**count) if weight > 0 else v
+    return out, (last, count)
+
+
+@dataclass
+class Series:
+    """One named line of one run: raw buffer, smoothed copy, and the curves showing them."""
+
+    name: str
+    run_id: int
+    buffer: Buffer = field(default_factory=Buffer)
+    smooth: Buffer = field(default_factory=Buffer)
+    smooth_state: tuple[float, int] = (0.0, 0)
+    smoothed_upto: int = 0
+    raw_curve: pg.PlotDataItem | None = None
+    curve: pg.PlotDataItem | None = None
+    dirty: bool = True
+
+
+class MetricPlot(QWidget):
+    """A titled plot of one or more metrics against the training step, for several runs."""
+
+    def __init__(self, title: str, object_name: str, y_label: str = "", smoothable: bool = True, parent=None):
+        super().__init__(parent)
+        self.setObjectName(object_name)
+        self._title_source = title
+        self.smoothable = smoothable
+        self.weight = 0.6 if smoothable else 0.0
+        self.series: dict[tuple[int, str], Series] = {}
+        self.styles: dict[str, dict] = {}
+        self.visible_runs: set[int] = set()
+        self.current_run = 0
+
+        self.plot = pg.PlotWidget()
+        self.plot.setBackground(None)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("bottom", "step")
+        if y_label:
+            self.plot.setLabel("left", y_label)
+        self.plot.getPlotItem().setDownsampling(auto=True, mode="peak")
+        self.plot.getPlotItem().setClipToView(True)
+        self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.title = QLabel()
+        self.title.setStyleSheet("font-weight: 600")
+        self.export_button = QToolButton()
+        self.export_button.setText("⤓")
+        self.export_button.setAutoRaise(True)
+        self.export_button.setPopupMode(QToolButton.InstantPopup)
+        menu = QMenu(self.export_button)
+        for fmt in ("PNG", "SVG", "CSV"):
+            menu.addAction(f"{fmt}…", lambda f=fmt: self._ask_export(f))
+        self.export_button.setMenu(menu)
+        head = QHBoxLayout()
+        head.setContentsMargins(4, 0, 0, 0)
+        head.addWidget(self.title, 1)
+        head.addWidget(self.export_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(head)
+        layout.addWidget(self.plot, 1)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.title.setText(tr(self._title_source))
+        self.export_button.setToolTip(tr("Export this plot as a picture (PNG, SVG) or its numbers (CSV)"))
+
+    # -- data ----------------------------------------------------------------------------------
+    def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None):
+        """Declare a series: its legend label and how it is drawn."""
+        self.styles[name] = dict(label=label, shift=colour_shift, dashed=dashed, symbol=symbol)
+
+    def append(self, run_id: int, name: str, x: np.ndarray, y: np.ndarray) -> None:
+        if len(x) == 0:
+            return
+        s = self.series.get((run_id, name))
+        if s is None:
+            s = self.series[(run_id, name)] = Series(name, run_id)
+        s.buffer.extend(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+        s.dirty = True
+
+    def replace(self, run_id: int, name: str, x: np.ndarray, y: np.ndarray) -> None:
+        self.remove(run_id, name)
+        self.append(run_id, name, x, y)
+
+    def remove(self, run_id: int, name: str | None = None) -> None:
+        for key in [k for k in self.series if k[0] == run_id and (name is None or k[1] == name)]:
+            s = self.series.pop(key)
+            for curve in (s.curve, s.raw_curve):
+                if curve is not None:
+                    self.plot.removeItem(curve)
+
+    def data(self, run_id: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The raw (unsmoothed) data of a series."""
+        s = self.series.get((run_id, name))
+        return (s.buffer.x.copy(), s.buffer.y.copy()) if s else (np.empty(0), np.empty(0))
+
+    def shown(self, run_id: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """What the curve currently draws (smoothed, if smoothing is on)."""
+        s = self.series.get((run_id, name))
+        if s is None or s.curve is None:
+            return np.empty(0), np.empty(0)
+        x, y = s.curve.getData()
+        return (np.empty(0), np.empty(0)) if x is None else (np.asarray(x), np.asarray(y))
+
+    # -- view ----------------------------------------------------------------------------------
+    def set_smoothing(self, weight: float) -> None:
+        if not self.smoothable or weight == self.weight:
+            return
+        self.weight = weight
+        for s in self.series.values():
+            s.smooth, s.smooth_state, s.smoothed_upto, s.dirty = Buffer(), (0.0, 0), 0, True
+
+    def set_log(self, on: bool) -> None:
+        self.plot.setLogMode(x=False, y=on)
+
+    def set_runs(self, current: int, visible: set[int]) -> None:
+        self.current_run, self.visible_runs = current, set(visible) | {current}
+        for s in self.series.values():
+            s.dirty = True
+
+    def redraw(self) -> None:
+        for s in self.series.values():
+            if not s.dirty:
+                continue
+            s.dirty = False
+            show = s.run_id in self.visible_runs
+            if s.curve is None:
+                self._make_curves(s)
+            s.curve.setVisible(show)
+            if s.raw_curve is not None:
+                s.raw_curve.setVisible(show and self.weight > 0)
+            if not show:
+                continue
+            x, y = s.buffer.x, s.buffer.y
+            if self.smoothable and self.weight > 0 and self.styles.get(s.name, {}).get("symbol") is None:
+                new_y, s.smooth_state = ema(y[s.smoothed_upto :], self.weight, s.smooth_state)
+                s.smooth.extend(x[s.smoothed_upto :], new_y)
+                s.smoothed_upto = len(y)
+                s.curve.setData(s.smooth.x, s.smooth.y)
+                s.raw_curve.setData(x, y)
+            else:
+                s.curve.setData(x, y)
+                if s.raw_curve is not None:
+                    s.raw_curve.setData([], [])
+
+    def _make_curves(self, s: Series) -> None:
+        style = self.styles.get(s.name, dict(label=s.name, shift=0, dashed=False, symbol=None))
+        colour = pg.mkColor(RUN_COLOURS[(s.run_id - 1 + style["shift"]) % len(RUN_COLOURS)])
+        current = s.run_id == self.current_run
+        pen = pg.mkPen(colour, width=2 if current else 1.3, style=Qt.DashLine if style["dashed"] else Qt.SolidLine)
+        label = style["label"] if current else f"{style['label']} (run {s.run_id})"
+        kw = dict(pen=pen, name=label)
+        if style["symbol"]:
+            kw.update(symbol=style["symbol"], symbolSize=6, symbolBrush=colour, symbolPen=colour)
+        s.curve = self.plot.plot([], [], **kw)
+        if self.smoothable and not style["symbol"]:
+            faint = pg.mkColor(colour)
+            faint.setAlpha(60)
+            s.raw_curve = self.plot.plot([], [], pen=pg.mkPen(faint, width=1))
+            s.raw_curve.setZValue(-1)
+
+    # -- export --------------------------------------------------------------------------------
+    def _ask_export(self, fmt: str) -> None:
+        name = self.objectName().removesuffix("_plot")
+        path, _ = QFileDialog.getSaveFileName(self, tr("Export"), f"{name}.{fmt.lower()}", f"{fmt} (*.{fmt.lower()})")
+        if path:
+            self.export(path)
+
+    def export(self, path: str | Path) -> None:
+        """Write the plot as PNG or SVG, or its raw numbers as CSV, by the file's extension."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            with path.open("w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow(["run", "series", "step", "value"])
+                for (run, name), s in sorted(self.series.items()):
+                    for x, y in zip(s.buffer.x, s.buffer.y):
+                        w.writerow([run, name, int(x) if float(x).is_integer() else x, repr(float(y))])
+            return
+        item = self.plot.getPlotItem()
+        if suffix == ".svg":
+            export_svg(item, path, self._title_source)
+        elif suffix == ".png":
+            exporter = pg.exporters.ImageExporter(item)
+            exporter.parameters()["width"] = max(800, int(item.width()) * 2)
+            exporter.export(str(path))
+        else:
+            raise ValueError(f"cannot export to {suffix or 'a file without extension'}: use .png, .svg or .csv")

@@ -1,0 +1,73 @@
+"""Tokens drawn as chips in a row that wraps, with optional highlighting (e.g. unknown pieces)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+CHIP = QColor("#e8eef7")
+CHIP_BORDER = QColor("#9db3d6")
+UNKNOWN = QColor("#ffd6d6")
+UNKNOWN_BORDER = QColor("#d9534f")
+SPECIAL = QColor("#eeeeee")
+
+
+class TokenStrip(QWidget):
+    """A wrapping row of token chips. ``highlight`` indexes are drawn as unknown pieces."""
+
+    PAD_X, PAD_Y, GAP = 5, 2, 4
+
+    def __init__(self, tokens: list[str] | None = None, highlight: set[int] | None = None, parent=None):
+        super().__init__(parent)
+        self.tokens: list[str] = []
+        self.highlight: set[int] = set()
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
+        self.set_tokens(tokens or [], highlight)
+
+    def set_tokens(self, tokens: list[str], highlight: set[int] | None = None) -> None:
+        self.tokens, self.highlight = list(tokens), set(highlight or ())
+        self.setToolTip(" ".join(f"[{t}]" for t in self.tokens))
+        self.updateGeometry()
+        self.update()
+
+    def _layout(self, width: int) -> list[QRectF]:
+        fm = QFontMetrics(self.font())
+        h = fm.height() + 2 * self.PAD_Y
+        x = y = 0.0
+        rects = []
+        for t in self.tokens:
+            w = fm.horizontalAdvance(self._shown(t)) + 2 * self.PAD_X
+            if x > 0 and x + w > width:
+                x, y = 0.0, y + h + self.GAP
+            rects.append(QRectF(x, y, w, h))
+            x += w + self.GAP
+        return rects
+
+    @staticmethod
+    def _shown(token: str) -> str:
+        return token.replace(" ", "␣") or "∅"
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 — Qt's name
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802
+        rects = self._layout(max(1, width))
+        return int(rects[-1].bottom()) + 2 if rects else QFontMetrics(self.font()).height() + 6
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(300, self.heightForWidth(300))
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        for i, (t, r) in enumerate(zip(self.tokens, self._layout(self.width()))):
+            special = t.startswith("<") and t.endswith(">")
+            fill, border = (UNKNOWN, UNKNOWN_BORDER) if i in self.highlight else (
+                (SPECIAL, CHIP_BORDER) if special else (CHIP, CHIP_BORDER))  # fmt: skip
+            p.setPen(QPen(border, 1))
+            p.setBrush(fill)
+            p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+            p.setPen(QColor("#202020"))
+            p.drawText(r, Qt.AlignCenter, self._shown(t))
+        p.end()

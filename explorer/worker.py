@@ -1,0 +1,421 @@
+"""The engine thread: the only code that touches the model, the optimizer and the data.
+
+The GUI sends :class:`Command`s through a thread-safe queue; the engine drains it
+between optimizer steps (or, when not training, waits on it with a short
+timeout). Of the commands that ask for a view of the model (translate,
+inspect, decode), only the newest of each kind is served. Answers go back as
+Qt signals carrying immutable snapshots — frozen dataclasses of numpy arrays
+and plain values, never tensors or modules — each tagged with the id of the
+request it answers, so a panel can drop answers to requests it no longer cares
+about. An exception becomes an ``engine_failed`` message and pauses training;
+the thread keeps running.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import time
+import traceback
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PySide6.QtCore import QThread, Signal
+
+from model.data import TASK_DESCRIPTIONS, DataSpec
+from model.device import device_description, resolve_device
+from model.session import Session
+from model.tokenization import TokenizerSpec
+from model.training import TrainConfig, TrainingDiverged
+
+IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
+# Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
+LATEST_ONLY = {"translate", "inspect", "summary"}
+LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+_ids = itertools.count(1)
+
+
+def next_request_id() -> int:
+    return next(_ids)
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: str
+    args: dict[str, Any] = field(default_factory=dict)
+    request_id: int = field(default_factory=next_request_id)
+
+
+@dataclass(frozen=True)
+class NewModelSpec:
+    """Everything needed to build a model from scratch."""
+
+    data: DataSpec
+    preset: str
+    model_overrides: dict[str, Any]
+    train: TrainConfig
+    tokenizer: TokenizerSpec
+    shared_tokenizer: bool = False
+
+
+# -- snapshots (engine → GUI) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    state: str  # idle | training | paused | error
+    step: int
+    run_id: int
+    dirty: bool  # trained since the last save
+    path: str | None  # file the session was loaded from / saved to
+    device: str  # "CPU" or the GPU's name
+
+
+@dataclass(frozen=True)
+class MetricsBatch:
+    run_id: int
+    steps: dict[str, np.ndarray]  # training columns: step, time, loss, lr, token_accuracy, grad_norm, tokens_per_s
+    evals: tuple[dict[str, Any], ...]  # evaluation records
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run is, for the run list and the model/data panels."""
+
+    run_id: int
+    label: str  # short description: task, preset, norm, positions, smoothing
+    preset: str
+    model_config: dict[str, Any]
+    train_config: dict[str, Any]
+    data: dict[str, Any]
+    tokenizer: str
+    parameters: dict[str, int]  # per component
+    total_parameters: int
+    schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
+    corpus: dict[str, Any]  # sizes, languages, load report
+    samples: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (source pieces, target pieces)
+    history_steps: dict[str, np.ndarray]  # metrics already in the session (e.g. from a checkpoint)
+    history_evals: tuple[dict[str, Any], ...]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def _columns(history: dict[str, list[float]]) -> dict[str, np.ndarray]:
+    return {k: _frozen(np.array(v, dtype=np.float64)) for k, v in history.items()}
+
+
+def run_label(s: Session) -> str:
+    c, t = s.model_cfg, s.train_cfg
+    return f"{s.data_spec.name} · {s.preset} · {c.norm}-LN · {c.positional} · ls {t.label_smoothing:g} · {t.schedule}"
+
+
+class Engine(QThread):
+    """Owns one :class:`~model.session.Session` and runs it on its own thread."""
+
+    status_changed = Signal(object)  # EngineStatus
+    metrics_logged = Signal(object)  # MetricsBatch
+    run_described = Signal(object)  # RunInfo: a new run (new model, checkpoint, reset) or new settings of one
+    translation_ready = Signal(int, object)  # request id, model.session.Translation
+    inspection_ready = Signal(int, object)  # request id, model.session.Inspection
+    saved = Signal(int, str)  # request id, path
+    engine_failed = Signal(int, str)  # request id, message a person can act on
+
+    def __init__(self, device: str = "auto", threads: int | None = None, parent=None) -> None:
+        super().__init__(parent)
+        self._queue: queue.Queue[Command] = queue.Queue()
+        self._device_name = device
+        self._threads = threads or max(1, os.cpu_count() or 1)
+        self.session: Session | None = None  # engine thread only
+        self._state = IDLE
+        self._run_id = 0
+        self._path: str | None = None
+        self._steps_left = 0  # "step N": updates still to do before pausing
+        self._pending_steps: list[dict[str, float]] = []
+        self._pending_evals: list[dict[str, Any]] = []
+        self._last_flush = 0.0
+        self._stop = False
+        self.device_label = "…"
+        LIVE_ENGINES.add(self)
+
+    # -- GUI side ----------------------------------------------------------------------------
+    def submit(self, kind: str, **args: Any) -> int:
+        """Queue a command; returns its request id (answers carry it)."""
+        command = Command(kind, args)
+        self._queue.put(command)
+        return command.request_id
+
+    def shutdown(self, autosave_path: str | None = None, timeout_ms: int = 2000) -> bool:
+        """Stop within one step, save unsaved work to ``autosave_path``, and join the thread."""
+        self._stop = True
+        self._queue.put(Command("shutdown", {"autosave": autosave_path}))
+        return self.wait(timeout_ms)
+
+    # -- engine thread -------------------------------------------------------------------------
+    def run(self) -> None:
+        torch.set_num_threads(self._threads)  # must be set on the thread that computes
+        try:
+            device = resolve_device(self._device_name)
+            self.device_label = device_description(device)
+        except ValueError as exc:
+            self.engine_failed.emit(0, str(exc))
+            self._device_name, device = "cpu", torch.device("cpu")
+            self.device_label = "CPU"
+        self._device = device
+        self._publish_status()
+        while True:
+            try:
+                for command in self._take_commands():
+                    if command.kind == "shutdown":
+                        self._do_shutdown(command.args.get("autosave"))
+                        return
+                    self._handle(command)
+                if self._state == TRAINING and not self._stop:
+                    self._train_one()
+                else:
+                    self._flush_metrics(force=True)
+            except Exception as exc:  # noqa: BLE001 — everything becomes a message, the thread lives on
+                self._fail(0, exc)
+
+    def _take_commands(self) -> list[Command]:
+        commands: list[Command] = []
+        try:
+            if self._state == TRAINING and not self._stop:
+                commands.append(self._queue.get_nowait())
+            else:
+                commands.append(self._queue.get(timeout=0.05))
+            while True:
+                commands.append(self._queue.get_nowait())
+        except queue.Empty:
+            pass
+        # keep only the newest of each view request; controls stay in order
+        newest: dict[str, int] = {}
+        for i, c in enumerate(commands):
+            if c.kind in LATEST_ONLY:
+                newest[c.kind] = i
+        return [c for i, c in enumerate(commands) if c.kind not in LATEST_ONLY or newest[c.kind] == i]
+
+    def _handle(self, c: Command) -> None:
+        try:
+            getattr(self, f"_cmd_{c.kind}")(c)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(c.request_id, exc)
+
+    def _fail(self, request_id: int, exc: Exception) -> None:
+        if isinstance(exc, (ValueError, TrainingDiverged, OSError)):
+            message = str(exc)
+        else:
+            message = (
+                f"Unexpected error: {type(exc).__name__}: {exc}. Training is paused and nothing was lost; "
+                f"you can save your work. Details:\n{traceback.format_exc(limit=4)}"
+            )
+        if self._state == TRAINING:
+            self._state = ERROR  # like paused: Resume continues
+            if self.session is not None:
+                self.session.pause_clock()
+        self._steps_left = 0
+        self._flush_metrics(force=True)
+        self.engine_failed.emit(request_id, message)
+        self._publish_status()
+
+    def _publish_status(self) -> None:
+        s = self.session
+        self.status_changed.emit(
+            EngineStatus(
+                self._state, s.step if s else 0, self._run_id, bool(s and s.dirty), self._path, self.device_label
+            )
+        )
+
+    # -- training -----------------------------------------------------------------------------
+    def _need_session(self) -> Session:
+        if self.session is None:
+            raise ValueError("There is no model yet: choose a task and press Start, or open a checkpoint.")
+        return self.session
+
+    def _train_one(self) -> None:
+        session = self.session
+        for record in session.train_steps(1):
+            (self._pending_evals if "split" in record else self._pending_steps).append(record)
+        if self._steps_left:
+            self._steps_left -= 1
+            if self._steps_left == 0:
+                self._state = PAUSED
+                session.pause_clock()
+                self._flush_metrics(force=True)
+                self._publish_status()
+                return
+        self._flush_metrics()
+
+    def _flush_metrics(self, force: bool = False) -> None:
+        """Send buffered metrics at most every 50 ms (the GUI redraws at 25 Hz anyway)."""
+        now = time.perf_counter()
+        if not (self._pending_steps or self._pending_evals) or (not force and now - self._last_flush < 0.05):
+            return
+        self._last_flush = now
+        steps = {k: _frozen(np.array([r[k] for r in self._pending_steps], dtype=np.float64))
+                 for k in ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")}  # fmt: skip
+        self.metrics_logged.emit(MetricsBatch(self._run_id, steps, tuple(dict(e) for e in self._pending_evals)))
+        self._pending_steps, self._pending_evals = [], []
+        self._publish_status()
+
+    def _cmd_new(self, c: Command) -> None:
+        spec: NewModelSpec = c.args["spec"]
+        self._state = IDLE
+        session = Session.create(
+            spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
+            **spec.model_overrides,
+        )  # fmt: skip
+        self._install(session, path=None)
+
+    def _install(self, session: Session, path: str | None) -> None:
+        self.session, self._path = session, path
+        self._run_id += 1
+        self._state = IDLE
+        self.run_described.emit(self._run_info(session))
+        self._publish_status()
+
+    def _run_info(self, s: Session) -> RunInfo:
+        try:
+            corpus = s.corpus
+            info = {
+                "name": s.data_spec.name,
+                "description": TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"),
+                "train": len(corpus.train), "valid": len(corpus.valid), "test": len(corpus.test),
+                "src_lang": corpus.src_lang, "tgt_lang": corpus.tgt_lang,
+                "report": corpus.report.summary() if corpus.report else "",
+                "truncated": s.encoded("train").truncated,
+            }  # fmt: skip
+            samples = tuple(
+                (tuple(s.src_tok.encode(src).tokens), tuple(s.tgt_tok.encode(tgt).tokens))
+                for src, tgt in corpus.train[:40]
+            )
+        except Exception as exc:  # noqa: BLE001 — a moved data file must not stop the model from opening
+            info = {"name": s.data_spec.name, "error": str(exc)}
+            samples = ()
+        horizon = max(2 * s.step, 5 * s.train_cfg.warmup_steps, s.train_cfg.total_steps, 2000)
+        return RunInfo(
+            run_id=self._run_id,
+            label=run_label(s),
+            preset=s.preset,
+            model_config=s.model_cfg.to_dict(),
+            train_config=s.train_cfg.to_dict(),
+            data=s.data_spec.to_dict(),
+            tokenizer=f"{s.tokenizer_spec.kind} ({s.src_tok.vocab_size} / {s.tgt_tok.vocab_size} pieces)",
+            parameters=s.model.parameter_breakdown(),
+            total_parameters=s.model.num_parameters(),
+            schedule=_frozen(s.lr_schedule(horizon)),
+            corpus=info,
+            samples=samples,
+            history_steps=_columns(s.history.train),
+            history_evals=tuple(dict(e) for e in s.history.evals),
+        )
+
+    def _cmd_start(self, c: Command) -> None:
+        self._need_session()
+        self._steps_left = 0
+        self._state = TRAINING
+        self._publish_status()
+
+    _cmd_resume = _cmd_start
+
+    def _cmd_pause(self, c: Command) -> None:
+        if self._state in (TRAINING, ERROR):
+            self._state = PAUSED
+            self.session.pause_clock()
+            self._flush_metrics(force=True)
+        self._publish_status()
+
+    def _cmd_stop(self, c: Command) -> None:
+        self._steps_left = 0
+        self._state = IDLE
+        if self.session is not None:
+            self.session.pause_clock()
+        self._flush_metrics(force=True)
+        self._publish_status()
+
+    def _cmd_step(self, c: Command) -> None:
+        self._need_session()
+        self._steps_left = max(1, int(c.args.get("n", 1)))
+        self._state = TRAINING
+        self._publish_status()
+
+    def _cmd_reset(self, c: Command) -> None:
+        """A fresh model with the current settings (a new run); the old run stays in the run list."""
+        s = self._need_session()
+        spec = c.args.get("spec") or NewModelSpec(
+            s.data_spec, s.preset, {}, s.train_cfg, s.tokenizer_spec, s.shared_tokenizer
+        )
+        if c.args.get("spec") is None:  # same architecture, same tokenizers, new weights
+            session = Session(
+                model_cfg=s.model_cfg, train_cfg=s.train_cfg, data_spec=s.data_spec, tokenizer_spec=s.tokenizer_spec,
+                src_tok=s.src_tok, tgt_tok=s.tgt_tok, device=s.device, preset=s.preset, corpus=s.corpus,
+            )  # fmt: skip
+            self._install(session, path=None)
+        else:
+            self._cmd_new(Command("new", {"spec": spec}))
+
+    def _cmd_train_settings(self, c: Command) -> None:
+        """Change training settings of the current model (learning rate, batch size…)."""
+        s = self._need_session()
+        s.with_train_config(**c.args["changes"])
+        self.run_described.emit(self._run_info(s))  # same run id: the schedule and label update
+        self._publish_status()
+
+    def _cmd_load(self, c: Command) -> None:
+        path = str(c.args["path"])
+        session = Session.load(path, device=self._device.type)  # raises before anything changes
+        self._install(session, path=None if c.args.get("autosave") else path)
+        if c.args.get("autosave"):
+            session.dirty = True  # restored work is not yet saved anywhere the person chose
+            self._publish_status()
+
+    def _cmd_save(self, c: Command) -> None:
+        s = self._need_session()
+        path = str(c.args["path"])
+        s.save(path)
+        self._path = path
+        self._publish_status()  # first, so the window's state is current when "saved" arrives
+        self.saved.emit(c.request_id, path)
+
+    def _cmd_translate(self, c: Command) -> None:
+        s = self._need_session()
+        result = s.translate(c.args["text"], c.args.get("beam_size", 1), c.args.get("max_len"),
+                             c.args.get("length_penalty", 0.6))  # fmt: skip
+        self.translation_ready.emit(c.request_id, result)
+
+    def _cmd_inspect(self, c: Command) -> None:
+        s = self._need_session()
+        self.inspection_ready.emit(c.request_id, s.inspect(c.args["source"], c.args.get("target")))
+
+    def _cmd_summary(self, c: Command) -> None:
+        self.run_described.emit(self._run_info(self._need_session()))
+
+    def _cmd_raise(self, c: Command) -> None:
+        """Fail on purpose (the tests check that the window survives an engine error)."""
+        raise RuntimeError(c.args.get("message", "a deliberate failure"))
+
+    def _do_shutdown(self, autosave: str | None) -> None:
+        """Stop; unsaved work goes to ``autosave`` (never over an autosave nobody has answered for)."""
+        self._state = IDLE
+        s = self.session
+        if s is not None:
+            s.pause_clock()
+            self._flush_metrics(force=True)
+            if autosave and s.dirty:
+                path = Path(autosave)
+                if path.exists():
+                    path = path.with_name(f"{path.stem}-{time.strftime('%Y%m%d-%H%M%S')}{path.suffix}")
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    s.save(path)
+                except OSError as exc:
+                    self.engine_failed.emit(0, f"Could not write the autosave file {path}: {exc}")
+        LIVE_ENGINES.discard(self)

@@ -1,0 +1,8 @@
+"""Start Transformer Explorer: ``python main.py [checkpoint] [--device cpu] [--lang zh]``."""
+
+import sys
+
+from explorer.app import main
+
+if __name__ == "__main__":
+    sys.exit(main())
