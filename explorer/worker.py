@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from PySide6.QtCore import QThread, Signal
 
+from explorer.decoding_driver import DecodeDriver
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, resolve_device
 from model.session import Session
@@ -99,6 +100,8 @@ class RunInfo:
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
     corpus: dict[str, Any]  # sizes, languages, load report
     samples: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (source pieces, target pieces)
+    src_pieces: tuple[str, ...]  # display text of every source id
+    tgt_pieces: tuple[str, ...]  # display text of every target id (the GUI names decoded ids with it)
     history_steps: dict[str, np.ndarray]  # metrics already in the session (e.g. from a checkpoint)
     history_evals: tuple[dict[str, Any], ...]
 
@@ -126,6 +129,7 @@ class Engine(QThread):
     run_described = Signal(object)  # RunInfo: a new run (new model, checkpoint, reset) or new settings of one
     translation_ready = Signal(int, object)  # request id, model.session.Translation
     inspection_ready = Signal(int, object)  # request id, model.session.Inspection
+    decode_stepped = Signal(int, object)  # request id, explorer.decoding_driver.DecodeView
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
 
@@ -143,6 +147,7 @@ class Engine(QThread):
         self._pending_evals: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._stop = False
+        self._decoder: DecodeDriver | None = None
         self.device_label = "…"
         LIVE_ENGINES.add(self)
 
@@ -300,7 +305,8 @@ class Engine(QThread):
         except Exception as exc:  # noqa: BLE001 — a moved data file must not stop the model from opening
             info = {"name": s.data_spec.name, "error": str(exc)}
             samples = ()
-        horizon = max(2 * s.step, 5 * s.train_cfg.warmup_steps, s.train_cfg.total_steps, 2000)
+        t = s.train_cfg
+        horizon = max(2 * s.step, 5 * t.warmup_steps, 2000, t.total_steps if t.schedule == "cosine" else 0)
         return RunInfo(
             run_id=self._run_id,
             label=run_label(s),
@@ -314,6 +320,8 @@ class Engine(QThread):
             schedule=_frozen(s.lr_schedule(horizon)),
             corpus=info,
             samples=samples,
+            src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
+            tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
             history_steps=_columns(s.history.train),
             history_evals=tuple(dict(e) for e in s.history.evals),
         )
@@ -394,6 +402,18 @@ class Engine(QThread):
     def _cmd_inspect(self, c: Command) -> None:
         s = self._need_session()
         self.inspection_ready.emit(c.request_id, s.inspect(c.args["source"], c.args.get("target")))
+
+    def _cmd_decode(self, c: Command) -> None:
+        """Step-through decoding: action start (with settings), step, back, run, reset, goto, show."""
+        session = self._need_session()
+        if self._decoder is None or self._decoder.session is not session:
+            self._decoder = DecodeDriver(session)
+        action = c.args.get("action", "step")
+        if action == "start":
+            view = self._decoder.start(c.args["settings"])
+        else:
+            view = self._decoder.act(action, c.args.get("position"))
+        self.decode_stepped.emit(c.request_id, view)
 
     def _cmd_summary(self, c: Command) -> None:
         self.run_described.emit(self._run_info(self._need_session()))

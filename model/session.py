@@ -54,6 +54,7 @@ class Inspection:
     cross: np.ndarray  # [layers, heads, T, S]
     target_probs: np.ndarray  # [T] probability the model gave each out_token
     teacher_forced: bool  # False when the target is the model's own greedy output
+    step: int = 0  # training step of the weights that produced it
 
 
 @dataclass(frozen=True)
@@ -275,12 +276,14 @@ class Session:
         return DecodeSession(encoded, ids, tokens, stepper, self.reference_for(text))
 
     @torch.inference_mode()
-    def inspect(self, src_text: str, tgt_text: str | None = None) -> Inspection:
-        """All attention maps for ``src_text`` → ``tgt_text`` (teacher forcing); without a
-        target, for the model's own greedy translation."""
+    def inspect(self, src_text: str, tgt_text: str | None = None, tgt_ids: list[int] | None = None) -> Inspection:
+        """All attention maps for ``src_text`` → ``tgt_text`` (or target ids), teacher-forced;
+        with neither, for the model's own greedy translation."""
         _, ids, _ = self._source(src_text)
         src = torch.tensor([ids], device=self.device)
-        if tgt_text is None:
+        if tgt_ids is not None:
+            y = [t for t in tgt_ids if t != EOS_ID][: self.model_cfg.max_len - 1]
+        elif tgt_text is None:
             y = greedy_decode(self.model, src, self.default_max_len(len(ids)))[0]
             y = y[:-1] if y and y[-1] == EOS_ID else y
         else:
@@ -304,7 +307,8 @@ class Session:
             decoder_self=stack(maps.decoder_self),
             cross=stack(maps.cross),
             target_probs=probs.cpu().numpy(),
-            teacher_forced=tgt_text is not None,
+            teacher_forced=tgt_text is not None or tgt_ids is not None,
+            step=self.step,
         )
 
     # -- saving and loading -----------------------------------------------------------

@@ -149,6 +149,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{device_description(session.device)}; steps {session.step} → {args.steps}",
         file=sys.stderr,
     )
+    try:
+        corpus = session.corpus
+        print(f"data: {len(corpus.train):,} training, {len(corpus.valid):,} valid, {len(corpus.test):,} test pairs "
+              f"({corpus.src_lang} → {corpus.tgt_lang})", file=sys.stderr)  # fmt: skip
+        if corpus.report is not None:
+            print(corpus.report.summary(), file=sys.stderr)
+        cut = session.encoded("train").truncated
+        if cut:
+            print(f"{cut:,} training pairs are longer than max_len ({cfg.max_len}) and were cut", file=sys.stderr)
+    except (DataError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     progress = Progress(args.steps, session.step)
     status = 0
     with open(out / "metrics.jsonl", "a" if args.resume else "w", encoding="utf-8") as log:

@@ -266,3 +266,28 @@ def test_command_line_help():
     assert out.returncode == 0
     for option in ("checkpoint", "--device", "--lang", "--open"):
         assert option in out.stdout
+
+
+def test_view_requests_during_training_use_current_weights(make_window, qtbot):
+    from explorer.decoding_driver import DecodeSettings
+
+    window = make_window()
+    small_copy_task(window)
+    click(qtbot, window, "train_start_button")
+    qtbot.waitUntil(lambda: window.status.step > 5, timeout=20000)
+    engine = window.engine
+    with qtbot.waitSignal(engine.inspection_ready, timeout=5000) as got:
+        before = engine.session.step
+        rid = engine.submit("inspect", source="1 2 3")
+    answered, inspection = got.args
+    assert answered == rid and 0 <= inspection.step - before <= 1  # answered within one step
+    assert inspection.cross.shape[-1] == 4 and inspection.teacher_forced is False
+    with qtbot.waitSignal(engine.decode_stepped, timeout=5000) as got:
+        before = engine.session.step
+        engine.submit("decode", action="start", settings=DecodeSettings("1 2 3"))
+    view = got.args[1]
+    assert 0 <= view.weights_step - before <= 1 and view.position == 0
+    with qtbot.waitSignal(engine.decode_stepped, timeout=5000) as got:
+        engine.submit("decode", action="step")
+    assert got.args[1].position == 1 and window.status.state == "training"
+    click(qtbot, window, "train_stop_button")

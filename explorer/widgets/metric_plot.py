@@ -17,7 +17,7 @@ import pyqtgraph.exporters  # noqa: F401 — registers the exporters
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QGraphicsItem, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
 
 from explorer.i18n import tr
 
@@ -123,9 +123,19 @@ class MetricPlot(QWidget):
         self.plot.setLabel("bottom", "step")
         if y_label:
             self.plot.setLabel("left", y_label)
-        self.plot.getPlotItem().setDownsampling(auto=True, mode="peak")
-        self.plot.getPlotItem().setClipToView(True)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        item = self.plot.getPlotItem()
+        item.setDownsampling(auto=True, mode="peak")
+        item.setClipToView(True)
+        # Ranges that grow in steps (see _follow): a range change makes pyqtgraph re-render the
+        # axes, which cost ~5 ms per plot per frame when every new point widened the range.
+        item.vb.disableAutoRange()
+        self.follow = True  # keep the data in view; off once the person zooms or pans
+        self._range: tuple[float, float, float, float] | None = None
+        item.vb.sigRangeChangedManually.connect(self._on_manual_range)
+        item.autoBtn.clicked.connect(self._on_auto_button)
+        for name in ("left", "bottom"):  # blit the axes from a pixmap; re-rendered only when they change
+            item.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
         self.export_button = QToolButton()
@@ -199,9 +209,50 @@ class MetricPlot(QWidget):
 
     def set_log(self, on: bool) -> None:
         self.plot.setLogMode(x=False, y=on)
+        self._range = None
+
+    def _on_manual_range(self, *_) -> None:
+        self.follow = False
+
+    def _on_auto_button(self) -> None:
+        self.follow, self._range = True, None
+        self.plot.getPlotItem().vb.disableAutoRange()
+        self._follow()
+
+    def _follow(self) -> None:
+        """Keep all shown data in view, changing the range only in coarse steps."""
+        if not self.follow:
+            return
+        log = self.plot.getPlotItem().ctrl.logYCheck.isChecked()
+        xs, ys = [], []
+        for s in self.series.values():
+            if s.run_id in self.visible_runs and s.buffer.n:
+                xs.append(s.buffer.x.max())
+                y = s.buffer.y
+                y = y[np.isfinite(y) & (y > 0)] if log else y[np.isfinite(y)]
+                if len(y):
+                    ys.extend((y.min(), y.max()))
+        if not xs or not ys:
+            return
+        x_hi = max(xs)
+        lo, hi = (np.log10(min(ys)), np.log10(max(ys))) if log else (min(ys), max(ys))
+        span = max(hi - lo, 1e-9 if not log else 1e-3)
+        old = self._range
+        grow_x = old is None or x_hi > old[1]
+        outside = old is None or lo < old[2] or hi > old[3]
+        slack = old is not None and (old[3] - old[2]) > 3 * span  # the data now use a small part of the view
+        if not (grow_x or outside or slack):
+            return
+        x_top = old[1] if old is not None and not grow_x else max(10.0, x_hi * 1.25)
+        y_lo, y_hi = (
+            (old[2], old[3]) if old is not None and not (outside or slack) else (lo - 0.1 * span, hi + 0.1 * span)
+        )
+        self._range = (0.0, x_top, y_lo, y_hi)
+        self.plot.getPlotItem().vb.setRange(xRange=(0, x_top), yRange=(y_lo, y_hi), padding=0)
 
     def set_runs(self, current: int, visible: set[int]) -> None:
         self.current_run, self.visible_runs = current, set(visible) | {current}
+        self._range = None  # fit the newly chosen runs
         for s in self.series.values():
             s.dirty = True
 
@@ -229,6 +280,7 @@ class MetricPlot(QWidget):
                 s.curve.setData(x, y)
                 if s.raw_curve is not None:
                     s.raw_curve.setData([], [])
+        self._follow()
 
     def _make_curves(self, s: Series) -> None:
         style = self.styles.get(s.name, dict(label=s.name, shift=0, dashed=False, symbol=None))

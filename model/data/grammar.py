@@ -226,7 +226,7 @@ VERBS: list[Verb] = [
     _v("know, knows, knew", "认识", "person", stative=True, counted=False),
     _v("need, needs, needed", "需要", "reading device tool vehicle drink", stative=True),
     _v("want, wants, wanted", "要", "drink meal cake fruit food reading", stative=True),
-    _v("have, has, had", "有", "reading animal fish vehicle device tool bag person", stative=True, have=True),
+    _v("have, has, had", "有", "reading animal fish vehicle device tool bag", stative=True, have=True),
 ]
 
 
