@@ -31,6 +31,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=40, help="how long to train before the shots")
     ap.add_argument("--lang", default="en")
+    ap.add_argument("--checkpoint", help="a trained grammar-en-zh model for the look-inside panels")
+    ap.add_argument("--sentence", default="Did you read two interesting books in the library yesterday?")
     args = ap.parse_args()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -66,7 +68,63 @@ def main() -> None:
         window.panels[key].grab().save(str(OUT / f"panel-{key}{suffix}.png"))
     window.docks["training"].raise_()
     window.close()
+    if args.checkpoint:
+        inside(app, args, folder, suffix)
     print("saved screenshots in", OUT)
+
+
+def inside(app, args, folder: Path, suffix: str) -> None:
+    """Decoding, attention and positional panels on a trained model."""
+    from PySide6.QtCore import QSettings
+
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "t.ini"), QSettings.IniFormat),
+                        data_dir=folder / "t", open_path=args.checkpoint)  # fmt: skip
+    window.resize(1600, 1000)
+    window.show()
+    pump(app, 4)
+    d = window.decoding
+    d.input.setText(args.sentence)
+    d.mode.setCurrentIndex(d.mode.findData("beam"))
+    d.beam_size.setValue(3)
+    d.start()
+    pump(app, 1)
+    for _ in range(5):
+        d.step_button.click()
+        pump(app, 0.4)
+    for key in ("decoding", "attention"):
+        window.docks[key].setFloating(True)
+        window.docks[key].resize(1100, 900)
+        pump(app, 0.6)
+    d.grab().save(str(OUT / f"panel-decoding-beam{suffix}.png"))
+    a = window.attention
+    a.kind.setCurrentIndex(a.kind.findData("cross"))
+    a.layer.setValue(a.layer.maximum())
+    a.average.setChecked(True)
+    d.run_button.click()
+    pump(app, 1.5)
+    a.explain_requested.emit({"preset": "notes"})
+    pump(app, 1.0)
+    a.grab().save(str(OUT / f"panel-attention-cross{suffix}.png"))
+    a.average.setChecked(False)
+    a.all_heads.setChecked(True)
+    pump(app, 0.5)
+    a.grab().save(str(OUT / f"panel-attention-grid{suffix}.png"))
+    a.all_heads.setChecked(False)
+    a.kind.setCurrentIndex(a.kind.findData("decoder_self"))
+    pump(app, 0.5)
+    a.grab().save(str(OUT / f"panel-attention-decoder-self{suffix}.png"))
+    window.docks["positional"].setFloating(True)
+    window.docks["positional"].resize(1100, 800)
+    pump(app, 0.6)
+    p = window.positional
+    for i, name in enumerate(("curves", "matrix", "similarity", "shift")):
+        p.tabs.setCurrentIndex(i)
+        pump(app, 0.4)
+        p.grab().save(str(OUT / f"panel-positional-{name}{suffix}.png"))
+    window.close()
 
 
 if __name__ == "__main__":

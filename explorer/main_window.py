@@ -12,9 +12,11 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMe
 
 from explorer import dialogs
 from explorer.i18n import language, tr
+from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
+from explorer.panels.decoding import DecodingPanel
 from explorer.panels.model_info import ModelPanel
-from explorer.panels.placeholder import PlaceholderPanel
+from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel, needs_new_model
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import ERROR, PAUSED, TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
@@ -59,16 +61,20 @@ class MainWindow(QMainWindow):
         self._last_loss = self._last_speed = None
 
         self.training = TrainingPanel()
+        self.decoding = DecodingPanel()
+        self.attention = AttentionPanel()
+        self.positional = PositionalPanel()
         self.model_panel = ModelPanel()
         self.data_panel = DataPanel()
         self.panels: dict[str, QWidget] = {
             "training": self.training,
-            "decoding": PlaceholderPanel("decoding"),
-            "attention": PlaceholderPanel("attention"),
-            "positional": PlaceholderPanel("positional"),
+            "decoding": self.decoding,
+            "attention": self.attention,
+            "positional": self.positional,
             "model": self.model_panel,
             "data": self.data_panel,
         }
+        self._latest: dict[str, int] = {}  # newest request id per kind: older answers are dropped
         self.docks: dict[str, QDockWidget] = {}
         for key, _ in self.PANELS:
             dock = QDockWidget(self)
@@ -104,8 +110,21 @@ class MainWindow(QMainWindow):
         e.run_described.connect(self._on_run)
         e.engine_failed.connect(self._on_failed)
         e.saved.connect(self._on_saved)
+        e.decode_stepped.connect(self._on_decode_view)
+        e.inspection_ready.connect(lambda rid, insp: self._fresh("inspect", rid) and self.attention.on_inspection(insp))
+        e.explained.connect(lambda rid, ex: self._fresh("explain", rid) and self.attention.on_explanation(ex))
+        e.positional_ready.connect(lambda rid, t: self._fresh("positional", rid) and self.positional.on_tables(t))
+        e.probe_recorded.connect(self.attention.on_probe)
         self.training.start_requested.connect(self._on_start_requested)
         self.training.control_requested.connect(self._on_control)
+        self.decoding.decode_requested.connect(self._on_decode_requested)
+        self.attention.inspect_requested.connect(
+            lambda a: self._request("inspect", source=a["source"], target=a["target"])
+        )
+        self.attention.explain_requested.connect(lambda a: self._request("explain", **a))
+        self.attention.probe_requested.connect(lambda a: self.engine.submit("probe", **a))
+        self.attention.snapshot_selected.connect(self.training.set_probe_marker)
+        self.positional.model_table_requested.connect(lambda: self._request("positional"))
         language.changed.connect(self.retranslate)
 
         geometry = self.settings.value("window/geometry")
@@ -239,8 +258,29 @@ class MainWindow(QMainWindow):
             self._last_speed = float(batch.steps["tokens_per_s"][-1])
         self._update_status_labels()
 
+    def _request(self, kind: str, /, **args) -> int:
+        rid = self.engine.submit(kind, **args)
+        self._latest[kind] = rid
+        return rid
+
+    def _fresh(self, kind: str, request_id: int) -> bool:
+        """True for the answer to the newest request of its kind (a panel drops the others)."""
+        return request_id >= self._latest.get(kind, 0)
+
+    def _on_decode_requested(self, action: str, args: dict) -> None:
+        self.engine.submit("decode", action=action, **args)
+
+    def _on_decode_view(self, request_id: int, view) -> None:
+        if self.decoding.view is not None and view.decode_id < self.decoding.view.decode_id:
+            return  # an answer about a sentence that has been replaced
+        self.decoding.show_view(view)
+        self.attention.on_decode(view)
+
     def _on_run(self, info: RunInfo) -> None:
         self.training.on_run(info)
+        self.decoding.on_run(info)
+        self.attention.on_run(info)
+        self.positional.on_run(info)
         self.model_panel.on_run(info)
         self.data_panel.on_run(info)
         if self._restoring is not None:  # the autosave is open again: its file is no longer needed
@@ -249,6 +289,7 @@ class MainWindow(QMainWindow):
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
+        self.decoding.waiting = False
         self._restoring = None
         self.show_message(message, "error")
 

@@ -36,7 +36,7 @@ from model.training import TrainConfig, TrainingDiverged
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
 # Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
-LATEST_ONLY = {"translate", "inspect", "summary"}
+LATEST_ONLY = {"translate", "inspect", "summary", "explain", "positional"}
 LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 _ids = itertools.count(1)
 
@@ -106,6 +106,24 @@ class RunInfo:
     history_evals: tuple[dict[str, Any], ...]
 
 
+@dataclass(frozen=True)
+class ProbeSnapshot:
+    """Attention of the probe sentence at one training step (attention over training)."""
+
+    run_id: int
+    step: int
+    source: str
+    target: str | None  # teacher-forced target; None: the model's own greedy output
+    inspection: Any  # model.session.Inspection
+    entropy: dict[str, np.ndarray]  # per kind: [layers, heads] mean attention entropy of the rows (nats)
+
+
+def attention_entropy(maps: np.ndarray) -> np.ndarray:
+    """Mean over query rows of −Σ p log p, per layer and head. ``maps [L, H, Lq, Lk]`` → ``[L, H]``."""
+    p = np.clip(maps, 1e-12, 1.0)
+    return _frozen((-(maps * np.log(p)).sum(-1)).mean(-1))
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     a.setflags(write=False)
@@ -130,6 +148,9 @@ class Engine(QThread):
     translation_ready = Signal(int, object)  # request id, model.session.Translation
     inspection_ready = Signal(int, object)  # request id, model.session.Inspection
     decode_stepped = Signal(int, object)  # request id, explorer.decoding_driver.DecodeView
+    probe_recorded = Signal(object)  # ProbeSnapshot: the probe sentence's attention at one step
+    explained = Signal(int, object)  # request id, model.session.AttentionExplanation
+    positional_ready = Signal(int, object)  # request id, dict from Session.positional_tables
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
 
@@ -148,11 +169,12 @@ class Engine(QThread):
         self._last_flush = 0.0
         self._stop = False
         self._decoder: DecodeDriver | None = None
+        self._probe: dict[str, Any] = {"source": None, "target": None, "every": 50}
         self.device_label = "…"
         LIVE_ENGINES.add(self)
 
     # -- GUI side ----------------------------------------------------------------------------
-    def submit(self, kind: str, **args: Any) -> int:
+    def submit(self, kind: str, /, **args: Any) -> int:
         """Queue a command; returns its request id (answers carry it)."""
         command = Command(kind, args)
         self._queue.put(command)
@@ -249,6 +271,9 @@ class Engine(QThread):
         session = self.session
         for record in session.train_steps(1):
             (self._pending_evals if "split" in record else self._pending_steps).append(record)
+        every = self._probe["every"]
+        if every and session.step % every == 0:
+            self._record_probe()
         if self._steps_left:
             self._steps_left -= 1
             if self._steps_left == 0:
@@ -284,8 +309,58 @@ class Engine(QThread):
         self.session, self._path = session, path
         self._run_id += 1
         self._state = IDLE
+        self._decoder = None
         self.run_described.emit(self._run_info(session))
+        self._default_probe(session)
+        self._record_probe()
         self._publish_status()
+
+    def _default_probe(self, session: Session) -> None:
+        """Unless the person chose one, probe with the first test sentence and its reference."""
+        if self._probe.get("chosen"):
+            return
+        try:
+            pairs = session.corpus.test or session.corpus.valid
+        except Exception:  # noqa: BLE001 — no data (a moved file): no default probe
+            pairs = []
+        self._probe.update(source=pairs[0][0] if pairs else None, target=pairs[0][1] if pairs else None)
+
+    def _record_probe(self) -> None:
+        s, probe = self.session, self._probe
+        if s is None or not probe.get("source"):
+            return
+        try:
+            inspection = s.inspect(probe["source"], probe["target"])
+        except ValueError:
+            return  # an empty or unusable probe sentence: nothing to record
+        entropy = {name: attention_entropy(getattr(inspection, name)) for name in ("encoder", "decoder_self", "cross")}
+        self.probe_recorded.emit(
+            ProbeSnapshot(self._run_id, s.step, probe["source"], probe["target"], inspection, entropy)
+        )
+
+    def _cmd_probe(self, c: Command) -> None:
+        """Choose the probe sentence (and target) and how often it is re-run while training."""
+        source = (c.args.get("source") or "").strip()
+        self._probe.update(source=source or None, target=(c.args.get("target") or "").strip() or None,
+                           every=int(c.args.get("every", self._probe["every"])), chosen=bool(source))  # fmt: skip
+        if not source and self.session is not None:
+            self._default_probe(self.session)
+        self._record_probe()
+
+    def _cmd_explain(self, c: Command) -> None:
+        """Spell out one head (or the worked example from the notes)."""
+        from model.session import notes_example
+
+        if c.args.get("preset") == "notes":
+            self.explained.emit(c.request_id, notes_example())
+            return
+        s = self._need_session()
+        a = c.args
+        self.explained.emit(c.request_id, s.explain_attention(a["source"], a.get("target_ids"), a["kind"],
+                                                              a["layer"], a["head"]))  # fmt: skip
+
+    def _cmd_positional(self, c: Command) -> None:
+        self.positional_ready.emit(c.request_id, self._need_session().positional_tables())
 
     def _run_info(self, s: Session) -> RunInfo:
         try:

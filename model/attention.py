@@ -36,6 +36,14 @@ class AttentionSteps:
     output: Tensor  # weights · V, [..., Lq, d_v]
 
 
+# The worked example of the study notes: three tokens, d_k = 2.
+NOTES_EXAMPLE = {
+    "Q": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+    "K": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+    "V": [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]],
+}
+
+
 def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> AttentionSteps:
     """Attention(Q, K, V) = softmax(QKᵀ / √d_k) V with every step kept (no dropout)."""
     scores = q @ k.transpose(-2, -1)

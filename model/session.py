@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from model.attention import NOTES_EXAMPLE, attention_steps
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from model.config import ModelConfig
 from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus, source_ids
@@ -55,6 +56,44 @@ class Inspection:
     target_probs: np.ndarray  # [T] probability the model gave each out_token
     teacher_forced: bool  # False when the target is the model's own greedy output
     step: int = 0  # training step of the weights that produced it
+    source: str = ""  # the source text
+    target_ids: tuple[int, ...] = ()  # the target ids (no BOS/EOS), for asking about the same pair again
+
+
+@dataclass(frozen=True)
+class AttentionExplanation:
+    """One head's attention spelled out: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, step by step."""
+
+    title: str  # what this is (kind, layer, head — or the worked example)
+    query_tokens: list[str]  # one per row of Q
+    key_tokens: list[str]  # one per row of K and V
+    q: np.ndarray  # [Lq, d_k] this head's queries (after W^Q, and RoPE when used)
+    k: np.ndarray  # [Lk, d_k]
+    v: np.ndarray  # [Lk, d_v]
+    scores: np.ndarray  # QKᵀ [Lq, Lk]
+    scaled: np.ndarray  # QKᵀ / √d_k
+    mask: np.ndarray  # True = may attend
+    weights: np.ndarray  # softmax of the scaled, masked scores
+    output: np.ndarray  # weights · V [Lq, d_v] (this head's part, before W^O)
+
+
+def explain(q, k, v, mask, title: str, query_tokens: list[str], key_tokens: list[str]) -> AttentionExplanation:
+    """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code."""
+    q, k, v = (torch.as_tensor(x, dtype=torch.float64) for x in (q, k, v))
+    mask = None if mask is None else torch.as_tensor(mask, dtype=torch.bool)
+    steps = attention_steps(q, k, v, mask)
+    n = lambda t: t.detach().cpu().numpy()  # noqa: E731
+    return AttentionExplanation(
+        title, query_tokens, key_tokens, n(steps.query), n(steps.keys), n(steps.values), n(steps.scores),
+        n(steps.scaled), n(steps.mask), n(steps.weights), n(steps.output),
+    )  # fmt: skip
+
+
+def notes_example() -> AttentionExplanation:
+    """The worked example of the study notes: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]]."""
+    ex = NOTES_EXAMPLE
+    labels = ["x1", "x2", "x3"]
+    return explain(ex["Q"], ex["K"], ex["V"], None, "worked example from the notes (d_k = 2)", labels, labels)
 
 
 @dataclass(frozen=True)
@@ -309,7 +348,69 @@ class Session:
             target_probs=probs.cpu().numpy(),
             teacher_forced=tgt_text is not None or tgt_ids is not None,
             step=self.step,
+            source=src_text,
+            target_ids=tuple(y),
         )
+
+    @torch.inference_mode()
+    def explain_attention(
+        self, src_text: str, tgt_ids: list[int] | None, kind: str, layer: int, head: int
+    ) -> AttentionExplanation:
+        """One head of one attention block for ``src_text`` → ``tgt_ids`` (teacher-forced), spelled out.
+
+        ``kind`` is "encoder", "decoder_self" or "cross". The block's inputs are caught
+        during a normal forward pass; its own projections then give q, k and v.
+        """
+        cfg = self.model_cfg
+        layers = self.model.encoder_layers if kind == "encoder" else self.model.decoder_layers
+        if kind not in ("encoder", "decoder_self", "cross"):
+            raise ValueError(f"unknown attention kind {kind!r}")
+        if not (0 <= layer < len(layers) and 0 <= head < cfg.n_heads):
+            raise ValueError(f"no layer {layer} / head {head} in this model")
+        block = layers[layer].cross_attn if kind == "cross" else layers[layer].self_attn
+        _, ids, _ = self._source(src_text)
+        y = [t for t in (tgt_ids or []) if t != EOS_ID][: cfg.max_len - 1]
+        caught: dict[str, Any] = {}
+
+        def catch(module, args, kwargs):
+            caught["x"] = args[0]
+            caught["memory"] = args[1] if len(args) > 1 else kwargs.get("memory")
+            caught["mask"] = args[2] if len(args) > 2 else kwargs.get("mask")
+
+        hook = block.register_forward_pre_hook(catch, with_kwargs=True)
+        try:
+            self.model.eval()
+            self.model(torch.tensor([ids], device=self.device), torch.tensor([[cfg.bos_id, *y]], device=self.device))
+        finally:
+            hook.remove()
+        x, memory, mask = caught["x"], caught["memory"], caught["mask"]
+        if memory is None:
+            q, k, v = block.project_qkv(x)
+        else:
+            q = block.project_query(x)
+            k, v = block.project_memory(memory)
+        q, k, v = q[0, head], k[0, head], v[0, head]  # [L, d_k]
+        full_mask = None if mask is None else mask[0, 0].expand(q.shape[0], k.shape[0])
+        src_tokens = [self.src_tok.display_token(i) for i in ids]
+        tgt_tokens = [self.tgt_tok.display_token(i) for i in [cfg.bos_id, *y]]
+        queries = src_tokens if kind == "encoder" else tgt_tokens
+        keys = tgt_tokens if kind == "decoder_self" else src_tokens
+        names = {
+            "encoder": "encoder self-attention",
+            "decoder_self": "decoder self-attention",
+            "cross": "cross-attention",
+        }
+        return explain(q, k, v, full_mask, f"{names[kind]}, layer {layer + 1}, head {head + 1}", queries, keys)
+
+    def positional_tables(self) -> dict[str, Any]:
+        """What the positional-encoding lab shows of this model: its kind, sizes, and a learned table."""
+        cfg = self.model_cfg
+        info: dict[str, Any] = {"kind": cfg.positional, "d_model": cfg.d_model, "max_len": cfg.max_len,
+                                "head_dim": cfg.head_dim, "step": self.step}  # fmt: skip
+        if cfg.positional == "learned":
+            info["source"] = self.model.src_pos.table().detach().float().cpu().numpy().copy()
+            info["target"] = self.model.tgt_pos.table().detach().float().cpu().numpy().copy()
+        return info
 
     # -- saving and loading -----------------------------------------------------------
     def save(self, path: str | Path) -> None:

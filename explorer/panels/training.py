@@ -419,6 +419,10 @@ class TrainingPanel(QWidget):
         self.plots["speed_plot"].define("train", "target tokens/s")
         self.step_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", style=Qt.DotLine))
         self.plots["lr_plot"].plot.addItem(self.step_marker)
+        # the step of the attention snapshot being looked at (Attention panel's timeline)
+        self.probe_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
+        self.probe_marker.hide()
+        self.plots["loss_plot"].plot.addItem(self.probe_marker)
 
         right = QWidget()
         right_layout = QVBoxLayout(right)
@@ -552,6 +556,11 @@ class TrainingPanel(QWidget):
                 item.setFont(f)
         self._on_run_toggled()
         self._update_buttons()
+
+    def set_probe_marker(self, step: int) -> None:
+        self.probe_marker.setVisible(step >= 0)
+        if step >= 0:
+            self.probe_marker.setValue(step)
 
     def on_metrics(self, batch: MetricsBatch) -> None:
         if len(batch.steps["step"]):

@@ -13,34 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters  # noqa: F401 — registers the exporters
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QPainter
-from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QGraphicsItem, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGraphicsItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from explorer.i18n import tr
+from explorer.widgets.export import export_button, render_scene
 
 RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
-
-
-def export_svg(item: pg.GraphicsItem, path: str | Path, title: str = "") -> None:
-    """Vector SVG of a plot, drawn by Qt's own SVG generator.
-
-    (pyqtgraph 0.14's SVGExporter fails on the path syntax current Qt writes —
-    pyqtgraph issue #3485 — so the scene is rendered straight into a QSvgGenerator.)
-    """
-    rect = item.sceneBoundingRect()
-    generator = QSvgGenerator()
-    generator.setFileName(str(path))
-    generator.setSize(QSize(int(rect.width()), int(rect.height())))
-    generator.setViewBox(QRectF(0, 0, rect.width(), rect.height()))
-    generator.setTitle(title)
-    painter = QPainter(generator)
-    try:
-        item.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
-    finally:
-        painter.end()
 
 
 class Buffer:
@@ -138,14 +117,7 @@ class MetricPlot(QWidget):
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
-        self.export_button = QToolButton()
-        self.export_button.setText("⤓")
-        self.export_button.setAutoRaise(True)
-        self.export_button.setPopupMode(QToolButton.InstantPopup)
-        menu = QMenu(self.export_button)
-        for fmt in ("PNG", "SVG", "CSV"):
-            menu.addAction(f"{fmt}…", lambda f=fmt: self._ask_export(f))
-        self.export_button.setMenu(menu)
+        self.export_button = export_button(self, object_name.removesuffix("_plot"), self.export, ("PNG", "SVG", "CSV"))
         head = QHBoxLayout()
         head.setContentsMargins(4, 0, 0, 0)
         head.addWidget(self.title, 1)
@@ -159,7 +131,6 @@ class MetricPlot(QWidget):
 
     def retranslate(self) -> None:
         self.title.setText(tr(self._title_source))
-        self.export_button.setToolTip(tr("Export this plot as a picture (PNG, SVG) or its numbers (CSV)"))
 
     # -- data ----------------------------------------------------------------------------------
     def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None):
@@ -299,12 +270,6 @@ class MetricPlot(QWidget):
             s.raw_curve.setZValue(-1)
 
     # -- export --------------------------------------------------------------------------------
-    def _ask_export(self, fmt: str) -> None:
-        name = self.objectName().removesuffix("_plot")
-        path, _ = QFileDialog.getSaveFileName(self, tr("Export"), f"{name}.{fmt.lower()}", f"{fmt} (*.{fmt.lower()})")
-        if path:
-            self.export(path)
-
     def export(self, path: str | Path) -> None:
         """Write the plot as PNG or SVG, or its raw numbers as CSV, by the file's extension."""
         path = Path(path)
@@ -317,12 +282,7 @@ class MetricPlot(QWidget):
                     for x, y in zip(s.buffer.x, s.buffer.y):
                         w.writerow([run, name, int(x) if float(x).is_integer() else x, repr(float(y))])
             return
-        item = self.plot.getPlotItem()
-        if suffix == ".svg":
-            export_svg(item, path, self._title_source)
-        elif suffix == ".png":
-            exporter = pg.exporters.ImageExporter(item)
-            exporter.parameters()["width"] = max(800, int(item.width()) * 2)
-            exporter.export(str(path))
-        else:
+        if suffix not in (".png", ".svg"):
             raise ValueError(f"cannot export to {suffix or 'a file without extension'}: use .png, .svg or .csv")
+        item = self.plot.getPlotItem()
+        render_scene(item.scene(), item.sceneBoundingRect(), path, self.title.text())

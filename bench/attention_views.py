@@ -1,0 +1,146 @@
+"""Speed of the look-inside views.
+
+    python -m bench.attention_views [--checkpoint CKPT]
+
+1. All-heads grid: redrawing 6 layers × 8 heads of 64 × 64 attention maps
+   (new data and a synchronous repaint). Goal: ≤ 50 ms.
+2. Step latency: from a click on Step ▶ to the decoding and attention panels
+   redrawn with that step, small preset on the CPU (a trained checkpoint if
+   given, else a fresh small model on the grammar task). Goal: ≤ 100 ms.
+3. Hover on a 48-token heatmap: time per mouse move, and how often the image is
+   re-rendered while hovering. Goal: fluid, no re-render.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def grid_redraw(app) -> None:
+    from explorer.widgets.heatmap import HeatmapGrid
+
+    grid = HeatmapGrid("grid")
+    grid.resize(900, 700)
+    grid.show()
+    rng = np.random.default_rng(0)
+    maps = [rng.dirichlet(np.ones(64), size=(6, 8, 64)).astype(np.float32) for _ in range(5)]
+    times = []
+    for i in range(40):
+        t0 = time.perf_counter()
+        grid.set_data(maps[i % 5])
+        grid.view.viewport().repaint()
+        app.processEvents()
+        times.append(time.perf_counter() - t0)
+    print(f"== all-heads grid, 6 layers x 8 heads at 64 x 64: median {1000 * statistics.median(times[5:]):.1f} ms, "
+          f"max {1000 * max(times[5:]):.1f} ms (goal <= 50 ms)")  # fmt: skip
+
+
+def step_latency(app, checkpoint: str | None) -> None:
+    from PySide6.QtCore import QSettings
+
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    folder = Path(tempfile.mkdtemp())
+    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+                        data_dir=folder, open_path=checkpoint, start_default=checkpoint is None)  # fmt: skip
+    if checkpoint is None:
+        form = window.training.form
+        form.task_combo.setCurrentIndex(form.task_combo.findData("grammar-en-zh"))
+        form.preset_combo.setCurrentText("small")
+        window.new_model()
+    window.resize(1600, 1000)
+    window.show()
+    deadline = time.perf_counter() + 60
+    while (
+        window.training.current is None or window.training.current.preset != "small"
+    ) and time.perf_counter() < deadline:
+        app.processEvents()
+        time.sleep(0.01)
+    d = window.decoding
+    shown = []
+    d.view_shown.connect(lambda v: shown.append(time.perf_counter()))
+
+    def wait_for(n: int) -> None:
+        while len(shown) < n:
+            app.processEvents()
+            time.sleep(0.0005)
+
+    d.input.setText("Did you read two interesting books in the library yesterday?")
+    latencies = []
+    for mode in ("greedy", "beam"):
+        d.mode.setCurrentIndex(d.mode.findData(mode))
+        d.start()
+        wait_for(len(shown) + 1)
+        for _ in range(8):
+            if d.view.at_end:
+                break
+            n = len(shown)
+            t0 = time.perf_counter()
+            d.step_button.click()
+            wait_for(n + 1)
+            window.repaint()  # everything that changed is painted before the clock stops
+            latencies.append((mode, time.perf_counter() - t0))
+    for mode in ("greedy", "beam"):
+        ms = [1000 * t for m, t in latencies if m == mode]
+        print(f"== click Step to redrawn step ({mode}, {window.training.current.preset} preset, "
+              f"{window.training.current.total_parameters:,} parameters): median {statistics.median(ms):.1f} ms, "
+              f"max {max(ms):.1f} ms over {len(ms)} steps (goal <= 100 ms)")  # fmt: skip
+    window.close()
+
+
+def hover(app) -> None:
+    from PySide6.QtCore import QPointF
+
+    from explorer.widgets.heatmap import Heatmap
+
+    h = Heatmap("hover")
+    h.resize(900, 800)
+    h.show()
+    rng = np.random.default_rng(1)
+    tokens = [f"tok{i}" for i in range(48)]
+    h.set_data(rng.dirichlet(np.ones(48), size=48), tokens, tokens)
+    app.processEvents()
+    renders = []
+    original = h.image.render
+    h.image.render = lambda *a: renders.append(1) or original(*a)
+    times = []
+    for i in range(1000):
+        p = h.image.mapToScene(QPointF((i * 0.37) % 48, (i * 0.11) % 48))
+        t0 = time.perf_counter()
+        h.view.scene().sigMouseMoved.emit(p)
+        app.processEvents()
+        times.append(time.perf_counter() - t0)
+    print(
+        f"== hover over a 48 x 48 heatmap: median {1000 * statistics.median(times):.3f} ms per move, "
+        f"p99 {1000 * float(np.percentile(times, 99)):.3f} ms; image re-rendered {len(renders)} times in 1000 moves"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", help="a trained small-preset checkpoint for the step latency")
+    args = ap.parse_args()
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.app import warm_up
+
+    app = QApplication.instance() or QApplication([])
+    warm_up()
+    grid_redraw(app)
+    hover(app)
+    step_latency(app, args.checkpoint)
+
+
+if __name__ == "__main__":
+    main()

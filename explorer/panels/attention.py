@@ -1,0 +1,464 @@
+"""Attention panel: where each head looks — per head, all heads at once, over training, and spelled out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.decoding_driver import DecodeView
+from explorer.i18n import tr
+from explorer.widgets.export import export_button, render_widget, write_rows
+from explorer.widgets.heatmap import Heatmap, HeatmapGrid
+from explorer.widgets.metric_plot import MetricPlot
+from explorer.worker import ProbeSnapshot, RunInfo
+from model.session import AttentionExplanation, Inspection
+
+KINDS = (
+    ("encoder", "Encoder self-attention"),
+    ("decoder_self", "Decoder self-attention (masked)"),
+    ("cross", "Cross-attention (decoder → encoder)"),
+)
+SOURCES = (
+    ("decoding", "Following the decoding panel"),
+    ("pair", "A source/target pair (teacher forcing)"),
+    ("probe", "The probe sentence over training"),
+)
+
+
+def maps_of(inspection: Inspection, kind: str) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None]:
+    """The [layers, heads, rows, cols] maps of one kind, with row and column labels and the mask."""
+    if kind == "encoder":
+        return inspection.encoder, inspection.src_tokens, inspection.src_tokens, None
+    if kind == "decoder_self":
+        n = len(inspection.tgt_tokens)
+        causal = np.triu(np.ones((n, n), dtype=bool), 1)  # a position may not look ahead
+        return inspection.decoder_self, inspection.tgt_tokens, inspection.tgt_tokens, causal
+    return inspection.cross, inspection.tgt_tokens, inspection.src_tokens, None
+
+
+class AttentionPanel(QWidget):
+    inspect_requested = Signal(dict)  # {"source": text, "target": text or None}
+    explain_requested = Signal(dict)  # {"preset": "notes"} or {"source", "target_ids", "kind", "layer", "head"}
+    probe_requested = Signal(dict)  # {"source", "target", "every"}
+    snapshot_selected = Signal(int)  # training step of the probe snapshot shown (−1: none)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("attention_panel")
+        self.info: RunInfo | None = None
+        self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
+        self.decode_id = -1
+        self.snapshots: list[ProbeSnapshot] = []
+        self.explanation: AttentionExplanation | None = None
+
+        self.source = QComboBox(objectName="attention_source_combo")
+        for key, _ in SOURCES:
+            self.source.addItem("", key)
+        self.kind = QComboBox(objectName="attention_kind_combo")
+        for key, _ in KINDS:
+            self.kind.addItem("", key)
+        self.layer = QSpinBox(objectName="attention_layer_spin")
+        self.head = QSpinBox(objectName="attention_head_spin")
+        self.layer.setRange(1, 1)
+        self.head.setRange(1, 1)
+        self.average = QCheckBox(objectName="attention_average_check")
+        self.all_heads = QCheckBox(objectName="attention_all_heads_check")
+        self.stretch = QCheckBox(objectName="attention_stretch_check")
+        for w in (self.source, self.kind):
+            w.currentIndexChanged.connect(self.refresh)
+        for w in (self.layer, self.head):
+            w.valueChanged.connect(self.refresh)
+        for w in (self.average, self.all_heads, self.stretch):
+            w.toggled.connect(self.refresh)
+
+        self.pair_src = QLineEdit(objectName="attention_src_input")
+        self.pair_tgt = QLineEdit(objectName="attention_tgt_input")
+        self.pair_button = QPushButton(objectName="attention_show_button")
+        self.pair_button.clicked.connect(self._on_pair)
+        self.pair_src.returnPressed.connect(self._on_pair)
+        self.pair_tgt.returnPressed.connect(self._on_pair)
+
+        self.heatmap = Heatmap("attention_heatmap")
+        self.grid = HeatmapGrid("attention_grid")
+        self.grid.cell_clicked.connect(self._on_grid_click)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.heatmap)
+        self.stack.addWidget(self.grid)
+        self.caption = QLabel(objectName="attention_caption")
+        self.caption.setWordWrap(True)
+
+        self.timeline = QSlider(Qt.Horizontal, objectName="attention_timeline_slider")
+        self.timeline.setRange(0, 0)
+        self.timeline.valueChanged.connect(self._on_timeline)
+        self.timeline_label = QLabel(objectName="attention_timeline_label")
+        self.probe_src = QLineEdit(objectName="attention_probe_input")
+        self.probe_tgt = QLineEdit(objectName="attention_probe_target")
+        self.probe_every = QSpinBox(objectName="attention_probe_every")
+        self.probe_every.setRange(0, 100000)
+        self.probe_every.setValue(50)
+        self.probe_button = QPushButton(objectName="attention_probe_button")
+        self.probe_button.clicked.connect(self._on_probe)
+        self.probe_every.valueChanged.connect(self._on_probe)
+        self.entropy = MetricPlot(
+            "Attention entropy of the probe over training", "entropy_plot", "nats", smoothable=False
+        )
+        self.entropy_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
+        self.entropy.plot.addItem(self.entropy_marker)
+
+        self.query = QComboBox(objectName="explain_query_combo")
+        self.query.currentIndexChanged.connect(self._show_explanation)
+        self.explain_button = QPushButton(objectName="explain_button")
+        self.explain_button.clicked.connect(self._on_explain)
+        self.notes_button = QPushButton(objectName="explain_notes_button")
+        self.notes_button.clicked.connect(lambda: self.explain_requested.emit({"preset": "notes"}))
+        self.explain_title = QLabel(objectName="explain_title")
+        self.explain_title.setWordWrap(True)
+        self.vectors = QTableWidget(objectName="explain_vectors")
+        self.per_key = QTableWidget(objectName="explain_per_key")
+        for table in (self.vectors, self.per_key):
+            table.setEditTriggers(QTableWidget.NoEditTriggers)
+            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+
+        # layout
+        self.row_labels: dict[str, QLabel] = {k: QLabel() for k in ("show", "kind", "layer", "head", "src", "tgt",
+                                                                     "probe", "every", "query")}  # fmt: skip
+        pick = QHBoxLayout()
+        for key, w in (("show", self.source), ("kind", self.kind), ("layer", self.layer), ("head", self.head)):
+            pick.addWidget(self.row_labels[key])
+            pick.addWidget(w)
+        for w in (self.average, self.all_heads, self.stretch):
+            pick.addWidget(w)
+        pick.addStretch(1)
+        pair = QHBoxLayout()
+        for key, w in (("src", self.pair_src), ("tgt", self.pair_tgt)):
+            pair.addWidget(self.row_labels[key])
+            pair.addWidget(w, 1)
+        pair.addWidget(self.pair_button)
+        self.pair_row = QWidget()
+        self.pair_row.setLayout(pair)
+        probe = QHBoxLayout()
+        for key, w in (("probe", self.probe_src), ("tgt", self.probe_tgt), ("every", self.probe_every)):
+            label = self.row_labels[key] if key != "tgt" else QLabel("→")
+            probe.addWidget(label)
+            probe.addWidget(w, 1 if key != "every" else 0)
+        probe.addWidget(self.probe_button)
+        time_row = QHBoxLayout()
+        time_row.addWidget(self.timeline, 1)
+        time_row.addWidget(self.timeline_label)
+        self.over_training = QWidget()
+        ot = QVBoxLayout(self.over_training)
+        ot.addLayout(probe)
+        ot.addLayout(time_row)
+        ot.addWidget(self.entropy, 1)
+        self.explainer = QWidget()
+        ex = QVBoxLayout(self.explainer)
+        ex_top = QHBoxLayout()
+        ex_top.addWidget(self.row_labels["query"])
+        ex_top.addWidget(self.query, 1)
+        ex_top.addWidget(self.explain_button)
+        ex_top.addWidget(self.notes_button)
+        ex_top.addWidget(export_button(self, "qk_explainer", self.export_explanation, ("PNG", "SVG", "CSV")))
+        ex.addLayout(ex_top)
+        ex.addWidget(self.explain_title)
+        tables = QSplitter(Qt.Horizontal)
+        tables.addWidget(self.per_key)
+        tables.addWidget(self.vectors)
+        ex.addWidget(tables, 1)
+
+        main = QWidget()
+        main_layout = QVBoxLayout(main)
+        main_layout.setContentsMargins(0, 0, 0, 0)
+        main_layout.addLayout(pick)
+        main_layout.addWidget(self.pair_row)
+        main_layout.addWidget(self.stack, 1)
+        main_layout.addWidget(self.caption)
+        self.lower = QTabWidget(objectName="attention_lower_tabs")
+        self.lower.addTab(self.over_training, "")
+        self.lower.addTab(self.explainer, "")
+        body = QSplitter(Qt.Vertical)
+        body.addWidget(main)
+        body.addWidget(self.lower)
+        body.setSizes([560, 340])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(body)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        for i, (_, text) in enumerate(SOURCES):
+            self.source.setItemText(i, tr(text))
+        for i, (_, text) in enumerate(KINDS):
+            self.kind.setItemText(i, tr(text))
+        names = {
+            "show": "Show", "kind": "Kind", "layer": "Layer", "head": "Head", "src": "Source", "tgt": "Target",
+            "probe": "Probe sentence", "every": "every N steps", "query": "Query token",
+        }  # fmt: skip
+        for key, label in self.row_labels.items():
+            label.setText(tr(names[key]))
+        self.average.setText(tr("Average over heads"))
+        self.all_heads.setText(tr("All heads"))
+        self.stretch.setText(tr("Stretch colours"))
+        self.stretch.setToolTip(tr("Colour scale from 0 to the largest weight shown, instead of 0 to 1"))
+        self.pair_tgt.setPlaceholderText(tr("empty: the model's own translation"))
+        self.probe_tgt.setPlaceholderText(tr("target (empty: the model's own translation)"))
+        self.pair_button.setText(tr("Show"))
+        self.probe_button.setText(tr("Set probe"))
+        self.lower.setTabText(0, tr("Attention over training"))
+        self.lower.setTabText(1, tr("Q·K explainer: one head, one query, step by step"))
+        self.explain_button.setText(tr("Explain this head"))
+        self.notes_button.setText(tr("Worked example from the notes"))
+        self.heatmap.retranslate()
+        self.grid.retranslate()
+        self.entropy.retranslate()
+        self.refresh()
+        self._show_explanation()
+
+    # -- inputs from the engine -------------------------------------------------------------------
+    def on_run(self, info: RunInfo) -> None:
+        new_run = self.info is None or info.run_id != self.info.run_id
+        self.info = info
+        m = info.model_config
+        self.layer.setMaximum(max(m["n_encoder_layers"], m["n_decoder_layers"]))
+        self.head.setMaximum(m["n_heads"])
+        if new_run:
+            self.snapshots = []
+            self.inspections = {"decoding": None, "pair": None}
+            self.entropy.remove(1)
+            self.timeline.setRange(0, 0)
+        self.refresh()
+
+    def on_decode(self, view: DecodeView) -> None:
+        self.inspections["decoding"] = view.inspection
+        if view.decode_id != self.decode_id:  # a new sentence: follow it
+            self.decode_id = view.decode_id
+            self.source.setCurrentIndex(self.source.findData("decoding"))
+        self.refresh()
+
+    def on_inspection(self, inspection: Inspection) -> None:
+        self.inspections["pair"] = inspection
+        self.source.setCurrentIndex(self.source.findData("pair"))
+        self.refresh()
+
+    def on_probe(self, snapshot: ProbeSnapshot) -> None:
+        if self.info is not None and snapshot.run_id != self.info.run_id:
+            return
+        at_end = self.timeline.value() == self.timeline.maximum()
+        self.snapshots.append(snapshot)
+        self.timeline.blockSignals(True)
+        self.timeline.setRange(0, len(self.snapshots) - 1)
+        if at_end or len(self.snapshots) == 1:
+            self.timeline.setValue(len(self.snapshots) - 1)
+        self.timeline.blockSignals(False)
+        if not self.probe_src.text():
+            self.probe_src.setPlaceholderText(snapshot.source)
+        self._update_entropy()
+        if self.source.currentData() == "probe" or (self.inspections["decoding"] is None
+                                                    and self.inspections["pair"] is None):  # fmt: skip
+            self.source.blockSignals(True)
+            self.source.setCurrentIndex(self.source.findData("probe"))
+            self.source.blockSignals(False)
+            self.refresh()
+        self._update_timeline_label()
+
+    def on_explanation(self, explanation: AttentionExplanation) -> None:
+        self.explanation = explanation
+        self.query.blockSignals(True)
+        self.query.clear()
+        self.query.addItems([f"{i + 1}: {t}" for i, t in enumerate(explanation.query_tokens)])
+        worked_example = explanation.title.startswith("worked")
+        self.query.setCurrentIndex(0 if worked_example else len(explanation.query_tokens) - 1)
+        self.query.blockSignals(False)
+        self._show_explanation()
+
+    # -- what is shown -----------------------------------------------------------------------------
+    def current(self) -> tuple[Inspection | None, str]:
+        mode = self.source.currentData()
+        if mode == "probe":
+            if not self.snapshots:
+                return None, mode
+            return self.snapshots[self.timeline.value()].inspection, mode
+        return self.inspections.get(mode), mode
+
+    def shown_matrix(self) -> np.ndarray:
+        """The weights the single heatmap shows now."""
+        return self.heatmap.values
+
+    def refresh(self) -> None:
+        mode = self.source.currentData()
+        self.pair_row.setVisible(mode == "pair")
+        inspection, mode = self.current()
+        kind = self.kind.currentData()
+        if self.info is not None:
+            m = self.info.model_config
+            self.layer.setMaximum(m["n_encoder_layers"] if kind == "encoder" else m["n_decoder_layers"])
+        self.head.setEnabled(not self.average.isChecked() and not self.all_heads.isChecked())
+        if inspection is None:
+            self.heatmap.set_data(np.zeros((0, 0)), [], [])
+            self.grid.set_data(np.zeros((0, 0, 0, 0)))
+            self.caption.setText(self._empty_hint(mode))
+            if mode != "probe":
+                self.snapshot_selected.emit(-1)
+            return
+        maps, rows, cols, mask = maps_of(inspection, kind)
+        layer, head = self.layer.value() - 1, self.head.value() - 1
+        highlight = len(rows) - 1 if mode == "decoding" and kind != "encoder" else None
+        if self.all_heads.isChecked():
+            shown = maps.mean(axis=1, keepdims=True) if self.average.isChecked() else maps
+            self.grid.set_data(shown, mask)
+            self.stack.setCurrentWidget(self.grid)
+        else:
+            matrix = maps[layer].mean(axis=0) if self.average.isChecked() else maps[layer, head]
+            top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
+            self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
+            who = tr("average of all heads") if self.average.isChecked() else f"{tr('head')} {head + 1}"
+            self.heatmap.set_title(f"{dict(KINDS)[kind]} — {tr('layer')} {layer + 1}, {who}")
+            self.stack.setCurrentWidget(self.heatmap)
+        self.caption.setText(self._caption(inspection, kind, mode))
+        self._update_entropy()
+        step = self.snapshots[self.timeline.value()].step if mode == "probe" and self.snapshots else -1
+        self.snapshot_selected.emit(step)
+        self.entropy_marker.setVisible(step >= 0)
+        if step >= 0:
+            self.entropy_marker.setValue(step)
+
+    def _empty_hint(self, mode: str) -> str:
+        return {
+            "decoding": tr("Decode a sentence in the Decoding panel; its attention appears here, step by step."),
+            "pair": tr("Type a source sentence (and, if you like, a target) and press Show."),
+            "probe": tr("The probe sentence's attention is recorded while the model trains."),
+        }[mode]
+
+    def _caption(self, inspection: Inspection, kind: str, mode: str) -> str:
+        rows = tr("Each row is one query position; it shows how that position spreads its attention over the keys "
+                  "(the columns), and sums to 1.")  # fmt: skip
+        if kind == "decoder_self":
+            rows += " " + tr("Hatched cells are masked: a position may not look at later ones.")
+        src = f"{tr('training step')} {inspection.step}"
+        if mode == "decoding":
+            src += " · " + tr("the outlined row is the position predicting the next token")
+        elif not inspection.teacher_forced:
+            src += " · " + tr("target: the model's own greedy translation")
+        return f"{rows}  ({src})"
+
+    def _on_grid_click(self, layer: int, head: int) -> None:
+        self.layer.setValue(layer + 1)
+        if not self.average.isChecked():
+            self.head.setValue(head + 1)
+        self.all_heads.setChecked(False)
+
+    def _on_pair(self) -> None:
+        if self.pair_src.text().strip():
+            self.inspect_requested.emit({"source": self.pair_src.text(), "target": self.pair_tgt.text() or None})
+
+    def _on_probe(self) -> None:
+        self.probe_requested.emit({"source": self.probe_src.text(), "target": self.probe_tgt.text(),
+                                   "every": self.probe_every.value()})  # fmt: skip
+
+    def _on_timeline(self, index: int) -> None:
+        if not self.snapshots:
+            return
+        self.source.blockSignals(True)
+        self.source.setCurrentIndex(self.source.findData("probe"))
+        self.source.blockSignals(False)
+        self._update_timeline_label()
+        self.refresh()
+
+    def _update_timeline_label(self) -> None:
+        if self.snapshots:
+            i = self.timeline.value()
+            self.timeline_label.setText(f"{tr('step')} {self.snapshots[i].step} ({i + 1}/{len(self.snapshots)})")
+
+    def _update_entropy(self) -> None:
+        if not self.snapshots or self.info is None:
+            return
+        kind = self.kind.currentData()
+        layer = min(self.layer.value() - 1, self.snapshots[-1].entropy[kind].shape[0] - 1)
+        steps = np.array([s.step for s in self.snapshots], dtype=float)
+        for h in range(self.snapshots[-1].entropy[kind].shape[1]):
+            self.entropy.define(f"head{h}", f"{tr('head')} {h + 1}", colour_shift=h, symbol="o")
+            self.entropy.replace(1, f"head{h}", steps, np.array([s.entropy[kind][layer, h] for s in self.snapshots]))
+        self.entropy.set_runs(1, {1})
+        self.entropy.redraw()
+
+    # -- explainer ----------------------------------------------------------------------------------
+    def _on_explain(self) -> None:
+        inspection, mode = self.current()
+        if inspection is None:
+            self.explain_title.setText(self._empty_hint(mode))
+            return
+        self.explain_requested.emit({
+            "source": inspection.source, "target_ids": list(inspection.target_ids),
+            "kind": self.kind.currentData(), "layer": self.layer.value() - 1, "head": self.head.value() - 1,
+        })  # fmt: skip
+
+    def export_explanation(self, path: str) -> None:
+        """The explainer as a picture, or every number of it (all queries) as CSV."""
+        e = self.explanation
+        if not path.lower().endswith(".csv"):
+            render_widget(self.explainer, path)
+            return
+        if e is None:
+            raise ValueError("nothing to export yet: explain a head first")
+        rows = []
+        for i, qt in enumerate(e.query_tokens):
+            for j, kt in enumerate(e.key_tokens):
+                rows.append([i + 1, qt, j + 1, kt, e.scores[i, j], e.scaled[i, j], int(e.mask[i, j]), e.weights[i, j]])
+        write_rows(path, ["query", "query_token", "key", "key_token", "qk", "scaled", "allowed", "weight"], rows)
+
+    def _show_explanation(self) -> None:
+        e = self.explanation
+        if e is None:
+            self.explain_title.setText(
+                tr("Pick a head above and press “Explain this head”, or try the worked example from the notes.")
+            )
+            return
+        i = max(0, self.query.currentIndex())
+        d_k = e.q.shape[1]
+        self.explain_title.setText(
+            f"<b>{e.title}</b> — {tr('query')} {i + 1} “{e.query_tokens[i]}”: "
+            f"weights = softmax(q·kᵀ / √d_k), d_k = {d_k}, √d_k = {np.sqrt(d_k):.3f}; "
+            f"{tr('output')} = Σ weight · v"
+        )
+        keys = e.key_tokens
+        self.per_key.setColumnCount(4)
+        self.per_key.setRowCount(len(keys))
+        self.per_key.setHorizontalHeaderLabels(["q·k", "÷ √d_k", tr("mask"), "softmax"])
+        self.per_key.setVerticalHeaderLabels([f"k{j + 1} {t}" for j, t in enumerate(keys)])
+        for j in range(len(keys)):
+            allowed = bool(e.mask[i, j])
+            values = (f"{e.scores[i, j]:.4f}", f"{e.scaled[i, j]:.4f}", "✓" if allowed else "✗ (−∞)",
+                      f"{e.weights[i, j]:.4f}")  # fmt: skip
+            for c, v in enumerate(values):
+                item = QTableWidgetItem(v)
+                item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.per_key.setItem(j, c, item)
+        rows = [("q", e.q[i])] + [(f"k{j + 1}", e.k[j]) for j in range(len(keys))]
+        rows += [(f"v{j + 1}", e.v[j]) for j in range(len(keys))] + [(tr("output"), e.output[i])]
+        self.vectors.setRowCount(len(rows))
+        self.vectors.setColumnCount(e.q.shape[1])
+        self.vectors.setHorizontalHeaderLabels([str(c + 1) for c in range(e.q.shape[1])])
+        self.vectors.setVerticalHeaderLabels([name for name, _ in rows])
+        for r, (_, vec) in enumerate(rows):
+            for c, v in enumerate(vec):
+                item = QTableWidgetItem(f"{v:.3f}")
+                item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.vectors.setItem(r, c, item)

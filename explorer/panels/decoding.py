@@ -1,0 +1,357 @@
+"""Decoding panel: type a sentence and watch the model translate it one token at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.decoding_driver import DecodeSettings, DecodeView
+from explorer.i18n import tr
+from explorer.widgets.beam_tree import BeamTreeView
+from explorer.widgets.candidates import CandidateBars
+from explorer.widgets.export import export_button, render_widget, write_rows
+from explorer.widgets.heatmap import Heatmap
+from explorer.widgets.token_strip import TokenStrip
+from explorer.worker import RunInfo
+
+EOS_ID = 2
+
+
+class DecodingPanel(QWidget):
+    """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding."""
+
+    decode_requested = Signal(str, dict)  # action, arguments — the main window sends it to the engine
+    view_shown = Signal(object)  # DecodeView, after the panel has drawn it
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("decoding_panel")
+        self.info: RunInfo | None = None
+        self.view: DecodeView | None = None
+        self.waiting = False  # a request is out; auto-play sends the next only after the answer
+        self.selected: tuple[int, int] | None = None  # (step, row) whose candidates are shown
+
+        self.input = QLineEdit(objectName="decode_input")
+        self.input.returnPressed.connect(self.start)
+        self.translate_button = QPushButton(objectName="decode_start_button")
+        self.translate_button.clicked.connect(self.start)
+        self.chips = TokenStrip()
+        self.chips.setObjectName("decode_source_tokens")
+        self.mode = QComboBox(objectName="decode_mode_combo")
+        self.mode.addItem("", "greedy")
+        self.mode.addItem("", "beam")
+        self.beam_size = QSpinBox(objectName="beam_size_spin")
+        self.beam_size.setRange(2, 16)
+        self.beam_size.setValue(4)
+        self.alpha = QDoubleSpinBox(objectName="decode_alpha_spin")
+        self.alpha.setRange(0.0, 3.0)
+        self.alpha.setSingleStep(0.1)
+        self.alpha.setValue(0.6)
+        self.max_len = QSpinBox(objectName="decode_max_len_spin")
+        self.max_len.setRange(0, 1024)
+        self.max_len.setSpecialValueText(tr("auto"))
+        self.mode.currentIndexChanged.connect(self._on_mode)
+
+        self.back_button = QPushButton(objectName="decode_back_button")
+        self.step_button = QPushButton(objectName="decode_step_button")
+        self.run_button = QPushButton(objectName="decode_run_button")
+        self.reset_button = QPushButton(objectName="decode_reset_button")
+        self.play_button = QPushButton(objectName="decode_autoplay_button")
+        self.play_button.setCheckable(True)
+        self.speed = QSlider(Qt.Horizontal, objectName="decode_speed_slider")
+        self.speed.setRange(1, 10)  # steps per second
+        self.speed.setValue(2)
+        self.speed.setMaximumWidth(120)
+        self.back_button.clicked.connect(lambda: self._act("back"))
+        self.step_button.clicked.connect(lambda: self._act("step"))
+        self.run_button.clicked.connect(lambda: self._act("run"))
+        self.reset_button.clicked.connect(lambda: self._act("reset"))
+        self.play_button.toggled.connect(self._on_play)
+        self.speed.valueChanged.connect(lambda v: self.play_timer.setInterval(int(1000 / v)))
+        self.play_timer = QTimer(self)
+        self.play_timer.setInterval(500)
+        self.play_timer.timeout.connect(self._on_play_tick)
+
+        self.output = QLabel(objectName="decode_output")
+        self.output.setWordWrap(True)
+        self.output.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        font = self.output.font()
+        font.setPointSizeF(font.pointSizeF() * 1.5)
+        self.output.setFont(font)
+        self.reference = QLabel(objectName="decode_reference")
+        self.reference.setWordWrap(True)
+        self.step_label = QLabel(objectName="decode_step_label")
+        self.candidates = CandidateBars("candidates_plot")
+        self.cross = Heatmap("step_cross_heatmap", "This step's cross-attention", row_name="head", col_name="source")
+        self.cross_layer = QSpinBox(objectName="step_cross_layer_spin")
+        self.cross_layer.setRange(1, 1)
+        self.cross_layer.valueChanged.connect(lambda _: self._draw_cross())
+        self.tree = BeamTreeView("beam_tree_view")
+        self.tree.node_clicked.connect(self._on_node)
+        self.nbest = QTableWidget(0, 4, objectName="nbest_list")
+        self.nbest.verticalHeader().hide()
+        self.nbest.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.nbest.setEditTriggers(QTableWidget.NoEditTriggers)
+
+        controls = QHBoxLayout()
+        self.labels = {key: QLabel() for key in ("mode", "beam", "alpha", "max")}
+        for key, w in (("mode", self.mode), ("beam", self.beam_size), ("alpha", self.alpha), ("max", self.max_len)):
+            controls.addWidget(self.labels[key])
+            controls.addWidget(w)
+        controls.addStretch(1)
+        buttons = QHBoxLayout()
+        for w in (self.back_button, self.step_button, self.run_button, self.reset_button, self.play_button):
+            buttons.addWidget(w)
+        self.speed_label = QLabel()
+        buttons.addWidget(self.speed_label)
+        buttons.addWidget(self.speed)
+        buttons.addStretch(1)
+        top = QHBoxLayout()
+        top.addWidget(self.input, 1)
+        top.addWidget(self.translate_button)
+        cross_box = QWidget()
+        cross_layout = QVBoxLayout(cross_box)
+        cross_layout.setContentsMargins(0, 0, 0, 0)
+        layer_row = QHBoxLayout()
+        self.layer_label = QLabel()
+        layer_row.addWidget(self.layer_label)
+        layer_row.addWidget(self.cross_layer)
+        layer_row.addStretch(1)
+        cross_layout.addLayout(layer_row)
+        cross_layout.addWidget(self.cross, 1)
+        middle = QSplitter(Qt.Horizontal)
+        middle.addWidget(self.candidates)
+        middle.addWidget(cross_box)
+        tree_box = QWidget()
+        tree_layout = QVBoxLayout(tree_box)
+        tree_layout.setContentsMargins(0, 0, 0, 0)
+        tree_head = QHBoxLayout()
+        self.tree_title = QLabel()
+        self.tree_title.setStyleSheet("font-weight: 600")
+        tree_head.addWidget(self.tree_title, 1)
+        tree_head.addWidget(export_button(self, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV")))
+        tree_layout.addLayout(tree_head)
+        tree_layout.addWidget(self.tree, 1)
+        nbest_box = QWidget()
+        nbest_layout = QVBoxLayout(nbest_box)
+        nbest_layout.setContentsMargins(0, 0, 0, 0)
+        nbest_head = QHBoxLayout()
+        self.nbest_title = QLabel()
+        self.nbest_title.setStyleSheet("font-weight: 600")
+        nbest_head.addWidget(self.nbest_title, 1)
+        nbest_head.addWidget(export_button(self, "n_best", self.export_nbest, ("PNG", "SVG", "CSV")))
+        nbest_layout.addLayout(nbest_head)
+        nbest_layout.addWidget(self.nbest, 1)
+        self.beam_box = QSplitter(Qt.Horizontal)
+        self.beam_box.addWidget(tree_box)
+        self.beam_box.addWidget(nbest_box)
+        self.beam_box.setStretchFactor(0, 3)
+        body = QSplitter(Qt.Vertical)
+        body.addWidget(middle)
+        body.addWidget(self.beam_box)
+        body.setSizes([400, 400])  # the tree needs room: one row per continuation considered
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.chips)
+        layout.addLayout(controls)
+        layout.addLayout(buttons)
+        layout.addWidget(self.output)
+        layout.addWidget(self.reference)
+        layout.addWidget(self.step_label)
+        layout.addWidget(body, 1)
+        self._on_mode()
+        self.retranslate()
+        self._update_buttons()
+
+    def retranslate(self) -> None:
+        self.input.setPlaceholderText(tr("Type a sentence and press Enter"))
+        self.translate_button.setText(tr("Decode"))
+        self.mode.setItemText(0, tr("Greedy"))
+        self.mode.setItemText(1, tr("Beam search"))
+        self.labels["mode"].setText(tr("Mode"))
+        self.labels["beam"].setText(tr("Beam size"))
+        self.labels["alpha"].setText(tr("Length penalty α"))
+        self.labels["max"].setText(tr("Max length"))
+        self.back_button.setText("◀ " + tr("Back"))
+        self.step_button.setText(tr("Step") + " ▶")
+        self.run_button.setText(tr("Run to end"))
+        self.reset_button.setText(tr("Reset"))
+        self.play_button.setText(tr("Auto-play"))
+        self.speed_label.setText(tr("Speed"))
+        self.layer_label.setText(tr("Layer"))
+        self.nbest.setHorizontalHeaderLabels([tr("Translation"), tr("Score"), tr("log P"), tr("Tokens")])
+        self.tree_title.setText(tr("Beam tree: blue kept, grey pruned, green finished (★ length-normalised score)"))
+        self.nbest_title.setText(tr("n-best list"))
+        self.candidates.retranslate()
+        self.cross.retranslate()
+        if self.view is not None:
+            self.show_view(self.view)
+
+    # -- requests --------------------------------------------------------------------------------
+    def settings(self) -> DecodeSettings:
+        beam = self.mode.currentData() == "beam"
+        return DecodeSettings(
+            text=self.input.text(), beam_size=self.beam_size.value() if beam else 1,
+            length_penalty=self.alpha.value(), max_len=self.max_len.value() or None,
+        )  # fmt: skip
+
+    def start(self) -> None:
+        if not self.input.text().strip():
+            self.output.setText(tr("Type a sentence first."))
+            return
+        self.selected = None
+        self.waiting = True
+        self.decode_requested.emit("start", {"settings": self.settings()})
+
+    def _act(self, action: str) -> None:
+        if self.view is None:
+            self.start()
+            if action == "reset":
+                return
+        self.selected = None
+        self.waiting = True
+        self.decode_requested.emit(action, {})
+
+    def _on_mode(self) -> None:
+        beam = self.mode.currentData() == "beam"
+        self.beam_size.setEnabled(beam)
+        self.alpha.setEnabled(beam)
+        self.beam_box.setVisible(beam)
+
+    def _on_play(self, on: bool) -> None:
+        if on:
+            if self.view is None or self.view.at_end:
+                self.start()
+            self.play_timer.start()
+        else:
+            self.play_timer.stop()
+
+    def _on_play_tick(self) -> None:
+        if self.waiting:
+            return
+        if self.view is not None and self.view.at_end:
+            self.play_button.setChecked(False)
+            return
+        self._act("step")
+
+    def _update_buttons(self) -> None:
+        v = self.view
+        self.back_button.setEnabled(v is not None and v.position > 0)
+        self.step_button.setEnabled(v is None or not v.at_end)
+        self.run_button.setEnabled(v is None or not v.at_end)
+        self.reset_button.setEnabled(v is not None and v.position > 0)
+
+    # -- answers ---------------------------------------------------------------------------------
+    def on_run(self, info: RunInfo) -> None:
+        self.info = info
+        self.cross_layer.setRange(1, info.model_config["n_decoder_layers"])
+        self.cross_layer.setValue(info.model_config["n_decoder_layers"])
+        self.view = None
+        self.tree.set_steps((), info.tgt_pieces, EOS_ID)
+        self._update_buttons()
+
+    def piece(self, token: int) -> str:
+        if token == EOS_ID:
+            return "<eos>"
+        pieces = self.info.tgt_pieces if self.info else ()
+        return pieces[token] if 0 <= token < len(pieces) else f"#{token}"
+
+    def show_view(self, view: DecodeView) -> None:
+        self.view, self.waiting = view, False
+        self.chips.set_tokens(list(view.source_tokens), set(view.unknown))
+        beam = view.settings.beam_size > 1
+        n_steps = len(view.steps)
+        if view.at_end and view.hypotheses:
+            best = view.hypotheses[0]
+            self.output.setText(f"{tr('Translation')}: <b>{best[0] or '∅'}</b>")
+        else:
+            self.output.setText(f"{tr('Output so far')}: <b>{view.focus_text or '…'}</b>")
+        self.output.setTextFormat(Qt.RichText)
+        self.reference.setText(f"{tr('Reference (from the corpus)')}: {view.reference}" if view.reference else "")
+        state = tr("finished") if view.at_end else ""
+        self.step_label.setText(f"{tr('Step')} {n_steps} {state}".strip())
+        self.beam_box.setVisible(beam)
+        if beam:
+            self.tree.set_steps(view.steps, self.info.tgt_pieces if self.info else (), EOS_ID)
+            self._fill_nbest(view)
+        last = n_steps - 1
+        if self.selected is None or self.selected[0] > last:
+            self.selected = (last, 0) if n_steps else None
+        self._show_candidates()
+        self._draw_cross()
+        self._update_buttons()
+        self.view_shown.emit(view)
+
+    def export_nbest(self, path: str) -> None:
+        if path.lower().endswith(".csv"):
+            hyps = self.view.hypotheses if self.view else ()
+            write_rows(path, ["rank", "translation", "score", "log_prob", "tokens"],
+                       [[i + 1, t, s, lp, len(ids)] for i, (t, s, lp, ids) in enumerate(hyps)])  # fmt: skip
+        else:
+            render_widget(self.nbest, path)
+
+    def _fill_nbest(self, view: DecodeView) -> None:
+        self.nbest.setRowCount(len(view.hypotheses))
+        for r, (text, score, log_prob, tokens) in enumerate(view.hypotheses):
+            for c, value in enumerate((text or "∅", f"{score:.3f}", f"{log_prob:.3f}", str(len(tokens)))):
+                item = QTableWidgetItem(value)
+                if c:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.nbest.setItem(r, c, item)
+
+    def _on_node(self, level: int, row: int) -> None:
+        """A node was clicked: show the candidates of its prefix (they are computed at step ``level``)."""
+        if self.view is None:
+            return
+        if level >= len(self.view.steps):
+            self.candidates.set_title(tr("Not expanded yet: press Step to see its candidates"))
+            self.candidates.set_data([], np.zeros(0), set())
+            return
+        self.selected = (level, row)
+        self._show_candidates()
+        self._draw_cross()
+
+    def _show_candidates(self) -> None:
+        if self.view is None or self.selected is None:
+            self.candidates.set_title("Next-token candidates")
+            self.candidates.set_data([], np.zeros(0), set())
+            return
+        step_index, row = self.selected
+        step = self.view.steps[step_index]
+        tokens = [int(t) for t in step.top_tokens[row]]
+        kept = {(c.parent, c.token) for c in step.kept}
+        chosen = {i for i, t in enumerate(tokens) if (row, t) in kept}
+        prefix = " ".join(self.piece(t) for t in step.prefixes[row]) or "<bos>"
+        self.candidates.set_title(f"{tr('Step')} {step_index + 1}: {tr('after')} “{prefix}”")
+        self.candidates.set_data([self.piece(t) for t in tokens], step.top_probs[row], chosen)
+        if self.view.settings.beam_size > 1:
+            self.tree.select(step_index, row)
+
+    def _draw_cross(self) -> None:
+        if self.view is None or self.selected is None or self.info is None:
+            self.cross.set_data(np.zeros((0, 0)), [], [])
+            return
+        step_index, row = self.selected
+        step = self.view.steps[step_index]
+        layer = self.cross_layer.value() - 1
+        weights = step.cross_attention[row, layer]  # [heads, S]
+        heads = [f"{tr('head')} {h + 1}" for h in range(weights.shape[0])]
+        self.cross.set_data(weights, heads, list(self.view.source_tokens))

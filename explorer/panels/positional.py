@@ -1,0 +1,278 @@
+"""Positional-encoding lab: the paper's sinusoids, their matrix and similarities, the shift matrix M_k,
+and the model's own positions (a learned table, or RoPE's rotations).
+
+The sinusoid formulas are computed here (with the engine's functions in
+model.positional); a learned table comes from the engine as a snapshot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.i18n import tr
+from explorer.widgets.export import export_button, render_scene, write_numbers
+from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
+from explorer.widgets.metric_plot import RUN_COLOURS
+from explorer.worker import RunInfo
+from model.positional import inverse_frequencies, relative_shift_matrix, sinusoidal_table
+
+
+class LinePlot(QWidget):
+    """A plain line plot with export (picture or numbers)."""
+
+    def __init__(self, object_name: str, title: str, x_label: str, y_label: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName(object_name)
+        self._title_source = title
+        self.series: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.plot = pg.PlotWidget()
+        self.plot.setBackground(None)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("bottom", x_label)
+        self.plot.setLabel("left", y_label)
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
+        self.title = QLabel()
+        self.title.setStyleSheet("font-weight: 600")
+        head = QHBoxLayout()
+        head.setContentsMargins(4, 0, 0, 0)
+        head.addWidget(self.title, 1)
+        head.addWidget(export_button(self, object_name, self.export, ("PNG", "SVG", "CSV", "NPY")))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(head)
+        layout.addWidget(self.plot, 1)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.title.setText(tr(self._title_source))
+
+    def set_series(self, series: list[tuple[str, np.ndarray, np.ndarray, dict]]) -> None:
+        self.plot.clear()
+        self.legend.clear()
+        self.series = {}
+        for i, (name, x, y, style) in enumerate(series):
+            pen = pg.mkPen(
+                style.get("colour", RUN_COLOURS[i % len(RUN_COLOURS)]),
+                width=style.get("width", 1.6),
+                style=style.get("line", Qt.SolidLine),
+            )
+            kw = dict(pen=pen, name=name)
+            if style.get("symbol"):
+                colour = style.get("colour")
+                kw.update(symbol=style["symbol"], symbolSize=style.get("size", 6), pen=None,
+                          symbolBrush=None if style.get("hollow") else colour, symbolPen=colour)  # fmt: skip
+            self.plot.plot(x, y, **kw)
+            self.series[name] = (np.asarray(x), np.asarray(y))
+
+    def export(self, path: str | Path) -> None:
+        path = Path(path)
+        if path.suffix.lower() in (".csv", ".npy"):
+            names = list(self.series)
+            if not names:
+                raise ValueError("nothing to export yet")
+            columns = [self.series[names[0]][0]] + [self.series[n][1] for n in names]
+            write_numbers(path, np.stack(columns, axis=1), None, ["x", *names])
+        else:
+            item = self.plot.getPlotItem()
+            render_scene(item.scene(), item.sceneBoundingRect(), path, self.title.text())
+
+
+class PositionalPanel(QWidget):
+    model_table_requested = Signal()  # ask the engine for the model's learned table
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("positional_panel")
+        self.info: RunInfo | None = None
+        self.model_tables: dict | None = None
+        self.d_model = QSpinBox(objectName="pe_dim_spin")
+        self.d_model.setRange(2, 4096)
+        self.d_model.setSingleStep(2)
+        self.d_model.setValue(128)
+        self.positions = QSpinBox(objectName="pe_len_spin")
+        self.positions.setRange(2, 4096)
+        self.positions.setValue(100)
+        self.dims = QLineEdit("4 5 6 7", objectName="pe_dims_input")
+        self.shift = QSpinBox(objectName="pe_shift_spin")
+        self.shift.setRange(-1000, 1000)
+        self.shift.setValue(5)
+        self.pos = QSpinBox(objectName="pe_pos_spin")
+        self.pos.setRange(0, 4095)
+        self.pos.setValue(10)
+        for w in (self.d_model, self.positions, self.shift, self.pos):
+            w.valueChanged.connect(self.redraw)
+        self.dims.editingFinished.connect(self.redraw)
+
+        self.curves = LinePlot("pe_plot", "Sinusoids: PE(pos, i) for chosen dimensions i", "position", "PE")
+        self.matrix = Heatmap("pe_matrix_heatmap", "The PE matrix (positions × dimensions)", (-1.0, 1.0),
+                              DIVERGING_MAP, "position", "dimension")  # fmt: skip
+        self.similarity = Heatmap("pe_similarity_heatmap", "Similarity PE(p)·PE(q): depends only on p − q",
+                                  (0.0, 1.0), row_name="position", col_name="position")  # fmt: skip
+        self.shift_plot = LinePlot("pe_shift_plot", "PE(pos + k) and M_k · PE(pos)", "dimension", "value")
+        self.shift_matrix = Heatmap("pe_shift_matrix", "M_k: a rotation of each (sin, cos) pair", (-1.0, 1.0),
+                                    DIVERGING_MAP, "row", "column")  # fmt: skip
+        self.shift_note = QLabel(objectName="pe_shift_note")
+        self.shift_note.setWordWrap(True)
+        self.model_note = QLabel(objectName="pe_model_note")
+        self.model_note.setWordWrap(True)
+        self.learned = Heatmap("pe_learned_heatmap", "The model's learned position table (target side)",
+                               (-0.5, 0.5), DIVERGING_MAP, "position", "dimension")  # fmt: skip
+        self.rope_angles = Heatmap("pe_rope_angles", "RoPE: rotation angle (radians, mod 2π) per position and pair",
+                                   (0.0, 2 * np.pi), row_name="position", col_name="pair")  # fmt: skip
+        self.rope_scores = LinePlot("pe_rope_scores", "RoPE: score of q = k = 1 against the offset n − m",
+                                    "offset n − m", "q·k")  # fmt: skip
+
+        self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
+        controls = QHBoxLayout()
+        for key, w in (("d", self.d_model), ("n", self.positions), ("dims", self.dims), ("k", self.shift),
+                       ("pos", self.pos)):  # fmt: skip
+            controls.addWidget(self.labels[key])
+            controls.addWidget(w)
+        controls.addStretch(1)
+        self.tabs = QTabWidget(objectName="pe_tabs")
+        self.tabs.addTab(self.curves, "")
+        self.tabs.addTab(self.matrix, "")
+        self.tabs.addTab(self.similarity, "")
+        shift_page = QWidget()
+        sp = QGridLayout(shift_page)
+        sp.addWidget(self.shift_note, 0, 0, 1, 2)
+        sp.addWidget(self.shift_plot, 1, 0)
+        sp.addWidget(self.shift_matrix, 1, 1)
+        self.tabs.addTab(shift_page, "")
+        model_page = QWidget()
+        mp = QGridLayout(model_page)
+        mp.addWidget(self.model_note, 0, 0, 1, 2)
+        mp.addWidget(self.learned, 1, 0, 1, 2)
+        mp.addWidget(self.rope_angles, 2, 0)
+        mp.addWidget(self.rope_scores, 2, 1)
+        self.tabs.addTab(model_page, "")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(controls)
+        layout.addWidget(self.tabs, 1)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        names = {"d": "d_model", "n": "positions", "dims": "dimensions", "k": "shift k", "pos": "pos"}
+        for key, label in self.labels.items():
+            label.setText(tr(names[key]))
+        for i, text in enumerate(("Curves", "Matrix", "Similarity", "Shift by k", "This model")):
+            self.tabs.setTabText(i, tr(text))
+        for w in (self.curves, self.matrix, self.similarity, self.shift_plot, self.shift_matrix, self.learned,
+                  self.rope_angles, self.rope_scores):  # fmt: skip
+            w.retranslate()
+        self.redraw()
+
+    def on_run(self, info: RunInfo) -> None:
+        self.info = info
+        d = info.model_config["d_model"] + info.model_config["d_model"] % 2
+        self.d_model.blockSignals(True)
+        self.d_model.setValue(d)
+        self.d_model.blockSignals(False)
+        # fast to slow: dimension 0 turns once per 2π positions, d/2 about once per 600
+        self.dims.setText(" ".join(str(i - i % 2) for i in (0, d // 8, d // 4, d // 2)))
+        self.model_tables = None
+        self.model_table_requested.emit()
+        self.redraw()
+
+    def on_tables(self, tables: dict) -> None:
+        self.model_tables = tables
+        self._draw_model()
+
+    def chosen_dims(self) -> list[int]:
+        d = self.d_model.value()
+        out = []
+        for part in self.dims.text().replace(",", " ").split():
+            if part.isdigit() and int(part) < d:
+                out.append(int(part))
+        return out[:8] or [0, 1]
+
+    # -- drawing ------------------------------------------------------------------------------------
+    def redraw(self) -> None:
+        d = self.d_model.value() + self.d_model.value() % 2  # sin/cos pairs need an even width
+        n = self.positions.value()
+        pe = sinusoidal_table(n, d).numpy().astype(np.float64)
+        pos = np.arange(n)
+        self.curves.set_series([(f"i = {i}", pos, pe[:, i], {}) for i in self.chosen_dims()])
+        self.matrix.set_data(pe, [str(p) for p in range(n)], [str(i) for i in range(d)])
+        sim = pe @ pe.T / (d / 2)  # each pair contributes sin² + cos² = 1 at p = q
+        self.similarity.set_data(sim, [str(p) for p in range(n)], [str(p) for p in range(n)], levels=(sim.min(), 1.0))
+        k, p = self.shift.value(), min(self.pos.value(), n - 1)
+        m = relative_shift_matrix(k, d).numpy()
+        long = sinusoidal_table(p + abs(k) + 1, d).numpy().astype(np.float64)
+        target = long[p + k] if p + k >= 0 else None
+        moved = m @ long[p]
+        dims = np.arange(d)
+        series = [("M_k · PE(pos)", dims, moved, {"colour": "#d62728", "symbol": "o", "size": 4})]
+        if target is not None:
+            series.insert(0, ("PE(pos + k)", dims, target, {"colour": "#1f77b4", "symbol": "o", "size": 10,
+                                                            "hollow": True}))  # fmt: skip
+        self.shift_plot.set_series(series)
+        show = min(d, 16)
+        self.shift_matrix.set_data(m[:show, :show], [str(i) for i in range(show)], [str(i) for i in range(show)])
+        error = np.abs(moved - target).max() if target is not None else float("nan")
+        self.shift_note.setText(
+            tr("For every position, shifting by k is the same linear map M_k: a rotation by the angle k·ω_i of "
+               "each (sin, cos) pair (ω_i = 1/10000^(2i/d_model)). That is why a model can learn to attend by "
+               "relative position.") + f"  max |PE({p}+{k}) − M_k·PE({p})| = {error:.2e}"
+            + ("" if show == d else f"  ({tr('M_k shown for the first')} {show} {tr('dimensions')})")
+        )  # fmt: skip
+        self._draw_model()
+
+    def _draw_model(self) -> None:
+        info, tables = self.info, self.model_tables
+        kind = info.model_config["positional"] if info else None
+        self.learned.setVisible(kind == "learned")
+        self.rope_angles.setVisible(kind == "rope")
+        self.rope_scores.setVisible(kind == "rope")
+        if kind is None:
+            self.model_note.setText(tr("No model loaded."))
+        elif kind == "sinusoidal":
+            self.model_note.setText(
+                tr(
+                    "This model adds the paper's fixed sinusoids (the other tabs) to its "
+                    "embeddings, after scaling them by √d_model; nothing here is learned."
+                )
+            )
+        elif kind == "learned":
+            self.model_note.setText(
+                tr(
+                    "This model learns one vector per position; its table changes while it "
+                    "trains. Compare it with the sinusoids."
+                )
+            )
+            if tables and "target" in tables:
+                table = tables["target"][: self.positions.value()]
+                self.learned.set_data(table, [str(i) for i in range(len(table))],
+                                      [str(i) for i in range(table.shape[1])])  # fmt: skip
+                self.learned.set_title(f"{tr('The model’s learned position table (target side)')} — "
+                                       f"{tr('step')} {tables['step']}")  # fmt: skip
+        else:
+            head = info.model_config["d_model"] // info.model_config["n_heads"]
+            n = self.positions.value()
+            omega = inverse_frequencies(head).numpy()
+            angles = np.mod(np.arange(n)[:, None] * omega[None, :], 2 * np.pi)
+            self.rope_angles.set_data(angles, [str(p) for p in range(n)], [str(i) for i in range(len(omega))])
+            offsets = np.arange(-n + 1, n)
+            scores = 2 * np.cos(offsets[:, None] * omega[None, :]).sum(axis=1)  # q = k = 1: each pair adds 2 cos
+            self.rope_scores.set_series([("q·k", offsets, scores, {})])
+            self.model_note.setText(
+                tr(
+                    "This model rotates each pair of query and key dimensions by position × ω_i "
+                    "(head size {h}); q·k then depends on the offset only."
+                ).format(h=head)
+            )

@@ -1,0 +1,90 @@
+"""The next-token candidates of one decoding step: horizontal bars of their probabilities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from explorer.i18n import tr
+from explorer.widgets.export import export_button, render_scene, write_numbers
+
+CHOSEN = "#ff7f0e"
+OTHER = "#7aa6d6"
+
+
+class CandidateBars(QWidget):
+    """Top-k next tokens, most probable on top; the ones the search kept are highlighted."""
+
+    def __init__(self, object_name: str = "candidates_plot", parent=None):
+        super().__init__(parent)
+        self.setObjectName(object_name)
+        self.tokens: list[str] = []
+        self.probs = np.zeros(0)
+        self.chosen: set[int] = set()
+        self.plot = pg.PlotWidget()
+        self.plot.setBackground(None)
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.getViewBox().setMouseEnabled(False, False)
+        self.plot.invertY(True)
+        self.plot.setXRange(0, 1, padding=0)
+        self.plot.setLabel("bottom", "P(token | prefix, source)")
+        self.plot.getAxis("left").setStyle(tickLength=0)
+        self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
+        self.plot.addItem(self.bars)
+        self.value_labels: list[pg.TextItem] = []
+        self.title = QLabel()
+        self.title.setStyleSheet("font-weight: 600")
+        head = QHBoxLayout()
+        head.setContentsMargins(4, 0, 0, 0)
+        head.addWidget(self.title, 1)
+        head.addWidget(export_button(self, "candidates", self.export, ("PNG", "SVG", "CSV")))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(head)
+        layout.addWidget(self.plot, 1)
+        self._title_source = "Next-token candidates"
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.title.setText(tr(self._title_source))
+
+    def set_title(self, title: str) -> None:
+        self._title_source = title
+        self.retranslate()
+
+    def set_data(self, tokens: list[str], probs: np.ndarray, chosen: set[int]) -> None:
+        """``tokens`` and ``probs`` best first; ``chosen`` indexes are the continuations kept."""
+        self.tokens, self.probs, self.chosen = list(tokens), np.asarray(probs, dtype=float), set(chosen)
+        n = len(self.tokens)
+        brushes = [pg.mkBrush(CHOSEN if i in self.chosen else OTHER) for i in range(n)]
+        self.bars.setOpts(x0=np.zeros(n), y=np.arange(n), height=0.7, width=self.probs, brushes=brushes)
+        self.plot.getAxis("left").setTicks([[(i, t.replace(" ", "␣")) for i, t in enumerate(self.tokens)]])
+        for item in self.value_labels:
+            self.plot.removeItem(item)
+        self.value_labels = []
+        for i, p in enumerate(self.probs):
+            label = pg.TextItem(f"{p:.3f}", anchor=(0, 0.5), color="#333")
+            label.setPos(min(p, 0.82) + 0.01, i)
+            self.plot.addItem(label)
+            self.value_labels.append(label)
+        self.plot.setYRange(-0.6, max(n, 5) - 0.4, padding=0)
+
+    def export(self, path: str | Path) -> None:
+        path = Path(path)
+        if path.suffix.lower() == ".csv":
+            rows = [[t, p, int(i in self.chosen)] for i, (t, p) in enumerate(zip(self.tokens, self.probs))]
+            with path.open("w", encoding="utf-8") as f:
+                f.write("token,probability,kept\n")
+                for t, p, k in rows:
+                    f.write(f'"{t.replace(chr(34), chr(34) * 2)}",{p!r},{k}\n')
+            return
+        if path.suffix.lower() == ".npy":
+            write_numbers(path, self.probs)
+            return
+        item = self.plot.getPlotItem()
+        render_scene(item.scene(), item.sceneBoundingRect(), path, self.title.text())

@@ -1,0 +1,125 @@
+"""Exporting what a view shows: PNG and SVG pictures, CSV and NPY numbers."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QPoint, QRectF, QSize
+from PySide6.QtGui import QImage, QPainter, QRegion
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QFileDialog, QGraphicsScene, QMenu, QToolButton, QWidget
+
+from explorer.i18n import tr
+
+
+def render_scene(scene: QGraphicsScene, source: QRectF, path: str | Path, title: str = "", scale: float = 2.0) -> None:
+    """Write a region of a graphics scene as SVG (vector, by Qt's generator) or PNG (``scale`` × pixels).
+
+    (pyqtgraph 0.14's own SVG exporter fails on the path syntax that current Qt
+    writes — pyqtgraph issue #3485 — so scenes are rendered straight into a
+    QSvgGenerator instead.)
+    """
+    path = Path(path)
+    w, h = max(1.0, source.width()), max(1.0, source.height())
+    if path.suffix.lower() == ".svg":
+        device = QSvgGenerator()
+        device.setFileName(str(path))
+        device.setSize(QSize(int(w), int(h)))
+        device.setViewBox(QRectF(0, 0, w, h))
+        device.setTitle(title)
+        target = QRectF(0, 0, w, h)
+    elif path.suffix.lower() == ".png":
+        device = QImage(int(w * scale), int(h * scale), QImage.Format_ARGB32)
+        device.fill(0xFFFFFFFF)
+        target = QRectF(0, 0, w * scale, h * scale)
+    else:
+        raise ValueError(f"cannot export a picture to {path.suffix or 'a file without extension'}: use .png or .svg")
+    painter = QPainter(device)
+    painter.setRenderHint(QPainter.Antialiasing)
+    try:
+        scene.render(painter, target, source)
+    finally:
+        painter.end()
+    if isinstance(device, QImage) and not device.save(str(path)):
+        raise OSError(f"could not write {path}")
+
+
+def render_widget(widget: QWidget, path: str | Path) -> None:
+    """A whole widget (tables, labels…) as SVG or PNG, the way it is drawn on screen."""
+    path = Path(path)
+    size = widget.size()
+    if path.suffix.lower() == ".png":
+        if not widget.grab().save(str(path)):
+            raise OSError(f"could not write {path}")
+        return
+    if path.suffix.lower() != ".svg":
+        raise ValueError(f"cannot export a picture to {path.suffix or 'a file without extension'}: use .png or .svg")
+    device = QSvgGenerator()
+    device.setFileName(str(path))
+    device.setSize(size)
+    device.setViewBox(QRectF(0, 0, size.width(), size.height()))
+    painter = QPainter(device)
+    try:
+        widget.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
+    finally:
+        painter.end()
+
+
+def write_rows(path: str | Path, header: list[str], rows: list[list]) -> None:
+    """A table as CSV."""
+    with Path(path).open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def write_numbers(
+    path: str | Path,
+    values: np.ndarray,
+    row_labels: list[str] | None = None,
+    col_labels: list[str] | None = None,
+) -> None:
+    """A matrix as CSV (with token labels, when given) or NPY."""
+    path = Path(path)
+    values = np.asarray(values)
+    if path.suffix.lower() == ".npy":
+        np.save(path, values)
+        return
+    if path.suffix.lower() != ".csv":
+        raise ValueError(f"cannot export numbers to {path.suffix or 'a file without extension'}: use .csv or .npy")
+    matrix = values.reshape(values.shape[0], -1) if values.ndim > 1 else values[:, None]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        if col_labels is not None:
+            w.writerow(["", *col_labels] if row_labels is not None else col_labels)
+        for i, row in enumerate(matrix):
+            cells = [repr(float(x)) for x in row]
+            w.writerow([row_labels[i], *cells] if row_labels is not None else cells)
+
+
+def export_button(owner: QWidget, name: str, export: Callable[[str], None], formats=("PNG", "SVG", "CSV", "NPY")):
+    """A small ⤓ button offering the given formats; ``export(path)`` does the writing."""
+    button = QToolButton(owner)
+    button.setText("⤓")
+    button.setAutoRaise(True)
+    button.setPopupMode(QToolButton.InstantPopup)
+    button.setToolTip(tr("Export: the picture (PNG, SVG) or the numbers (CSV, NPY)"))
+    menu = QMenu(button)
+
+    def ask(fmt: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(owner, tr("Export"), f"{name}.{fmt.lower()}", f"{fmt} (*.{fmt.lower()})")
+        if path:
+            try:
+                export(path)
+            except (OSError, ValueError) as exc:
+                window = owner.window()
+                if hasattr(window, "show_message"):
+                    window.show_message(f"{tr('Export failed')}: {exc}", "error")
+
+    for fmt in formats:
+        menu.addAction(f"{fmt}…", lambda f=fmt: ask(f))
+    button.setMenu(menu)
+    return button
