@@ -50,7 +50,11 @@ def test_window_has_its_panels_and_names(make_window, qtbot):
     assert "Parameters" in window.model_panel.summary.text()
     assert window.model_panel.table.rowCount() >= 5
     assert window.data_panel.strips and window.data_panel.strips[0][0].tokens  # tokenised samples
-    assert "Not built yet" in window.findChild(QWidget, "decoding_placeholder").text()
+    for name in ("decode_input", "decode_mode_combo", "beam_size_spin", "decode_step_button", "decode_back_button",
+                 "decode_run_button", "decode_reset_button", "decode_output", "candidates_plot", "beam_tree_view",
+                 "attention_kind_combo", "attention_layer_spin", "attention_head_spin", "attention_heatmap",
+                 "attention_timeline_slider", "pe_plot"):  # fmt: skip
+        assert window.findChild(QWidget, name) is not None, name
 
 
 def test_train_pause_resume_stop(make_window, qtbot):
