@@ -66,6 +66,15 @@ def main() -> None:
         window.docks[key].raise_()
         pump(app, 0.5)
         window.panels[key].grab().save(str(OUT / f"panel-{key}{suffix}.png"))
+    a = window.attention
+    window.docks["attention"].setFloating(True)
+    window.docks["attention"].resize(1100, 900)
+    a.kind.setCurrentIndex(a.kind.findData("cross"))
+    a.layer.setValue(a.layer.maximum())
+    a.timeline.setValue(max(0, a.timeline.maximum() // 2))
+    a.lower.setCurrentIndex(0)
+    pump(app, 0.8)
+    a.grab().save(str(OUT / f"panel-attention-over-training{suffix}.png"))
     window.docks["training"].raise_()
     window.close()
     if args.checkpoint:

@@ -44,15 +44,26 @@ SOURCES = (
 )
 
 
-def maps_of(inspection: Inspection, kind: str) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None]:
-    """The [layers, heads, rows, cols] maps of one kind, with row and column labels and the mask."""
+def maps_of(
+    inspection: Inspection, kind: str, open_end: bool = False
+) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None]:
+    """The [layers, heads, rows, cols] maps of one kind, with row and column labels and the mask.
+
+    A decoder row is the position that has read one token and predicts the next,
+    labelled "read → predicts"; with ``open_end`` (decoding still going) the last
+    row's prediction is not chosen yet and shows as "?".
+    """
     if kind == "encoder":
         return inspection.encoder, inspection.src_tokens, inspection.src_tokens, None
+    outs = list(inspection.out_tokens)
+    if open_end and outs:
+        outs[-1] = "?"
+    rows = [f"{read} → {predicts}" for read, predicts in zip(inspection.tgt_tokens, outs)]
     if kind == "decoder_self":
         n = len(inspection.tgt_tokens)
         causal = np.triu(np.ones((n, n), dtype=bool), 1)  # a position may not look ahead
-        return inspection.decoder_self, inspection.tgt_tokens, inspection.tgt_tokens, causal
-    return inspection.cross, inspection.tgt_tokens, inspection.src_tokens, None
+        return inspection.decoder_self, rows, inspection.tgt_tokens, causal
+    return inspection.cross, rows, inspection.src_tokens, None
 
 
 class AttentionPanel(QWidget):
@@ -67,6 +78,7 @@ class AttentionPanel(QWidget):
         self.info: RunInfo | None = None
         self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
         self.decode_id = -1
+        self.decoding_open = False  # decoding still going: the last decoder row has no prediction yet
         self.snapshots: list[ProbeSnapshot] = []
         self.explanation: AttentionExplanation | None = None
 
@@ -141,8 +153,17 @@ class AttentionPanel(QWidget):
         # layout
         self.row_labels: dict[str, QLabel] = {k: QLabel() for k in ("show", "kind", "layer", "head", "src", "tgt",
                                                                      "probe", "every", "query")}  # fmt: skip
+        for combo in (self.source, self.kind):
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+            combo.setMinimumWidth(200)
+        show_row = QHBoxLayout()
+        show_row.addWidget(self.row_labels["show"])
+        show_row.addWidget(self.source)
+        show_row.addWidget(self.row_labels["kind"])
+        show_row.addWidget(self.kind)
+        show_row.addStretch(1)
         pick = QHBoxLayout()
-        for key, w in (("show", self.source), ("kind", self.kind), ("layer", self.layer), ("head", self.head)):
+        for key, w in (("layer", self.layer), ("head", self.head)):
             pick.addWidget(self.row_labels[key])
             pick.addWidget(w)
         for w in (self.average, self.all_heads, self.stretch):
@@ -187,6 +208,7 @@ class AttentionPanel(QWidget):
         main = QWidget()
         main_layout = QVBoxLayout(main)
         main_layout.setContentsMargins(0, 0, 0, 0)
+        main_layout.addLayout(show_row)
         main_layout.addLayout(pick)
         main_layout.addWidget(self.pair_row)
         main_layout.addWidget(self.stack, 1)
@@ -248,6 +270,7 @@ class AttentionPanel(QWidget):
 
     def on_decode(self, view: DecodeView) -> None:
         self.inspections["decoding"] = view.inspection
+        self.decoding_open = not view.at_end
         if view.decode_id != self.decode_id:  # a new sentence: follow it
             self.decode_id = view.decode_id
             self.source.setCurrentIndex(self.source.findData("decoding"))
@@ -318,7 +341,7 @@ class AttentionPanel(QWidget):
             if mode != "probe":
                 self.snapshot_selected.emit(-1)
             return
-        maps, rows, cols, mask = maps_of(inspection, kind)
+        maps, rows, cols, mask = maps_of(inspection, kind, open_end=mode == "decoding" and self.decoding_open)
         layer, head = self.layer.value() - 1, self.head.value() - 1
         highlight = len(rows) - 1 if mode == "decoding" and kind != "encoder" else None
         if self.all_heads.isChecked():
@@ -350,6 +373,9 @@ class AttentionPanel(QWidget):
     def _caption(self, inspection: Inspection, kind: str, mode: str) -> str:
         rows = tr("Each row is one query position; it shows how that position spreads its attention over the keys "
                   "(the columns), and sums to 1.")  # fmt: skip
+        if kind != "encoder":
+            rows += " " + tr("A decoder row is labelled “read → predicts”: the token it has just read and the one it "
+                             "predicts from there.")  # fmt: skip
         if kind == "decoder_self":
             rows += " " + tr("Hatched cells are masked: a position may not look at later ones.")
         src = f"{tr('training step')} {inspection.step}"

@@ -114,6 +114,7 @@ class MetricPlot(QWidget):
         item.autoBtn.clicked.connect(self._on_auto_button)
         for name in ("left", "bottom"):  # blit the axes from a pixmap; re-rendered only when they change
             item.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+            item.getAxis(name).enableAutoSIPrefix(False)  # plain numbers, not "(x0.001)"
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
