@@ -6,7 +6,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt
+from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMenuBar, QVBoxLayout, QWidget
 
@@ -75,6 +75,11 @@ class MainWindow(QMainWindow):
             "data": self.data_panel,
         }
         self._latest: dict[str, int] = {}  # newest request id per kind: older answers are dropped
+        # a learned position table changes while the model trains: refresh the lab's copy now and then
+        self.positional_timer = QTimer(self)
+        self.positional_timer.setInterval(2000)
+        self.positional_timer.timeout.connect(self._refresh_positional)
+        self.positional_timer.start()
         self.docks: dict[str, QDockWidget] = {}
         for key, _ in self.PANELS:
             dock = QDockWidget(self)
@@ -267,6 +272,12 @@ class MainWindow(QMainWindow):
         """True for the answer to the newest request of its kind (a panel drops the others)."""
         return request_id >= self._latest.get(kind, 0)
 
+    def _refresh_positional(self) -> None:
+        info = self.training.current
+        if (self.status.state == TRAINING and info is not None and info.model_config["positional"] == "learned"
+                and self.positional.isVisible()):  # fmt: skip
+            self._request("positional")
+
     def _on_decode_requested(self, action: str, args: dict) -> None:
         self.engine.submit("decode", action=action, **args)
 
@@ -450,6 +461,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.training.timer.stop()
+        self.positional_timer.stop()
         if self.engine.isRunning():
             self.engine.shutdown(str(self.autosave_path), timeout_ms=2000)
         event.accept()
