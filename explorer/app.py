@@ -23,7 +23,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="where the model runs: auto (GPU if there is one), cpu, cuda, mps")  # fmt: skip
     ap.add_argument("--lang", choices=sorted(LANGUAGES), help="interface language: en (English) or zh (简体中文)")
     ap.add_argument("--threads", type=int, help="CPU threads for training (default: all cores)")
-    ap.add_argument("--quit-after-show", action="store_true", help=argparse.SUPPRESS)  # start-up measurement
+    ap.add_argument("--install-desktop-entry", action="store_true",
+                    help="add Transformer Explorer to this user's application menu (Linux), with its icon, "
+                         "and let checkpoints open by double-click; then exit")  # fmt: skip
+    ap.add_argument("--new", action="store_true", help="start with a fresh model instead of the bundled one")
+    ap.add_argument("--measure-startup", action="store_true", help=argparse.SUPPRESS)  # start-up measurement
     return ap.parse_args(argv)
 
 
@@ -37,6 +41,13 @@ def warm_up() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.install_desktop_entry:
+        from explorer.desktop import install_desktop_entry
+
+        for path in install_desktop_entry():
+            print(f"wrote {path}")
+        print("Transformer Explorer is now in your application menu; .ckpt files open with it.")
+        return 0
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 

@@ -7,19 +7,32 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMenuBar, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenuBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer import dialogs
-from explorer.i18n import language, tr
+from explorer.appearance import THEMES, apply_theme, set_presenter_font
+from explorer.help import HelpBox
+from explorer.i18n import LANGUAGES, language, tr
 from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
 from explorer.panels.model_info import ModelPanel
 from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel, needs_new_model
+from explorer.samples import SAMPLES
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import ERROR, PAUSED, TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+from resources import default_model, resource_path
 
 MAX_RECENT = 8
 CHECKPOINT_FILTER = "Transformer Explorer checkpoints (*.ckpt);;All files (*)"
@@ -81,10 +94,18 @@ class MainWindow(QMainWindow):
         self.positional_timer.timeout.connect(self._refresh_positional)
         self.positional_timer.start()
         self.docks: dict[str, QDockWidget] = {}
+        self.help_boxes: dict[str, HelpBox] = {}
         for key, _ in self.PANELS:
             dock = QDockWidget(self)
             dock.setObjectName(f"{key}_dock")
-            dock.setWidget(self.panels[key])
+            holder = QWidget()
+            holder_layout = QVBoxLayout(holder)
+            holder_layout.setContentsMargins(0, 0, 0, 0)
+            holder_layout.setSpacing(0)
+            self.help_boxes[key] = HelpBox(key)
+            holder_layout.addWidget(self.help_boxes[key])
+            holder_layout.addWidget(self.panels[key], 1)
+            dock.setWidget(holder)
             dock.setFeatures(
                 QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable
             )
@@ -120,7 +141,13 @@ class MainWindow(QMainWindow):
         e.explained.connect(lambda rid, ex: self._fresh("explain", rid) and self.attention.on_explanation(ex))
         e.positional_ready.connect(lambda rid, t: self._fresh("positional", rid) and self.positional.on_tables(t))
         e.probe_recorded.connect(self.attention.on_probe)
+        e.paused_at.connect(
+            lambda step, loss: self.show_message(
+                tr("Paused by itself at step {step} (loss {loss:.3f}), as asked.").format(step=step, loss=loss), "info"
+            )
+        )
         self.training.start_requested.connect(self._on_start_requested)
+        self.training.scratch_requested.connect(self.train_from_scratch)
         self.training.control_requested.connect(self._on_control)
         self.decoding.decode_requested.connect(self._on_decode_requested)
         self.attention.inspect_requested.connect(
@@ -142,12 +169,80 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         self.retranslate()
 
+        self._base_font = QApplication.font()
+        self.presenting = False
+        self.set_theme(
+            str(self.settings.value("theme", "light")) if self.settings.value("theme") in THEMES else "light"
+        )
+        self.setAcceptDrops(True)
+        self.setWindowIcon(QIcon(str(resource_path("icons/transformer-explorer.svg"))))
+        self._show_sample = False  # decode the task's sample sentence once the model is there
         self.engine.start()
         self._offer_autosave()
         if open_path:
             self.open_checkpoint(open_path, confirm=False)
         elif start_default:
+            self.open_default_model()
+
+    def open_default_model(self) -> None:
+        """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence."""
+        bundled = default_model()
+        if bundled is None:
             self.engine.submit("new", spec=self.training.form.spec())
+            return
+        self._show_sample = True
+        self.engine.submit("load", path=str(bundled))
+        if not self.settings.value("welcomed", False, type=bool):
+            self.settings.setValue("welcomed", True)
+            self.show_message(
+                tr("Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
+                   "Type a sentence in the Decoding panel and step through its translation, or train one yourself."),
+                "info", [(tr("Train from scratch"), self.train_from_scratch)],
+            )  # fmt: skip
+
+    def train_from_scratch(self) -> None:
+        """A fresh model with the Training panel's settings, training at once."""
+        self.docks["training"].show()
+        self.docks["training"].raise_()
+        try:
+            spec = self.training.form.spec()
+        except ValueError as exc:
+            self.show_message(str(exc), "error")
+            return
+        self._when_discarded(lambda: (self.engine.submit("new", spec=spec), self.engine.submit("start")),
+                             tr("Training from scratch replaces the current model."))  # fmt: skip
+
+    def _decode_sample(self, info: RunInfo) -> None:
+        task = info.data.get("task") or ""
+        sentence = SAMPLES.get(task)
+        if sentence is None:
+            return
+        d, a = self.decoding, self.attention
+        d.mode.setCurrentIndex(d.mode.findData("greedy"))
+        d.input.setText(sentence)
+        a.kind.setCurrentIndex(a.kind.findData("cross"))
+        a.layer.setValue(info.model_config["n_decoder_layers"])
+        a.average.setChecked(True)
+        d.start()
+        d.decode_requested.emit("run", {})
+
+    # -- drag and drop -----------------------------------------------------------------------------
+    @staticmethod
+    def _dropped_checkpoint(event) -> str | None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile() and url.toLocalFile().lower().endswith(".ckpt"):
+                return url.toLocalFile()
+        return None
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if self._dropped_checkpoint(event):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        path = self._dropped_checkpoint(event)
+        if path:
+            event.acceptProposedAction()
+            self.open_checkpoint(path)
 
     # -- layout -------------------------------------------------------------------------------------
     def _default_layout(self) -> None:
@@ -165,6 +260,28 @@ class MainWindow(QMainWindow):
         d["training"].raise_()
         d["attention"].raise_()
         self.resizeDocks([d["training"], d["decoding"]], [900, 600], Qt.Horizontal)
+
+    def set_language(self, code: str) -> None:
+        language.set(code)  # every panel retranslates itself
+        self.settings.setValue("language", code)
+        for a in self.language_group.actions():
+            a.setChecked(a.objectName() == f"action_language_{code}")
+
+    def set_theme(self, name: str) -> None:
+        apply_theme(name, self)
+        self.settings.setValue("theme", name)
+        self.actions[f"theme_{name}"].setChecked(True)
+        self.theme = name
+
+    def set_presenter(self, on: bool) -> None:
+        """Presenter mode: larger fonts, editing controls hidden, decoding plays by itself."""
+        self.presenting = on
+        self.actions["presenter"].setChecked(on)
+        set_presenter_font(self, on, self._base_font)
+        self.training.set_presenting(on)
+        self.decoding.autoplay_on_start = on
+        if on:
+            self.statusBar().showMessage(tr("Presenter mode: F5 leaves it"), 4000)
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
@@ -195,6 +312,25 @@ class MainWindow(QMainWindow):
         self.recent_menu = self.file_menu.addMenu("")
         self.file_menu.addSeparator()
         self.file_menu.addAction(action("quit", self.close, QKeySequence.Quit))
+        self.language_menu = self.view_menu.addMenu("")
+        self.language_group = QActionGroup(self)
+        for code, name in LANGUAGES.items():
+            a = self.language_menu.addAction(name, lambda c=code: self.set_language(c))
+            a.setObjectName(f"action_language_{code}")
+            a.setCheckable(True)
+            a.setChecked(code == language.code)
+            self.language_group.addAction(a)
+        self.theme_menu = self.view_menu.addMenu("")
+        self.theme_group = QActionGroup(self)
+        for name in THEMES:
+            a = action(f"theme_{name}", lambda _=False, n=name: self.set_theme(n))
+            a.setCheckable(True)
+            self.theme_group.addAction(a)
+            self.theme_menu.addAction(a)
+        presenter = action("presenter", self.set_presenter, QKeySequence("F5"))
+        presenter.setCheckable(True)
+        self.view_menu.addAction(presenter)
+        self.view_menu.addSeparator()
         for key, _ in self.PANELS:
             toggle = self.docks[key].toggleViewAction()
             toggle.setObjectName(f"action_show_{key}")
@@ -218,15 +354,17 @@ class MainWindow(QMainWindow):
         titles = dict(self.PANELS)
         for key, dock in self.docks.items():
             dock.setWindowTitle(tr(titles[key]))
-            panel = self.panels[key]
-            if hasattr(panel, "retranslate"):
-                panel.retranslate()
+            self.panels[key].retranslate()
+            self.help_boxes[key].retranslate()
         self.file_menu.setTitle(tr("&File"))
         self.view_menu.setTitle(tr("&View"))
         self.help_menu.setTitle(tr("&Help"))
         self.recent_menu.setTitle(tr("Recent files"))
+        self.language_menu.setTitle(tr("Language"))
+        self.theme_menu.setTitle(tr("Theme"))
         names = {"new": "New model…", "open": "Open checkpoint…", "save": "Save", "save_as": "Save as…",
-                 "quit": "Quit", "reset_layout": "Reset layout", "about": "About Transformer Explorer"}  # fmt: skip
+                 "quit": "Quit", "reset_layout": "Reset layout", "about": "About Transformer Explorer",
+                 "theme_light": "Light", "theme_dark": "Dark", "presenter": "Presenter mode"}  # fmt: skip
         for key, text in names.items():
             self.actions[key].setText(tr(text))
         self._update_title()
@@ -288,6 +426,7 @@ class MainWindow(QMainWindow):
         self.attention.on_decode(view)
 
     def _on_run(self, info: RunInfo) -> None:
+        new_run = self.training.current is None or info.run_id != self.training.current.run_id
         self.training.on_run(info)
         self.decoding.on_run(info)
         self.attention.on_run(info)
@@ -297,6 +436,9 @@ class MainWindow(QMainWindow):
         if self._restoring is not None:  # the autosave is open again: its file is no longer needed
             self._restoring.unlink(missing_ok=True)
             self._restoring = None
+        if new_run and self._show_sample:
+            self._show_sample = False
+            self._decode_sample(info)
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
@@ -340,6 +482,9 @@ class MainWindow(QMainWindow):
         go()
 
     def _on_control(self, kind: str, args: dict) -> None:
+        if kind == "pause_at":
+            self.engine.submit("pause_at", **args)
+            return
         if kind == "reset":
             spec = args["spec"]
             question = tr(
@@ -462,6 +607,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/state", self.saveState())
         self.training.timer.stop()
         self.positional_timer.stop()
+        if self.presenting:  # the font is the application's: give it back
+            set_presenter_font(self, False, self._base_font)
         if self.engine.isRunning():
             self.engine.shutdown(str(self.autosave_path), timeout_ms=2000)
         event.accept()

@@ -150,6 +150,7 @@ class Engine(QThread):
     decode_stepped = Signal(int, object)  # request id, explorer.decoding_driver.DecodeView
     probe_recorded = Signal(object)  # ProbeSnapshot: the probe sentence's attention at one step
     explained = Signal(int, object)  # request id, model.session.AttentionExplanation
+    paused_at = Signal(int, float)  # the auto-pause fired: step, loss
     positional_ready = Signal(int, object)  # request id, dict from Session.positional_tables
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
@@ -170,6 +171,7 @@ class Engine(QThread):
         self._stop = False
         self._decoder: DecodeDriver | None = None
         self._probe: dict[str, Any] = {"source": None, "target": None, "every": 50}
+        self._pause_at: dict[str, float | None] = {"step": None, "loss": None}  # presenter's auto-pause
         self.device_label = "…"
         LIVE_ENGINES.add(self)
 
@@ -274,6 +276,16 @@ class Engine(QThread):
         every = self._probe["every"]
         if every and session.step % every == 0:
             self._record_probe()
+        at_step, at_loss = self._pause_at["step"], self._pause_at["loss"]
+        loss = session.history.train["loss"][-1]
+        if (at_step is not None and session.step >= at_step) or (at_loss is not None and loss <= at_loss):
+            self._pause_at = {"step": None, "loss": None}  # once: Resume trains on
+            self._state = PAUSED
+            session.pause_clock()
+            self._flush_metrics(force=True)
+            self.paused_at.emit(session.step, loss)
+            self._publish_status()
+            return
         if self._steps_left:
             self._steps_left -= 1
             if self._steps_left == 0:
@@ -346,6 +358,10 @@ class Engine(QThread):
         if not source and self.session is not None:
             self._default_probe(self.session)
         self._record_probe()
+
+    def _cmd_pause_at(self, c: Command) -> None:
+        """Pause by itself once the step reaches ``step`` or the loss falls to ``loss`` (None: off)."""
+        self._pause_at = {"step": c.args.get("step"), "loss": c.args.get("loss")}
 
     def _cmd_explain(self, c: Command) -> None:
         """Spell out one head (or the worked example from the notes)."""

@@ -413,8 +413,12 @@ class Session:
         return info
 
     # -- saving and loading -----------------------------------------------------------
-    def save(self, path: str | Path) -> None:
-        """Write everything needed to continue this run to ``path`` (atomically)."""
+    def save(self, path: str | Path, include_optimizer: bool = True) -> None:
+        """Write everything needed to continue this run to ``path`` (atomically).
+
+        Without the optimizer state the file is about a third of the size; training
+        it further then starts Adam's moment estimates afresh.
+        """
         trainer_state = self._trainer.state_dict() if self._trainer else (self._pending or {})
         meta = {
             "model_config": self.model_cfg.to_dict(),
@@ -440,7 +444,7 @@ class Session:
         payload = {
             "meta": json.dumps(meta, ensure_ascii=False),
             "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
-            "optimizer": trainer_state.get("optimizer"),
+            "optimizer": trainer_state.get("optimizer") if include_optimizer else None,
             "src_tokenizer": self.src_tok.to_json(),
             "tgt_tokenizer": self.tgt_tok.to_json(),
             "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.train.items()},

@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--clip-norm", type=float)
     o.add_argument("--weight-decay", type=float)
     o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
+    o.add_argument("--lean", action="store_true",
+                   help="leave the optimizer state out of the final checkpoint (a third of the size; "
+                        "training it further restarts Adam's moments)")  # fmt: skip
     return ap
 
 
@@ -140,6 +143,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = "python -m model.train " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     session.notes.setdefault("commands", []).append(command)
+    try:
+        c = session.corpus
+        session.notes["data"] = (
+            f"{session.data_spec.name} (seed {session.data_spec.seed}): {len(c.train):,} train / {len(c.valid):,} "
+            f"valid / {len(c.test):,} test pairs, {c.src_lang} → {c.tgt_lang}"
+        )
+    except (DataError, ValueError):
+        pass
     out.mkdir(parents=True, exist_ok=True)
     ckpt = out / "model.ckpt"
     cfg = session.model_cfg
@@ -197,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             progress.close()
             print(f"error: {exc}", file=sys.stderr)
             status = 1
-    session.save(ckpt)
+    session.save(ckpt, include_optimizer=not args.lean)
     print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
     return status
 

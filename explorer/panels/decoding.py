@@ -46,6 +46,7 @@ class DecodingPanel(QWidget):
         self.view: DecodeView | None = None
         self.waiting = False  # a request is out; auto-play sends the next only after the answer
         self.selected: tuple[int, int] | None = None  # (step, row) whose candidates are shown
+        self.autoplay_on_start = False  # presenter mode: a new sentence plays by itself
 
         self.input = QLineEdit(objectName="decode_input")
         self.input.returnPressed.connect(self.start)
@@ -220,6 +221,8 @@ class DecodingPanel(QWidget):
         self.selected = None
         self.waiting = True
         self.decode_requested.emit("start", {"settings": self.settings()})
+        if self.autoplay_on_start and not self.play_button.isChecked():
+            self.play_button.setChecked(True)
 
     def _act(self, action: str) -> None:
         if self.view is None:

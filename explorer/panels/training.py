@@ -343,6 +343,7 @@ class TrainingPanel(QWidget):
 
     # the main window answers these (it owns the engine and the dialogs)
     start_requested = Signal(object, str)  # NewModelSpec, "start" | "step"
+    scratch_requested = Signal()  # a fresh model with these settings, training at once
     control_requested = Signal(str, dict)  # pause/resume/stop/reset…
 
     PLOTS = (
@@ -369,6 +370,8 @@ class TrainingPanel(QWidget):
         self.reset_button = QPushButton(objectName="train_reset_button")
         self.step_button = QPushButton(objectName="train_step_button")
         self.step_n_button = QPushButton(objectName="train_step_n_button")
+        self.scratch_button = QPushButton(objectName="train_from_scratch_button")
+        self.scratch_button.clicked.connect(self.scratch_requested)
         self.step_n = _spin(1, 1000000, 10)
         self.step_n.setValue(100)
         self.start_button.clicked.connect(lambda: self._on_start("start"))
@@ -382,7 +385,17 @@ class TrainingPanel(QWidget):
                   self.step_n_button, self.step_n):  # fmt: skip
             buttons.addWidget(w)
         buttons.addStretch(1)
+        buttons.addWidget(self.scratch_button)
 
+        # presenting: stop by itself at a chosen step, or once the loss is low enough
+        self.pause_at_label = QLabel()
+        self.pause_at_step = _spin(0, 10_000_000, 100)
+        self.pause_at_step.setObjectName("train_pause_at_step")
+        self.pause_at_loss = _dspin(0.0, 100.0, 0.1, 3)
+        self.pause_at_loss.setObjectName("train_pause_at_loss")
+        self.pause_at_or = QLabel()
+        for w in (self.pause_at_step, self.pause_at_loss):
+            w.valueChanged.connect(self._on_pause_at)
         self.smooth_label = QLabel()
         self.smooth_slider = QSlider(Qt.Horizontal, objectName="smoothing_slider")
         self.smooth_slider.setRange(0, 99)
@@ -396,6 +409,8 @@ class TrainingPanel(QWidget):
         for w in (self.smooth_label, self.smooth_slider, self.smooth_value, self.log_check):
             view_row.addWidget(w)
         view_row.addStretch(1)
+        for w in (self.pause_at_label, self.pause_at_step, self.pause_at_or, self.pause_at_loss):
+            view_row.addWidget(w)
 
         self.run_list = QListWidget(objectName="run_list")
         self.run_list.setMaximumHeight(70)
@@ -432,7 +447,7 @@ class TrainingPanel(QWidget):
         right_layout.addWidget(self.runs_label)
         right_layout.addWidget(self.run_list)
         right_layout.addLayout(grid, 1)
-        scroll = QScrollArea()
+        scroll = self.settings_area = QScrollArea()
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(280)
@@ -461,9 +476,15 @@ class TrainingPanel(QWidget):
         self.stop_button.setText(tr("Stop"))
         self.reset_button.setText(tr("Reset"))
         self.step_button.setText(tr("Step 1"))
+        self.scratch_button.setText(tr("Train from scratch"))
+        self.scratch_button.setToolTip(tr("A fresh model with the settings on the left, training at once"))
         self.step_n_button.setText(tr("Step N"))
         self.step_n.setToolTip(tr("N: how many updates Step N does"))
         self.smooth_label.setText(tr("Smoothing"))
+        self.pause_at_label.setText(tr("Pause at step"))
+        self.pause_at_or.setText(tr("or at loss ≤"))
+        self.pause_at_step.setSpecialValueText(tr("off"))
+        self.pause_at_loss.setSpecialValueText(tr("off"))
         self.log_check.setText(tr("Log scale"))
         self.runs_label.setText(tr("Runs (tick earlier runs to compare them with the current one)"))
         self.start_button.setToolTip(tr("Train until paused or stopped (a new model if the settings need one)"))
@@ -499,6 +520,14 @@ class TrainingPanel(QWidget):
             return
         self.control_requested.emit("reset", {"spec": spec})
 
+    def _on_pause_at(self) -> None:
+        step, loss = self.pause_at_step.value(), self.pause_at_loss.value()
+        self.control_requested.emit("pause_at", {"step": step or None, "loss": loss or None})
+
+    def set_presenting(self, on: bool) -> None:
+        """Presenter mode: the settings form (the editing controls) is hidden."""
+        self.settings_area.setVisible(not on)
+
     def _on_validity(self, ok: bool) -> None:
         self._valid = ok
         self._update_buttons()
@@ -514,6 +543,7 @@ class TrainingPanel(QWidget):
         self.pause_button.setText(tr("Resume") if state in (PAUSED, ERROR) else tr("Pause"))
         self.stop_button.setEnabled(state in (TRAINING, PAUSED, ERROR))
         self.reset_button.setEnabled(valid and self.current is not None)
+        self.scratch_button.setEnabled(valid and not training)
 
     # -- engine events ------------------------------------------------------------------------------
     def on_status(self, status: EngineStatus) -> None:

@@ -1,0 +1,48 @@
+"""Measure a checkpoint on a split of its data: loss, exact match and BLEU (sacrebleu).
+
+    python -m model.evaluate --checkpoint resources/models/grammar-en-zh-small.ckpt --split test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from model.checkpoint import CheckpointError
+from model.data import DataError
+from model.device import DEVICE_CHOICES
+from model.session import Session
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="transformer-explorer-evaluate", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument("--split", choices=("train", "valid", "test"), default="test")
+    ap.add_argument("--max-sentences", type=int, help="decode only the first N sentences (default: all)")
+    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        session = Session.load(args.checkpoint, device=args.device)
+        result = session.evaluate(args.split, args.max_sentences)
+    except (CheckpointError, DataError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"{session.data_spec.name}, {args.split} split ({result['sentences']} sentences), step {session.step}: "
+            f"exact match {100 * result['exact_match']:.1f}%, BLEU {result['bleu']:.1f}, loss {result['loss']:.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
