@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 
 SAVE, DISCARD, CANCEL, YES = "save", "discard", "cancel", "yes"
 _BUTTONS = {
-    SAVE: (QMessageBox.Save, "Save"),
-    DISCARD: (QMessageBox.Discard, "Discard"),
-    CANCEL: (QMessageBox.Cancel, "Cancel"),
-    YES: (QMessageBox.Yes, "Yes"),
+    SAVE: (QMessageBox.Save, N_("Save")),
+    DISCARD: (QMessageBox.Discard, N_("Discard")),
+    CANCEL: (QMessageBox.Cancel, N_("Cancel")),
+    YES: (QMessageBox.Yes, N_("Yes")),
 }
 
 

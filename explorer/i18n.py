@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-LANGUAGES = {"en": "English", "zh": "简体中文"}
+from explorer.i18n_zh import ZH  # English source string → Chinese
 
-# English source string → Chinese. Strings missing here show in English.
-ZH: dict[str, str] = {}
+LANGUAGES = {"en": "English", "zh": "简体中文"}
 
 
 class _Language(QObject):
@@ -31,6 +30,11 @@ class _Language(QObject):
 
 
 language = _Language()
+
+
+def N_(text: str) -> str:  # noqa: N802 — gettext's name for "translated later"
+    """Marks a string for translation where it is defined; :func:`tr` translates it where it is shown."""
+    return text
 
 
 def tr(text: str) -> str:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from explorer import dialogs
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
 from explorer.help import HelpBox
-from explorer.i18n import LANGUAGES, language, tr
+from explorer.i18n import LANGUAGES, N_, language, tr
 from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
@@ -35,7 +35,8 @@ from explorer.worker import ERROR, PAUSED, TRAINING, Engine, EngineStatus, Metri
 from resources import default_model, resource_path
 
 MAX_RECENT = 8
-CHECKPOINT_FILTER = "Transformer Explorer checkpoints (*.ckpt);;All files (*)"
+CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
+STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
 
 
 def default_data_dir() -> Path:
@@ -46,12 +47,12 @@ def default_data_dir() -> Path:
 
 class MainWindow(QMainWindow):
     PANELS = (
-        ("training", "Training"),
-        ("decoding", "Decoding"),
-        ("attention", "Attention"),
-        ("positional", "Positional encoding"),
-        ("model", "Model"),
-        ("data", "Data"),
+        ("training", N_("Training")),
+        ("decoding", N_("Decoding")),
+        ("attention", N_("Attention")),
+        ("positional", N_("Positional encoding")),
+        ("model", N_("Model")),
+        ("data", N_("Data")),
     )
 
     def __init__(
@@ -259,7 +260,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(d["model"], d["data"])
         d["training"].raise_()
         d["attention"].raise_()
-        self.resizeDocks([d["training"], d["decoding"]], [900, 600], Qt.Horizontal)
+        self.resizeDocks([d["training"], d["decoding"]], [700, 900], Qt.Horizontal)
 
     def set_language(self, code: str) -> None:
         language.set(code)  # every panel retranslates itself
@@ -362,9 +363,10 @@ class MainWindow(QMainWindow):
         self.recent_menu.setTitle(tr("Recent files"))
         self.language_menu.setTitle(tr("Language"))
         self.theme_menu.setTitle(tr("Theme"))
-        names = {"new": "New model…", "open": "Open checkpoint…", "save": "Save", "save_as": "Save as…",
-                 "quit": "Quit", "reset_layout": "Reset layout", "about": "About Transformer Explorer",
-                 "theme_light": "Light", "theme_dark": "Dark", "presenter": "Presenter mode"}  # fmt: skip
+        names = {"new": N_("New model…"), "open": N_("Open checkpoint…"), "save": N_("Save"),
+                 "save_as": N_("Save as…"), "quit": N_("Quit"), "reset_layout": N_("Reset layout"),
+                 "about": N_("About Transformer Explorer"), "theme_light": N_("Light"), "theme_dark": N_("Dark"),
+                 "presenter": N_("Presenter mode")}  # fmt: skip
         for key, text in names.items():
             self.actions[key].setText(tr(text))
         self._update_title()

@@ -38,6 +38,7 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes the file private; a checkpoint is an ordinary file
         with os.fdopen(fd, "wb") as handle:
             torch.save(payload, handle)
             handle.flush()
@@ -47,6 +48,12 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_folder(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_folder(folder: Path) -> None:

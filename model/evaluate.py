@@ -1,6 +1,6 @@
 """Measure a checkpoint on a split of its data: loss, exact match and BLEU (sacrebleu).
 
-    python -m model.evaluate --checkpoint resources/models/grammar-en-zh-small.ckpt --split test
+python -m model.evaluate --checkpoint resources/models/grammar-en-zh-small.ckpt --split test
 """
 
 from __future__ import annotations

@@ -9,5 +9,4 @@ python -m model.train --task grammar-en-zh --data-seed 0 --preset small --tokeni
     --steps 6000 --eval-every 1000 --threads 2 --lean --test --out "$out"
 mkdir -p resources/models
 cp "$out/model.ckpt" resources/models/grammar-en-zh-small.ckpt
-cp "$out/metrics.jsonl" resources/models/grammar-en-zh-small.metrics.jsonl
 python -m model.evaluate --checkpoint resources/models/grammar-en-zh-small.ckpt --split test

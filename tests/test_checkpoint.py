@@ -4,7 +4,7 @@ import pickle
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import CheckpointError, _umask, load_checkpoint, save_checkpoint
 from model.session import Session
 
 
@@ -24,6 +24,7 @@ def test_save_and_load_round_trip(copy_session_factory, tmp_path):
     path = tmp_path / "run.ckpt"
     session.save(path)
     assert not session.dirty
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask()  # an ordinary file, not a private temporary one
     again = Session.load(path, device="cpu")
     assert again.step == 20 and again.model_cfg == session.model_cfg and again.train_cfg == session.train_cfg
     assert again.history.train["loss"] == session.history.train["loss"]

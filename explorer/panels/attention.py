@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.decoding_driver import DecodeView
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.widgets.metric_plot import MetricPlot
@@ -33,14 +33,14 @@ from explorer.worker import ProbeSnapshot, RunInfo
 from model.session import AttentionExplanation, Inspection
 
 KINDS = (
-    ("encoder", "Encoder self-attention"),
-    ("decoder_self", "Decoder self-attention (masked)"),
-    ("cross", "Cross-attention (decoder → encoder)"),
+    ("encoder", N_("Encoder self-attention")),
+    ("decoder_self", N_("Decoder self-attention (masked)")),
+    ("cross", N_("Cross-attention (decoder → encoder)")),
 )
 SOURCES = (
-    ("decoding", "Following the decoding panel"),
-    ("pair", "A source/target pair (teacher forcing)"),
-    ("probe", "The probe sentence over training"),
+    ("decoding", N_("Following the decoding panel")),
+    ("pair", N_("A source/target pair (teacher forcing)")),
+    ("probe", N_("The probe sentence over training")),
 )
 
 
@@ -71,6 +71,7 @@ class AttentionPanel(QWidget):
     explain_requested = Signal(dict)  # {"preset": "notes"} or {"source", "target_ids", "kind", "layer", "head"}
     probe_requested = Signal(dict)  # {"source", "target", "every"}
     snapshot_selected = Signal(int)  # training step of the probe snapshot shown (−1: none)
+    map_drawn = Signal(str)  # a non-empty map was drawn; the source it came from
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -131,7 +132,7 @@ class AttentionPanel(QWidget):
         self.probe_button.clicked.connect(self._on_probe)
         self.probe_every.valueChanged.connect(self._on_probe)
         self.entropy = MetricPlot(
-            "Attention entropy of the probe over training", "entropy_plot", "nats", smoothable=False
+            N_("Attention entropy of the probe over training"), "entropy_plot", "nats", smoothable=False
         )
         self.entropy_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
         self.entropy.plot.addItem(self.entropy_marker)
@@ -231,8 +232,9 @@ class AttentionPanel(QWidget):
         for i, (_, text) in enumerate(KINDS):
             self.kind.setItemText(i, tr(text))
         names = {
-            "show": "Show", "kind": "Kind", "layer": "Layer", "head": "Head", "src": "Source", "tgt": "Target",
-            "probe": "Probe sentence", "every": "every N steps", "query": "Query token",
+            "show": N_("Show"), "kind": N_("Kind"), "layer": N_("Layer"), "head": N_("Head"), "src": N_("Source"),
+            "tgt": N_("Target"), "probe": N_("Probe sentence"), "every": N_("every N steps"),
+            "query": N_("Query token"),
         }  # fmt: skip
         for key, label in self.row_labels.items():
             label.setText(tr(names[key]))
@@ -353,10 +355,11 @@ class AttentionPanel(QWidget):
             top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
             self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
             who = tr("average of all heads") if self.average.isChecked() else f"{tr('head')} {head + 1}"
-            self.heatmap.set_title(f"{dict(KINDS)[kind]} — {tr('layer')} {layer + 1}, {who}")
+            self.heatmap.set_title(f"{tr(dict(KINDS)[kind])} — {tr('layer')} {layer + 1}, {who}")
             self.stack.setCurrentWidget(self.heatmap)
         self.caption.setText(self._caption(inspection, kind, mode))
         self._update_entropy()
+        self.map_drawn.emit(mode)
         step = self.snapshots[self.timeline.value()].step if mode == "probe" and self.snapshots else -1
         self.snapshot_selected.emit(step)
         self.entropy_marker.setVisible(step >= 0)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.decoding_driver import DecodeSettings, DecodeView
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.candidates import CandidateBars
 from explorer.widgets.export import export_button, render_widget, write_rows
@@ -99,7 +99,9 @@ class DecodingPanel(QWidget):
         self.reference.setWordWrap(True)
         self.step_label = QLabel(objectName="decode_step_label")
         self.candidates = CandidateBars("candidates_plot")
-        self.cross = Heatmap("step_cross_heatmap", "This step's cross-attention", row_name="head", col_name="source")
+        self.cross = Heatmap(
+            "step_cross_heatmap", N_("This step's cross-attention"), row_name=N_("head"), col_name=N_("source")
+        )
         self.cross_layer = QSpinBox(objectName="step_cross_layer_spin")
         self.cross_layer.setRange(1, 1)
         self.cross_layer.valueChanged.connect(lambda _: self._draw_cross())
@@ -334,7 +336,7 @@ class DecodingPanel(QWidget):
 
     def _show_candidates(self) -> None:
         if self.view is None or self.selected is None:
-            self.candidates.set_title("Next-token candidates")
+            self.candidates.set_title(N_("Next-token candidates"))
             self.candidates.set_data([], np.zeros(0), set())
             return
         step_index, row = self.selected

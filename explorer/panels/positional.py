@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_scene, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.metric_plot import RUN_COLOURS
@@ -117,23 +117,23 @@ class PositionalPanel(QWidget):
             w.valueChanged.connect(self.redraw)
         self.dims.editingFinished.connect(self.redraw)
 
-        self.curves = LinePlot("pe_plot", "Sinusoids: PE(pos, i) for chosen dimensions i", "position", "PE")
-        self.matrix = Heatmap("pe_matrix_heatmap", "The PE matrix (positions × dimensions)", (-1.0, 1.0),
-                              DIVERGING_MAP, "position", "dimension")  # fmt: skip
-        self.similarity = Heatmap("pe_similarity_heatmap", "Similarity PE(p)·PE(q): depends only on p − q",
-                                  (0.0, 1.0), row_name="position", col_name="position")  # fmt: skip
-        self.shift_plot = LinePlot("pe_shift_plot", "PE(pos + k) and M_k · PE(pos)", "dimension", "value")
-        self.shift_matrix = Heatmap("pe_shift_matrix", "M_k: a rotation of each (sin, cos) pair", (-1.0, 1.0),
-                                    DIVERGING_MAP, "row", "column")  # fmt: skip
+        self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, i) for chosen dimensions i"), "position", "PE")
+        self.matrix = Heatmap("pe_matrix_heatmap", N_("The PE matrix (positions × dimensions)"), (-1.0, 1.0),
+                              DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
+        self.similarity = Heatmap("pe_similarity_heatmap", N_("Similarity PE(p)·PE(q): depends only on p − q"),
+                                  (0.0, 1.0), row_name=N_("position"), col_name=N_("position"))  # fmt: skip
+        self.shift_plot = LinePlot("pe_shift_plot", N_("PE(pos + k) and M_k · PE(pos)"), "dimension", "value")
+        self.shift_matrix = Heatmap("pe_shift_matrix", N_("M_k: a rotation of each (sin, cos) pair"), (-1.0, 1.0),
+                                    DIVERGING_MAP, N_("row"), N_("column"))  # fmt: skip
         self.shift_note = QLabel(objectName="pe_shift_note")
         self.shift_note.setWordWrap(True)
         self.model_note = QLabel(objectName="pe_model_note")
         self.model_note.setWordWrap(True)
-        self.learned = Heatmap("pe_learned_heatmap", "The model's learned position table (target side)",
-                               (-0.5, 0.5), DIVERGING_MAP, "position", "dimension")  # fmt: skip
-        self.rope_angles = Heatmap("pe_rope_angles", "RoPE: rotation angle (radians, mod 2π) per position and pair",
-                                   (0.0, 2 * np.pi), row_name="position", col_name="pair")  # fmt: skip
-        self.rope_scores = LinePlot("pe_rope_scores", "RoPE: score of q = k = 1 against the offset n − m",
+        self.learned = Heatmap("pe_learned_heatmap", N_("The model's learned position table (target side)"),
+                               (-0.5, 0.5), DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
+        self.rope_angles = Heatmap("pe_rope_angles", N_("RoPE: rotation angle (radians, mod 2π) per position and pair"),
+                                   (0.0, 2 * np.pi), row_name=N_("position"), col_name=N_("pair"))  # fmt: skip
+        self.rope_scores = LinePlot("pe_rope_scores", N_("RoPE: score of q = k = 1 against the offset n − m"),
                                     "offset n − m", "q·k")  # fmt: skip
 
         self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
@@ -167,10 +167,10 @@ class PositionalPanel(QWidget):
         self.retranslate()
 
     def retranslate(self) -> None:
-        names = {"d": "d_model", "n": "positions", "dims": "dimensions", "k": "shift k", "pos": "pos"}
+        names = {"d": "d_model", "n": N_("positions"), "dims": N_("dimensions"), "k": N_("shift k"), "pos": "pos"}
         for key, label in self.labels.items():
             label.setText(tr(names[key]))
-        for i, text in enumerate(("Curves", "Matrix", "Similarity", "Shift by k", "This model")):
+        for i, text in enumerate((N_("Curves"), N_("Matrix"), N_("Similarity"), N_("Shift by k"), N_("This model"))):
             self.tabs.setTabText(i, tr(text))
         for w in (self.curves, self.matrix, self.similarity, self.shift_plot, self.shift_matrix, self.learned,
                   self.rope_angles, self.rope_scores):  # fmt: skip
@@ -259,7 +259,8 @@ class PositionalPanel(QWidget):
                 table = tables["target"][: self.positions.value()]
                 self.learned.set_data(table, [str(i) for i in range(len(table))],
                                       [str(i) for i in range(table.shape[1])])  # fmt: skip
-                self.learned.set_title(f"{tr('The model’s learned position table (target side)')} — "
+                title = tr("The model's learned position table (target side)")
+                self.learned.set_title(f"{title} — "
                                        f"{tr('step')} {tables['step']}")  # fmt: skip
         else:
             head = info.model_config["d_model"] // info.model_config["n_heads"]

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets.metric_plot import MetricPlot
 from explorer.worker import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
 from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
@@ -111,29 +111,29 @@ class SettingsForm(QWidget):
         file_row.addWidget(self.file_label, 1)
         file_row.addWidget(self.browse)
         self._rows = [
-            (self.data_form, "Task", self.task_combo),
-            (self.data_form, "Data file", file_row),
-            (self.data_form, "Tokenizer", self.tokenizer_combo),
-            (self.data_form, "Vocabulary size", self.vocab_spin),
-            (self.model_form, "Preset", self.preset_combo),
-            (self.model_form, "d_model", self.d_model),
-            (self.model_form, "Heads", self.heads),
-            (self.model_form, "Encoder layers", self.enc_layers),
-            (self.model_form, "Decoder layers", self.dec_layers),
-            (self.model_form, "d_ff", self.d_ff),
-            (self.model_form, "Dropout", self.dropout),
-            (self.model_form, "Positions", self.positional),
-            (self.model_form, "Normalisation", self.norm),
-            (self.model_form, "Activation", self.activation),
-            (self.model_form, "Tied embeddings", self.tie),
-            (self.train_form, "Batch size", self.batch),
-            (self.train_form, "Schedule", self.schedule),
-            (self.train_form, "Warm-up steps", self.warmup),
-            (self.train_form, "Learning rate", self.rate),
-            (self.train_form, "Label smoothing", self.smoothing),
-            (self.train_form, "Gradient clipping", self.clip),
-            (self.train_form, "Seed", self.seed),
-            (self.train_form, "Evaluate every", self.eval_every),
+            (self.data_form, N_("Task"), self.task_combo),
+            (self.data_form, N_("Data file"), file_row),
+            (self.data_form, N_("Tokenizer"), self.tokenizer_combo),
+            (self.data_form, N_("Vocabulary size"), self.vocab_spin),
+            (self.model_form, N_("Preset"), self.preset_combo),
+            (self.model_form, N_("d_model"), self.d_model),
+            (self.model_form, N_("Heads"), self.heads),
+            (self.model_form, N_("Encoder layers"), self.enc_layers),
+            (self.model_form, N_("Decoder layers"), self.dec_layers),
+            (self.model_form, N_("d_ff"), self.d_ff),
+            (self.model_form, N_("Dropout"), self.dropout),
+            (self.model_form, N_("Positions"), self.positional),
+            (self.model_form, N_("Normalisation"), self.norm),
+            (self.model_form, N_("Activation"), self.activation),
+            (self.model_form, N_("Tied embeddings"), self.tie),
+            (self.train_form, N_("Batch size"), self.batch),
+            (self.train_form, N_("Schedule"), self.schedule),
+            (self.train_form, N_("Warm-up steps"), self.warmup),
+            (self.train_form, N_("Learning rate"), self.rate),
+            (self.train_form, N_("Label smoothing"), self.smoothing),
+            (self.train_form, N_("Gradient clipping"), self.clip),
+            (self.train_form, N_("Seed"), self.seed),
+            (self.train_form, N_("Evaluate every"), self.eval_every),
         ]
         self._row_labels = []
         for form, text, field in self._rows:
@@ -347,12 +347,12 @@ class TrainingPanel(QWidget):
     control_requested = Signal(str, dict)  # pause/resume/stop/reset…
 
     PLOTS = (
-        ("loss_plot", "Loss", "cross-entropy"),
-        ("accuracy_plot", "Token accuracy", "accuracy"),
-        ("quality_plot", "Exact match and BLEU (valid)", "%"),
-        ("lr_plot", "Learning rate", "lr"),
-        ("grad_plot", "Gradient norm", "‖g‖"),
-        ("speed_plot", "Tokens per second", "tokens/s"),
+        ("loss_plot", N_("Loss"), "cross-entropy"),
+        ("accuracy_plot", N_("Token accuracy"), "accuracy"),
+        ("quality_plot", N_("Exact match and BLEU (valid)"), "%"),
+        ("lr_plot", N_("Learning rate"), "lr"),
+        ("grad_plot", N_("Gradient norm"), "‖g‖"),
+        ("speed_plot", N_("Tokens per second"), "tokens/s"),
     )
 
     def __init__(self, parent=None):
@@ -418,11 +418,11 @@ class TrainingPanel(QWidget):
         self.runs_label = QLabel()
 
         self.plots: dict[str, MetricPlot] = {}
-        grid = QGridLayout()
-        for i, (name, title, ylabel) in enumerate(self.PLOTS):
-            plot = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",))
-            self.plots[name] = plot
-            grid.addWidget(plot, i // 3, i % 3)
+        grid = self.plot_grid = QGridLayout()
+        self._columns = 0
+        for name, title, ylabel in self.PLOTS:
+            self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",))
+        self._arrange_plots(3)
         self.plots["loss_plot"].define("train", "train")
         self.plots["loss_plot"].define("valid", "valid", dashed=True, symbol="o")
         self.plots["accuracy_plot"].define("train", "train")
@@ -634,6 +634,17 @@ class TrainingPanel(QWidget):
     def _on_log(self, on: bool) -> None:
         for name in ("loss_plot", "lr_plot", "grad_plot"):
             self.plots[name].set_log(on)
+
+    def _arrange_plots(self, columns: int) -> None:
+        if columns == self._columns:
+            return
+        self._columns = columns
+        for i, plot in enumerate(self.plots.values()):
+            self.plot_grid.addWidget(plot, i // columns, i % columns)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 — narrow panels get two columns of plots
+        super().resizeEvent(event)
+        self._arrange_plots(2 if self.width() < 1150 else 3)
 
     def _tick(self) -> None:
         self._ticks += 1

@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_scene, write_numbers
 
 CHOSEN = "#ff7f0e"
@@ -47,7 +47,7 @@ class CandidateBars(QWidget):
         layout.setSpacing(0)
         layout.addLayout(head)
         layout.addWidget(self.plot, 1)
-        self._title_source = "Next-token candidates"
+        self._title_source = N_("Next-token candidates")
         self.retranslate()
 
     def retranslate(self) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_scene, write_numbers
 
 ATTENTION_MAP = pg.colormap.get("viridis")
@@ -49,7 +49,7 @@ class Heatmap(QWidget):
     cell_hovered = Signal(int, int)  # row, col; (-1, -1) outside
 
     def __init__(self, object_name: str, title: str = "", levels=(0.0, 1.0), colour_map=ATTENTION_MAP,
-                 row_name: str = "query", col_name: str = "key", parent=None):  # fmt: skip
+                 row_name: str = N_("query"), col_name: str = N_("key"), parent=None):  # fmt: skip
         super().__init__(parent)
         self.setObjectName(object_name)
         self._title_source = title
