@@ -33,6 +33,7 @@ def main() -> None:
     ap.add_argument("--lang", default="en")
     ap.add_argument("--checkpoint", help="a trained grammar-en-zh model for the look-inside panels")
     ap.add_argument("--sentence", default="Did you read two interesting books in the library yesterday?")
+    ap.add_argument("--first-launch", action="store_true", help="only the first-launch shots (bundled model)")
     args = ap.parse_args()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -48,6 +49,9 @@ def main() -> None:
 
     language.set(args.lang)
     folder = Path(tempfile.mkdtemp())
+    if args.first_launch:
+        first_launch(app, folder)
+        return
     window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
                         data_dir=folder, start_default=False)  # fmt: skip
     window.resize(1600, 1000)
@@ -75,11 +79,39 @@ def main() -> None:
     a.lower.setCurrentIndex(0)
     pump(app, 0.8)
     a.grab().save(str(OUT / f"panel-attention-over-training{suffix}.png"))
+    a.lower.setCurrentIndex(1)
+    pump(app, 0.8)
+    a.grab().save(str(OUT / f"panel-attention-entropy{suffix}.png"))
     window.docks["training"].raise_()
     window.close()
     if args.checkpoint:
         inside(app, args, folder, suffix)
     print("saved screenshots in", OUT)
+
+
+def first_launch(app, folder: Path) -> None:
+    """The window as it opens: the bundled model, a sample sentence and its cross-attention."""
+    from PySide6.QtCore import QSettings
+
+    from explorer.i18n import language
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    shots = (("first-launch", "en", "light"), ("window-zh", "zh", "light"), ("window-dark", "en", "dark"))
+    for name, lang, theme in shots:
+        language.set(lang)
+        settings = QSettings(str(folder / f"{name}.ini"), QSettings.IniFormat)
+        settings.setValue("theme", theme)
+        window = MainWindow(engine=Engine("cpu"), settings=settings, data_dir=folder / name)
+        window.resize(1600, 1000)
+        window.show()
+        deadline = time.perf_counter() + 30
+        while not (window.decoding.view and window.decoding.view.at_end) and time.perf_counter() < deadline:
+            pump(app, 0.1)
+        pump(app, 1.0)
+        window.grab().save(str(OUT / f"{name}.png"))
+        window.close()
+    language.set("en")
 
 
 def inside(app, args, folder: Path, suffix: str) -> None:
@@ -114,9 +146,13 @@ def inside(app, args, folder: Path, suffix: str) -> None:
     a.average.setChecked(True)
     d.run_button.click()
     pump(app, 1.5)
+    a.lower.setCurrentIndex(0)
+    pump(app, 0.5)
+    a.grab().save(str(OUT / f"panel-attention-cross{suffix}.png"))
     a.explain_requested.emit({"preset": "notes"})
     pump(app, 1.0)
-    a.grab().save(str(OUT / f"panel-attention-cross{suffix}.png"))
+    a.grab().save(str(OUT / f"panel-attention-explainer{suffix}.png"))
+    a.lower.setCurrentIndex(0)
     a.average.setChecked(False)
     a.all_heads.setChecked(True)
     pump(app, 0.5)

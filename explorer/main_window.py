@@ -180,10 +180,12 @@ class MainWindow(QMainWindow):
         self._show_sample = False  # decode the task's sample sentence once the model is there
         self.engine.start()
         self._offer_autosave()
+        # Load once the event loop runs: loading on the engine thread while the window is still being built
+        # would compete with it for the GIL and delay the window.
         if open_path:
-            self.open_checkpoint(open_path, confirm=False)
+            QTimer.singleShot(0, lambda: self.open_checkpoint(open_path, confirm=False))
         elif start_default:
-            self.open_default_model()
+            QTimer.singleShot(0, self.open_default_model)
 
     def open_default_model(self) -> None:
         """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence."""
@@ -254,7 +256,13 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.LeftDockWidgetArea, d["training"])
         self.addDockWidget(Qt.RightDockWidgetArea, d["decoding"])
         self.addDockWidget(Qt.RightDockWidgetArea, d["attention"])
-        self.splitDockWidget(d["decoding"], d["attention"], Qt.Vertical)
+        screen = QApplication.primaryScreen()
+        short = screen is not None and screen.availableGeometry().height() < 900
+        if short:  # a laptop screen: decoding and attention as tabs, each with the full height
+            self.tabifyDockWidget(d["decoding"], d["attention"])
+        else:
+            self.splitDockWidget(d["decoding"], d["attention"], Qt.Vertical)
+            self.resizeDocks([d["decoding"], d["attention"]], [380, 620], Qt.Vertical)
         self.tabifyDockWidget(d["attention"], d["positional"])
         self.tabifyDockWidget(d["training"], d["model"])
         self.tabifyDockWidget(d["model"], d["data"])

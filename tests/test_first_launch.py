@@ -80,7 +80,7 @@ def test_first_launch_opens_the_bundled_model_with_an_attention_map(make_window,
 
 def test_train_from_scratch_is_one_click(make_window, qtbot):
     window = make_window(start_default=True)
-    qtbot.waitUntil(lambda: window.training.current is not None, timeout=20000)
+    qtbot.waitUntil(lambda: window.training.current is not None and window.status.run_id == 1, timeout=20000)
     bundled_run = window.status.run_id
     form = window.training.form
     form.task_combo.setCurrentIndex(form.task_combo.findData("copy"))

@@ -208,8 +208,17 @@ def test_qk_explainer_worked_example_and_a_real_head(trained_window, qtbot):
     assert a.explanation.weights == pytest.approx(a.heatmap.values, abs=1e-5)
 
 
+def show_positional(window):
+    """The lab draws when it is looked at: show it."""
+    window.show()
+    window.docks["positional"].show()
+    window.docks["positional"].raise_()
+    return window.positional
+
+
 def test_positional_lab_data_equal_the_formula(trained_window):
-    p = trained_window.positional
+    p = show_positional(trained_window)
+    assert p.isVisible() and not p._stale
     p.d_model.setValue(20)
     p.positions.setValue(50)
     p.dims.setText("4 5 6 7")
@@ -229,6 +238,7 @@ def test_positional_lab_data_equal_the_formula(trained_window):
 
 
 def test_every_view_exports_readable_files(trained_window, qtbot, tmp_path):
+    show_positional(trained_window)
     d = decode(trained_window, qtbot, mode="beam")
     click(qtbot, d, "decode_step_button")
     click(qtbot, d, "decode_step_button")

@@ -132,7 +132,7 @@ class AttentionPanel(QWidget):
         self.probe_button.clicked.connect(self._on_probe)
         self.probe_every.valueChanged.connect(self._on_probe)
         self.entropy = MetricPlot(
-            N_("Attention entropy of the probe over training"), "entropy_plot", "nats", smoothable=False
+            N_("Attention entropy of the probe over training"), "entropy_plot", N_("nats"), smoothable=False
         )
         self.entropy_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
         self.entropy.plot.addItem(self.entropy_marker)
@@ -189,7 +189,6 @@ class AttentionPanel(QWidget):
         self.over_training = QWidget()
         ot = QVBoxLayout(self.over_training)
         ot.addLayout(probe)
-        ot.addLayout(time_row)
         ot.addWidget(self.entropy, 1)
         self.explainer = QWidget()
         ex = QVBoxLayout(self.explainer)
@@ -206,24 +205,26 @@ class AttentionPanel(QWidget):
         tables.addWidget(self.vectors)
         ex.addWidget(tables, 1)
 
+        # The map, the probe's history and the explainer as tabs, each with the panel's full height;
+        # the timeline stays above them because it scrubs every view.
         main = QWidget()
         main_layout = QVBoxLayout(main)
         main_layout.setContentsMargins(0, 0, 0, 0)
-        main_layout.addLayout(show_row)
-        main_layout.addLayout(pick)
-        main_layout.addWidget(self.pair_row)
         main_layout.addWidget(self.stack, 1)
         main_layout.addWidget(self.caption)
-        self.lower = QTabWidget(objectName="attention_lower_tabs")
+        self.lower = QTabWidget(objectName="attention_tabs")
+        self.lower.addTab(main, "")
         self.lower.addTab(self.over_training, "")
         self.lower.addTab(self.explainer, "")
-        body = QSplitter(Qt.Vertical)
-        body.addWidget(main)
-        body.addWidget(self.lower)
-        body.setSizes([560, 340])
+        self.timeline_title = QLabel()
+        time_row.insertWidget(0, self.timeline_title)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(body)
+        layout.addLayout(show_row)
+        layout.addLayout(pick)
+        layout.addWidget(self.pair_row)
+        layout.addLayout(time_row)
+        layout.addWidget(self.lower, 1)
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -246,8 +247,10 @@ class AttentionPanel(QWidget):
         self.probe_tgt.setPlaceholderText(tr("target (empty: the model's own translation)"))
         self.pair_button.setText(tr("Show"))
         self.probe_button.setText(tr("Set probe"))
-        self.lower.setTabText(0, tr("Attention over training"))
-        self.lower.setTabText(1, tr("Q·K explainer: one head, one query, step by step"))
+        self.lower.setTabText(0, tr("Map"))
+        self.lower.setTabText(1, tr("Attention over training"))
+        self.lower.setTabText(2, tr("Q·K explainer: one head, one query, step by step"))
+        self.timeline_title.setText(tr("Training snapshots"))
         self.explain_button.setText(tr("Explain this head"))
         self.notes_button.setText(tr("Worked example from the notes"))
         self.heatmap.retranslate()
@@ -306,6 +309,7 @@ class AttentionPanel(QWidget):
 
     def on_explanation(self, explanation: AttentionExplanation) -> None:
         self.explanation = explanation
+        self.lower.setCurrentWidget(self.explainer)
         self.query.blockSignals(True)
         self.query.clear()
         self.query.addItems([f"{i + 1}: {t}" for i, t in enumerate(explanation.query_tokens)])
@@ -377,8 +381,7 @@ class AttentionPanel(QWidget):
         rows = tr("Each row is one query position; it shows how that position spreads its attention over the keys "
                   "(the columns), and sums to 1.")  # fmt: skip
         if kind != "encoder":
-            rows += " " + tr("A decoder row is labelled “read → predicts”: the token it has just read and the one it "
-                             "predicts from there.")  # fmt: skip
+            rows = tr("Rows: query positions, labelled “read → predicts”; columns: keys; each row sums to 1.")
         if kind == "decoder_self":
             rows += " " + tr("Hatched cells are masked: a position may not look at later ones.")
         src = f"{tr('training step')} {inspection.step}"

@@ -78,7 +78,7 @@ class DecodingPanel(QWidget):
         self.speed = QSlider(Qt.Horizontal, objectName="decode_speed_slider")
         self.speed.setRange(1, 10)  # steps per second
         self.speed.setValue(2)
-        self.speed.setMaximumWidth(120)
+        self.speed.setMaximumWidth(90)
         self.back_button.clicked.connect(lambda: self._act("back"))
         self.step_button.clicked.connect(lambda: self._act("step"))
         self.run_button.clicked.connect(lambda: self._act("run"))
@@ -119,9 +119,10 @@ class DecodingPanel(QWidget):
             controls.addWidget(w)
         controls.addStretch(1)
         buttons = QHBoxLayout()
-        for w in (self.back_button, self.step_button, self.run_button, self.reset_button, self.play_button):
+        for w in (self.back_button, self.step_button, self.run_button, self.reset_button):
             buttons.addWidget(w)
         self.speed_label = QLabel()
+        buttons.addWidget(self.play_button)
         buttons.addWidget(self.speed_label)
         buttons.addWidget(self.speed)
         buttons.addStretch(1)
@@ -191,8 +192,10 @@ class DecodingPanel(QWidget):
         self.mode.setItemText(1, tr("Beam search"))
         self.labels["mode"].setText(tr("Mode"))
         self.labels["beam"].setText(tr("Beam size"))
-        self.labels["alpha"].setText(tr("Length penalty α"))
+        self.labels["alpha"].setText("α")
         self.labels["max"].setText(tr("Max length"))
+        self.alpha.setToolTip(tr("Length penalty α"))
+        self.labels["alpha"].setToolTip(tr("Length penalty α"))
         self.back_button.setText("◀ " + tr("Back"))
         self.step_button.setText(tr("Step") + " ▶")
         self.run_button.setText(tr("Run to end"))

@@ -38,15 +38,15 @@ class LinePlot(QWidget):
         super().__init__(parent)
         self.setObjectName(object_name)
         self._title_source = title
+        self._axis_labels = (x_label, y_label)
         self.series: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.plot = pg.PlotWidget()
         self.plot.setBackground(None)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.setLabel("bottom", x_label)
-        self.plot.setLabel("left", y_label)
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
+        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
         head = QHBoxLayout()
         head.setContentsMargins(4, 0, 0, 0)
         head.addWidget(self.title, 1)
@@ -59,6 +59,8 @@ class LinePlot(QWidget):
 
     def retranslate(self) -> None:
         self.title.setText(tr(self._title_source))
+        self.plot.setLabel("bottom", tr(self._axis_labels[0]))
+        self.plot.setLabel("left", tr(self._axis_labels[1]))
 
     def set_series(self, series: list[tuple[str, np.ndarray, np.ndarray, dict]]) -> None:
         self.plot.clear()
@@ -99,6 +101,7 @@ class PositionalPanel(QWidget):
         self.setObjectName("positional_panel")
         self.info: RunInfo | None = None
         self.model_tables: dict | None = None
+        self._stale = True  # drawn on the next showEvent
         self.d_model = QSpinBox(objectName="pe_dim_spin")
         self.d_model.setRange(2, 4096)
         self.d_model.setSingleStep(2)
@@ -117,12 +120,12 @@ class PositionalPanel(QWidget):
             w.valueChanged.connect(self.redraw)
         self.dims.editingFinished.connect(self.redraw)
 
-        self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, i) for chosen dimensions i"), "position", "PE")
+        self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, i) for chosen dimensions i"), N_("position"), "PE")
         self.matrix = Heatmap("pe_matrix_heatmap", N_("The PE matrix (positions × dimensions)"), (-1.0, 1.0),
                               DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
         self.similarity = Heatmap("pe_similarity_heatmap", N_("Similarity PE(p)·PE(q): depends only on p − q"),
                                   (0.0, 1.0), row_name=N_("position"), col_name=N_("position"))  # fmt: skip
-        self.shift_plot = LinePlot("pe_shift_plot", N_("PE(pos + k) and M_k · PE(pos)"), "dimension", "value")
+        self.shift_plot = LinePlot("pe_shift_plot", N_("PE(pos + k) and M_k · PE(pos)"), N_("dimension"), N_("value"))
         self.shift_matrix = Heatmap("pe_shift_matrix", N_("M_k: a rotation of each (sin, cos) pair"), (-1.0, 1.0),
                                     DIVERGING_MAP, N_("row"), N_("column"))  # fmt: skip
         self.shift_note = QLabel(objectName="pe_shift_note")
@@ -134,15 +137,18 @@ class PositionalPanel(QWidget):
         self.rope_angles = Heatmap("pe_rope_angles", N_("RoPE: rotation angle (radians, mod 2π) per position and pair"),
                                    (0.0, 2 * np.pi), row_name=N_("position"), col_name=N_("pair"))  # fmt: skip
         self.rope_scores = LinePlot("pe_rope_scores", N_("RoPE: score of q = k = 1 against the offset n − m"),
-                                    "offset n − m", "q·k")  # fmt: skip
+                                    N_("offset n − m"), "q·k")  # fmt: skip
 
         self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
-        controls = QHBoxLayout()
-        for key, w in (("d", self.d_model), ("n", self.positions), ("dims", self.dims), ("k", self.shift),
-                       ("pos", self.pos)):  # fmt: skip
-            controls.addWidget(self.labels[key])
-            controls.addWidget(w)
-        controls.addStretch(1)
+        controls = QVBoxLayout()
+        for keys in (("d", "n", "dims"), ("k", "pos")):
+            row = QHBoxLayout()
+            for key in keys:
+                row.addWidget(self.labels[key])
+                row.addWidget({"d": self.d_model, "n": self.positions, "dims": self.dims, "k": self.shift,
+                               "pos": self.pos}[key])  # fmt: skip
+            row.addStretch(1)
+            controls.addLayout(row)
         self.tabs = QTabWidget(objectName="pe_tabs")
         self.tabs.addTab(self.curves, "")
         self.tabs.addTab(self.matrix, "")
@@ -202,7 +208,16 @@ class PositionalPanel(QWidget):
         return out[:8] or [0, 1]
 
     # -- drawing ------------------------------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802 — drawn when first looked at, not at start-up
+        super().showEvent(event)
+        if self._stale:
+            self.redraw()
+
     def redraw(self) -> None:
+        if not self.isVisible():
+            self._stale = True
+            return
+        self._stale = False
         d = self.d_model.value() + self.d_model.value() % 2  # sin/cos pairs need an even width
         n = self.positions.value()
         pe = sinusoidal_table(n, d).numpy().astype(np.float64)

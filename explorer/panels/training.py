@@ -347,12 +347,12 @@ class TrainingPanel(QWidget):
     control_requested = Signal(str, dict)  # pause/resume/stop/reset…
 
     PLOTS = (
-        ("loss_plot", N_("Loss"), "cross-entropy"),
-        ("accuracy_plot", N_("Token accuracy"), "accuracy"),
+        ("loss_plot", N_("Loss"), N_("cross-entropy")),
+        ("accuracy_plot", N_("Token accuracy"), N_("accuracy")),
         ("quality_plot", N_("Exact match and BLEU (valid)"), "%"),
-        ("lr_plot", N_("Learning rate"), "lr"),
+        ("lr_plot", N_("Learning rate"), N_("lr")),
         ("grad_plot", N_("Gradient norm"), "‖g‖"),
-        ("speed_plot", N_("Tokens per second"), "tokens/s"),
+        ("speed_plot", N_("Tokens per second"), N_("tokens/s")),
     )
 
     def __init__(self, parent=None):
@@ -381,11 +381,14 @@ class TrainingPanel(QWidget):
         self.stop_button.clicked.connect(lambda: self.control_requested.emit("stop", {}))
         self.reset_button.clicked.connect(self._on_reset)
         buttons = QHBoxLayout()
-        for w in (self.start_button, self.pause_button, self.stop_button, self.reset_button, self.step_button,
-                  self.step_n_button, self.step_n):  # fmt: skip
+        for w in (self.start_button, self.pause_button, self.stop_button, self.reset_button):
             buttons.addWidget(w)
         buttons.addStretch(1)
-        buttons.addWidget(self.scratch_button)
+        steps_row = QHBoxLayout()
+        for w in (self.step_button, self.step_n_button, self.step_n):
+            steps_row.addWidget(w)
+        steps_row.addStretch(1)
+        steps_row.addWidget(self.scratch_button)
 
         # presenting: stop by itself at a chosen step, or once the loss is low enough
         self.pause_at_label = QLabel()
@@ -409,8 +412,10 @@ class TrainingPanel(QWidget):
         for w in (self.smooth_label, self.smooth_slider, self.smooth_value, self.log_check):
             view_row.addWidget(w)
         view_row.addStretch(1)
+        pause_row = QHBoxLayout()
         for w in (self.pause_at_label, self.pause_at_step, self.pause_at_or, self.pause_at_loss):
-            view_row.addWidget(w)
+            pause_row.addWidget(w)
+        pause_row.addStretch(1)
 
         self.run_list = QListWidget(objectName="run_list")
         self.run_list.setMaximumHeight(70)
@@ -423,15 +428,15 @@ class TrainingPanel(QWidget):
         for name, title, ylabel in self.PLOTS:
             self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",))
         self._arrange_plots(3)
-        self.plots["loss_plot"].define("train", "train")
-        self.plots["loss_plot"].define("valid", "valid", dashed=True, symbol="o")
-        self.plots["accuracy_plot"].define("train", "train")
-        self.plots["quality_plot"].define("exact_match", "exact match %", symbol="o")
+        self.plots["loss_plot"].define("train", N_("train"))
+        self.plots["loss_plot"].define("valid", N_("valid"), dashed=True, symbol="o")
+        self.plots["accuracy_plot"].define("train", N_("train"))
+        self.plots["quality_plot"].define("exact_match", N_("exact match %"), symbol="o")
         self.plots["quality_plot"].define("bleu", "BLEU", dashed=True, symbol="t")
-        self.plots["lr_plot"].define("schedule", "schedule", dashed=True)
-        self.plots["lr_plot"].define("lr", "used")
-        self.plots["grad_plot"].define("train", "before clipping")
-        self.plots["speed_plot"].define("train", "target tokens/s")
+        self.plots["lr_plot"].define("schedule", N_("schedule"), dashed=True)
+        self.plots["lr_plot"].define("lr", N_("used"))
+        self.plots["grad_plot"].define("train", N_("before clipping"))
+        self.plots["speed_plot"].define("train", N_("target tokens/s"))
         self.step_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", style=Qt.DotLine))
         self.plots["lr_plot"].plot.addItem(self.step_marker)
         # the step of the attention snapshot being looked at (Attention panel's timeline)
@@ -443,14 +448,16 @@ class TrainingPanel(QWidget):
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 0, 0, 0)
         right_layout.addLayout(buttons)
+        right_layout.addLayout(steps_row)
         right_layout.addLayout(view_row)
+        right_layout.addLayout(pause_row)
         right_layout.addWidget(self.runs_label)
         right_layout.addWidget(self.run_list)
         right_layout.addLayout(grid, 1)
         scroll = self.settings_area = QScrollArea()
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(280)
+        scroll.setMinimumWidth(230)
         scroll.setMaximumWidth(380)
         splitter = QSplitter()
         splitter.addWidget(scroll)

@@ -38,6 +38,7 @@ class CandidateBars(QWidget):
         self.value_labels: list[pg.TextItem] = []
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
+        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
         head = QHBoxLayout()
         head.setContentsMargins(4, 0, 0, 0)
         head.addWidget(self.title, 1)

@@ -87,6 +87,7 @@ class Heatmap(QWidget):
 
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
+        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
         self.hover_label = QLabel(objectName=f"{object_name}_hover")
         self.hover_label.setMinimumHeight(18)
         self.export_button = export_button(self, object_name, self.export)
@@ -142,17 +143,20 @@ class Heatmap(QWidget):
             self.overlay.show()
         else:
             self.overlay.hide()
-        self.plot.getAxis("left").setTicks([_ticks(self.rows, 40)])
         self._column_ticks()
         self.plot.setXRange(0, max(1, n_cols), padding=0)
         self.plot.setYRange(0, max(1, n_rows), padding=0)
         self.highlight_row(highlight_row)
 
     def _column_ticks(self) -> None:
-        """Column labels, on two staggered lines when they would not fit side by side."""
+        """Column labels, on two staggered lines when they would not fit side by side; as many row
+        labels as fit the height (hovering names every cell)."""
         if not self.cols:
             return
         fm = QFontMetrics(self.view.font())
+        height = max(1.0, self.view.height() - 2.5 * fm.height())
+        fit = max(1, int(height // (fm.height() + 1)))
+        self.plot.getAxis("left").setTicks([_ticks(self.rows, min(40, fit))])
         width = max(1.0, self.view.width() - 90.0)  # room for the left axis and the colour bar
         widest = max(fm.horizontalAdvance(c) for c in self.cols)
         crowded = widest + 6 > width / min(len(self.cols), 40)

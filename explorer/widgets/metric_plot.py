@@ -99,9 +99,7 @@ class MetricPlot(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setBackground(None)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.setLabel("bottom", "step")
-        if y_label:
-            self.plot.setLabel("left", y_label)
+        self._y_label = y_label
         item = self.plot.getPlotItem()
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
@@ -118,6 +116,7 @@ class MetricPlot(QWidget):
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
+        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
         self.export_button = export_button(self, object_name.removesuffix("_plot"), self.export, ("PNG", "SVG", "CSV"))
         head = QHBoxLayout()
         head.setContentsMargins(4, 0, 0, 0)
@@ -132,6 +131,14 @@ class MetricPlot(QWidget):
 
     def retranslate(self) -> None:
         self.title.setText(tr(self._title_source))
+        self.plot.setLabel("bottom", tr("step"))
+        if self._y_label:
+            self.plot.setLabel("left", tr(self._y_label))
+        for s in self.series.values():  # legend entries follow the language
+            if s.curve is not None:
+                label = self.legend.getLabel(s.curve)
+                if label is not None:
+                    label.setText(self._legend_text(s))
 
     # -- data ----------------------------------------------------------------------------------
     def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None):
@@ -254,13 +261,16 @@ class MetricPlot(QWidget):
                     s.raw_curve.setData([], [])
         self._follow()
 
+    def _legend_text(self, s: Series) -> str:
+        label = tr(self.styles.get(s.name, {}).get("label", s.name))
+        return label if s.run_id == self.current_run else f"{label} ({tr('run')} {s.run_id})"
+
     def _make_curves(self, s: Series) -> None:
         style = self.styles.get(s.name, dict(label=s.name, shift=0, dashed=False, symbol=None))
         colour = pg.mkColor(RUN_COLOURS[(s.run_id - 1 + style["shift"]) % len(RUN_COLOURS)])
         current = s.run_id == self.current_run
         pen = pg.mkPen(colour, width=2 if current else 1.3, style=Qt.DashLine if style["dashed"] else Qt.SolidLine)
-        label = style["label"] if current else f"{style['label']} (run {s.run_id})"
-        kw = dict(pen=pen, name=label)
+        kw = dict(pen=pen, name=self._legend_text(s))
         if style["symbol"]:
             kw.update(symbol=style["symbol"], symbolSize=6, symbolBrush=colour, symbolPen=colour)
         s.curve = self.plot.plot([], [], **kw)
