@@ -29,6 +29,13 @@ def foreground() -> QColor:
     return QApplication.palette().color(QPalette.WindowText)
 
 
+def legend_brush():
+    """A legend box in the window's own colour, slightly see-through."""
+    colour = QColor(QApplication.palette().color(QPalette.Window))
+    colour.setAlpha(200)
+    return pg.mkBrush(colour)
+
+
 def apply_theme(name: str, root: QWidget | None = None) -> None:
     """Switch the application's palette, and restyle the plots under ``root`` to match."""
     app = QApplication.instance()
@@ -57,6 +64,7 @@ def restyle_plots(root: QWidget, fg: QColor, tick_font: QFont | None = None) -> 
                 axis.label.setFont(tick_font)
         if item.legend is not None:
             item.legend.setLabelTextColor(fg)
+            item.legend.setBrush(legend_brush())
 
 
 def set_presenter_font(root: QWidget, on: bool, base: QFont) -> None:

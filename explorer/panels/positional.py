@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.appearance import legend_brush
 from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_scene, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
@@ -43,7 +44,7 @@ class LinePlot(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setBackground(None)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
         self.title.setWordWrap(True)  # a long title must not set the panel's minimum width

@@ -8,6 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from explorer.appearance import foreground
 from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_scene, write_numbers
 
@@ -69,7 +70,7 @@ class CandidateBars(QWidget):
             self.plot.removeItem(item)
         self.value_labels = []
         for i, p in enumerate(self.probs):
-            label = pg.TextItem(f"{p:.3f}", anchor=(0, 0.5), color="#333")
+            label = pg.TextItem(f"{p:.3f}", anchor=(0, 0.5), color=foreground())
             label.setPos(min(p, 0.82) + 0.01, i)
             self.plot.addItem(label)
             self.value_labels.append(label)

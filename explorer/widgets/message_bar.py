@@ -36,7 +36,10 @@ class MessageBar(QFrame):
         for b in self.buttons:
             b.deleteLater()
         self.buttons = []
-        self.setStyleSheet(f"#message_bar {{ {STYLES[level]} border-radius: 4px; }}")
+        # light backgrounds in every theme, so the text is always dark
+        self.setStyleSheet(
+            f"#message_bar {{ {STYLES[level]} border-radius: 4px; }} #message_text {{ color: #1a1a1a; }}"
+        )
         self.label.setText(text)
         self.level = level
         for label, callback in actions or []:

@@ -16,6 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGraphicsItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from explorer.appearance import legend_brush
 from explorer.i18n import tr
 from explorer.widgets.export import export_button, render_scene
 
@@ -113,7 +114,7 @@ class MetricPlot(QWidget):
         for name in ("left", "bottom"):  # blit the axes from a pixmap; re-rendered only when they change
             item.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
             item.getAxis(name).enableAutoSIPrefix(False)  # plain numbers, not "(x0.001)"
-        self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 190))
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: 600")
         self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
