@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def on_map(source: str) -> None:
             if source == "decoding" and window.attention.heatmap.values.size:
+                window.attention.map_drawn.disconnect(on_map)
                 print(f"attention map shown after {time.perf_counter() - T0:.2f} s", flush=True)
                 QTimer.singleShot(0, window.close)
 

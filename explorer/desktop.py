@@ -34,7 +34,10 @@ def data_home(home: Path | None = None) -> Path:
 
 
 def launch_command() -> str:
-    """How the menu entry starts this installation: the console script, else this Python with -m."""
+    """How the menu entry starts this installation: a frozen bundle's own executable, the console
+    script, or this Python with -m."""
+    if getattr(sys, "frozen", False):  # a PyInstaller bundle
+        return shlex.quote(sys.executable)
     script = shutil.which(APP_ID)
     if script:
         return shlex.quote(script)
