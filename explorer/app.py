@@ -31,6 +31,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def _file_open_forwarder():
+    from PySide6.QtCore import QEvent, QObject
+
+    class Forwarder(QObject):
+        """macOS delivers a double-clicked or dock-dropped document as a FileOpen event, not an argument."""
+
+        def __init__(self, window):
+            super().__init__(window)
+            self.window = window
+
+        def eventFilter(self, obj, event):  # noqa: N802
+            if event.type() == QEvent.FileOpen and event.file().lower().endswith(".ckpt"):
+                self.window.open_checkpoint(event.file())
+                return True
+            return False
+
+    return Forwarder
+
+
+def FileOpenForwarder(window):  # noqa: N802 — built lazily so that --help needs no Qt
+    return _file_open_forwarder()(window)
+
+
 def warm_up() -> None:
     """Slow one-time work, done before the window shows: the first optimizer construction
     imports torch._dynamo (about a second); done later on the engine thread it froze the GUI."""
@@ -65,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     language.set(lang if lang in ("en", "zh") else "en")
     window = MainWindow(engine=Engine(args.device, args.threads), settings=settings,
                         open_path=args.open_path or args.checkpoint, start_default=not args.new)  # fmt: skip
+    opener = FileOpenForwarder(window)
+    app.installEventFilter(opener)
     window.show()
     if args.measure_startup:  # for bench/gui_responsiveness: launch → window → first attention map
         app.processEvents()

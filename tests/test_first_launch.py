@@ -224,3 +224,20 @@ def test_help_explains_each_panel(make_window):
     assert "triangle" in window.help_boxes["attention"].text.text()
     assert "sine and cosine" in window.help_boxes["positional"].text.text()
     assert "log-probability" in window.help_boxes["decoding"].text.text()
+
+
+def test_a_file_open_event_opens_the_checkpoint(make_window, qtbot, tmp_path, copy_session_factory):
+    """How macOS hands over a double-clicked checkpoint."""
+    from PySide6.QtGui import QFileOpenEvent
+
+    from explorer.app import FileOpenForwarder
+
+    path = tmp_path / "opened.ckpt"
+    session = copy_session_factory()
+    session.train_steps(4)
+    session.save(path)
+    window = make_window()
+    forwarder = FileOpenForwarder(window)
+    assert forwarder.eventFilter(QApplication.instance(), QFileOpenEvent(str(path)))
+    qtbot.waitUntil(lambda: window.status.path == str(path) and window.status.step == 4, timeout=15000)
+    assert not forwarder.eventFilter(QApplication.instance(), QFileOpenEvent(str(tmp_path / "notes.txt")))
