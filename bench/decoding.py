@@ -64,6 +64,34 @@ def main() -> None:
     )
     per_step = med["greedy, cached"] / TOKENS
     print(f"  cached step: {per_step * 1e3:.3f} ms per token")
+    trained_model(args.repeats)
+
+
+def trained_model(repeats: int) -> None:
+    """The same comparison on the bundled trained model and real sentences, where beams end on their own."""
+    from model.session import Session
+    from resources import default_model
+
+    path = default_model()
+    if path is None:
+        return
+    session = Session.load(path, device="cpu")
+    sentences = [s for s, _ in session.corpus.test[:20]]
+    sources = [torch.tensor(session._source(s)[1]) for s in sentences]
+    lengths = [session.default_max_len(len(s)) for s in sources]
+
+    def greedy_all():
+        for src, n in zip(sources, lengths):
+            greedy_decode(session.model, src, n)
+
+    def beam_all():
+        for src, n in zip(sources, lengths):
+            beam_search(session.model, src, 5, n)
+
+    med = interleaved_medians({"greedy, 20 test sentences": greedy_all, "beam 5, 20 test sentences": beam_all},
+                              repeats=max(3, repeats // 3))  # fmt: skip
+    report("decoding with the bundled trained model (grammar-en-zh, small preset)", med,
+           [("beam 5 / greedy (goal <= 2.5)", "beam 5, 20 test sentences", "greedy, 20 test sentences")])  # fmt: skip
 
 
 if __name__ == "__main__":

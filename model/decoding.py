@@ -276,7 +276,7 @@ class BeamStepper:
         self._prefixes = [self._prefixes[c.parent] + [c.token] for c in live]
         if live:
             device = log_probs.device
-            state.reorder(torch.tensor(kept_rows, device=device))
+            state.reorder(kept_rows)
             self._last = torch.tensor(kept_tokens, device=device)
             self._log_probs = torch.tensor(kept_scores, device=device)
         return record

@@ -53,12 +53,17 @@ class DecoderState:
     def capacity(self) -> int:
         return self.cache.shape[4]
 
-    def reorder(self, index: Tensor) -> None:
-        """Keep cache rows ``index`` (beam parents, possibly repeated) as rows 0..len(index)-1."""
-        n, t = len(index), self.length
-        if not torch.equal(index, torch.arange(n, device=index.device)):  # else: rows already in place
-            self.cache[:, :, :n, :, :t] = self.cache[:, :, :, :, :t].index_select(2, index)
-        self.batch = n
+    def reorder(self, parents: list[int]) -> None:
+        """Keep cache rows ``parents`` (beam parents, possibly repeated) as rows 0..len(parents)-1.
+
+        Only rows whose parent is another row are copied; a beam that extends
+        its own prefix keeps its keys and values where they are.
+        """
+        t = self.length
+        moved = [row for row, parent in enumerate(parents) if parent != row]
+        if moved:  # the source rows are gathered (copied) before any row is overwritten
+            self.cache[:, :, moved, :, :t] = self.cache[:, :, [parents[row] for row in moved], :, :t]
+        self.batch = len(parents)
 
 
 class Transformer(nn.Module):
