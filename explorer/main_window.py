@@ -209,15 +209,7 @@ class MainWindow(QMainWindow):
 
     def train_from_scratch(self) -> None:
         """A fresh model with the Training panel's settings, training at once."""
-        self.docks["training"].show()
-        self.docks["training"].raise_()
-        try:
-            spec = self.training.form.spec()
-        except ValueError as exc:
-            self.show_message(str(exc), "error")
-            return
-        self._when_discarded(lambda: (self.engine.submit("new", spec=spec), self.engine.submit("start")),
-                             tr("Training from scratch replaces the current model."))  # fmt: skip
+        self.new_model(start=True)
 
     def _decode_sample(self, info: RunInfo) -> None:
         task = info.data.get("task") or ""
@@ -525,8 +517,8 @@ class MainWindow(QMainWindow):
         else:
             then()
 
-    def new_model(self) -> None:
-        """A fresh model from the Training panel's settings."""
+    def new_model(self, start: bool = False) -> None:
+        """A fresh model from the Training panel's settings (training at once with ``start``)."""
         self.docks["training"].show()
         self.docks["training"].raise_()
         try:
@@ -534,7 +526,18 @@ class MainWindow(QMainWindow):
         except ValueError as exc:
             self.show_message(str(exc), "error")
             return
-        self._when_discarded(lambda: self.engine.submit("new", spec=spec), tr("A new model replaces the current one."))
+
+        def replace() -> None:
+            self.engine.submit("new", spec=spec)
+            if start:
+                self.engine.submit("start")
+
+        question = (
+            N_("Training from scratch replaces the current model.")
+            if start
+            else N_("A new model replaces the current one.")
+        )
+        self._when_discarded(replace, tr(question))
 
     def open_checkpoint(self, path: str | None = None, confirm: bool = True) -> None:
         if path is None:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from explorer.appearance import legend_brush
 from explorer.i18n import N_, tr
-from explorer.widgets.export import export_button, render_scene, write_numbers
+from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.metric_plot import RUN_COLOURS
 from explorer.worker import RunInfo
@@ -45,17 +45,7 @@ class LinePlot(QWidget):
         self.plot.setBackground(None)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
-        self.title = QLabel()
-        self.title.setStyleSheet("font-weight: 600")
-        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
-        head = QHBoxLayout()
-        head.setContentsMargins(4, 0, 0, 0)
-        head.addWidget(self.title, 1)
-        head.addWidget(export_button(self, object_name, self.export, ("PNG", "SVG", "CSV", "NPY")))
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(head)
-        layout.addWidget(self.plot, 1)
+        self.title, _ = titled_view(self, self.plot, object_name, self.export, ("PNG", "SVG", "CSV", "NPY"))
         self.retranslate()
 
     def retranslate(self) -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from explorer.appearance import foreground
 from explorer.i18n import N_, tr
-from explorer.widgets.export import export_button, render_scene, write_numbers
+from explorer.widgets.export import render_scene, titled_view, write_numbers
 
 CHOSEN = "#ff7f0e"
 OTHER = "#7aa6d6"
@@ -37,18 +37,7 @@ class CandidateBars(QWidget):
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.plot.addItem(self.bars)
         self.value_labels: list[pg.TextItem] = []
-        self.title = QLabel()
-        self.title.setStyleSheet("font-weight: 600")
-        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
-        head = QHBoxLayout()
-        head.setContentsMargins(4, 0, 0, 0)
-        head.addWidget(self.title, 1)
-        head.addWidget(export_button(self, "candidates", self.export, ("PNG", "SVG", "CSV")))
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addLayout(head)
-        layout.addWidget(self.plot, 1)
+        self.title, _ = titled_view(self, self.plot, "candidates", self.export, ("PNG", "SVG", "CSV"))
         self._title_source = N_("Next-token candidates")
         self.retranslate()
 

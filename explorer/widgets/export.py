@@ -10,7 +10,7 @@ import numpy as np
 from PySide6.QtCore import QPoint, QRectF, QSize
 from PySide6.QtGui import QImage, QPainter, QRegion
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QFileDialog, QGraphicsScene, QMenu, QToolButton, QWidget
+from PySide6.QtWidgets import QFileDialog, QGraphicsScene, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
 
 from explorer.i18n import tr
 
@@ -98,6 +98,28 @@ def write_numbers(
         for i, row in enumerate(matrix):
             cells = [repr(float(x)) for x in row]
             w.writerow([row_labels[i], *cells] if row_labels is not None else cells)
+
+
+def titled_view(
+    owner: QWidget, body: QWidget, name: str, export: Callable[[str], None], formats, footer: QWidget | None = None
+) -> tuple[QLabel, QToolButton]:
+    """Lay ``owner`` out as a bold title and a ⤓ export button above ``body`` (and ``footer``)."""
+    title = QLabel()
+    title.setStyleSheet("font-weight: 600")
+    title.setWordWrap(True)  # a long title must not set the panel's minimum width
+    button = export_button(owner, name, export, formats)
+    head = QHBoxLayout()
+    head.setContentsMargins(4, 0, 0, 0)
+    head.addWidget(title, 1)
+    head.addWidget(button)
+    layout = QVBoxLayout(owner)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(0)
+    layout.addLayout(head)
+    layout.addWidget(body, 1)
+    if footer is not None:
+        layout.addWidget(footer)
+    return title, button
 
 
 def export_button(owner: QWidget, name: str, export: Callable[[str], None], formats=("PNG", "SVG", "CSV", "NPY")):

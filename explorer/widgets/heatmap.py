@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from explorer.i18n import N_, tr
-from explorer.widgets.export import export_button, render_scene, write_numbers
+from explorer.widgets.export import export_button, render_scene, titled_view, write_numbers
 
 ATTENTION_MAP = pg.colormap.get("viridis")
 DIVERGING_MAP = pg.colormap.get("CET-D1")
@@ -34,6 +34,20 @@ def hatch_overlay(mask: np.ndarray) -> np.ndarray:
     cells = np.kron(mask.astype(np.ubyte), np.ones((HATCH, HATCH), dtype=np.ubyte)).astype(bool)
     big[cells] = np.tile(tile, (rows, cols, 1))[cells]
     return big
+
+
+def image_plot() -> tuple[pg.GraphicsLayoutWidget, pg.PlotItem, pg.ImageItem]:
+    """A fixed (no pan, no zoom) plot with one image in it, row 0 at the top."""
+    view = pg.GraphicsLayoutWidget()
+    view.setBackground(None)
+    plot = view.addPlot()
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    plot.getViewBox().setMouseEnabled(False, False)
+    plot.invertY(True)
+    image = pg.ImageItem(axisOrder="row-major")
+    plot.addItem(image)
+    return view, plot, image
 
 
 def _ticks(labels: list[str], limit: int, stagger: bool = False) -> list[tuple[float, str]]:
@@ -61,16 +75,8 @@ class Heatmap(QWidget):
         self.levels = levels
         self._hover = (-1, -1)
 
-        self.view = pg.GraphicsLayoutWidget()
-        self.view.setBackground(None)
-        self.plot = self.view.addPlot()
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.getViewBox().setMouseEnabled(False, False)
-        self.plot.invertY(True)
-        self.image = pg.ImageItem(axisOrder="row-major")
+        self.view, self.plot, self.image = image_plot()
         self.overlay = pg.ImageItem(axisOrder="row-major")
-        self.plot.addItem(self.image)
         self.plot.addItem(self.overlay)
         self.row_box = QGraphicsRectItem()
         pen = QPen(QColor("#ff7f0e"), 2)
@@ -85,22 +91,11 @@ class Heatmap(QWidget):
             self.plot.getAxis(name).setStyle(tickLength=0)
         self.view.scene().sigMouseMoved.connect(self._on_move)
 
-        self.title = QLabel()
-        self.title.setStyleSheet("font-weight: 600")
-        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
         self.hover_label = QLabel(objectName=f"{object_name}_hover")
         self.hover_label.setMinimumHeight(18)
-        self.export_button = export_button(self, object_name, self.export)
-        head = QHBoxLayout()
-        head.setContentsMargins(4, 0, 0, 0)
-        head.addWidget(self.title, 1)
-        head.addWidget(self.export_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addLayout(head)
-        layout.addWidget(self.view, 1)
-        layout.addWidget(self.hover_label)
+        self.title, self.export_button = titled_view(
+            self, self.view, object_name, self.export, ("PNG", "SVG", "CSV", "NPY"), self.hover_label
+        )
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -214,15 +209,7 @@ class HeatmapGrid(QWidget):
         super().__init__(parent)
         self.setObjectName(object_name)
         self.maps = np.zeros((0, 0, 0, 0))
-        self.view = pg.GraphicsLayoutWidget()
-        self.view.setBackground(None)
-        self.plot = self.view.addPlot()
-        self.plot.setMenuEnabled(False)
-        self.plot.hideButtons()
-        self.plot.getViewBox().setMouseEnabled(False, False)
-        self.plot.invertY(True)
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.plot.addItem(self.image)
+        self.view, self.plot, self.image = image_plot()
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.plot.getAxis("bottom").setStyle(tickLength=0)
         self.view.scene().sigMouseClicked.connect(self._on_click)

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGraphicsItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from explorer.appearance import legend_brush
 from explorer.i18n import tr
-from explorer.widgets.export import export_button, render_scene
+from explorer.widgets.export import render_scene, titled_view
 
 RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
@@ -115,19 +115,9 @@ class MetricPlot(QWidget):
             item.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
             item.getAxis(name).enableAutoSIPrefix(False)  # plain numbers, not "(x0.001)"
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
-        self.title = QLabel()
-        self.title.setStyleSheet("font-weight: 600")
-        self.title.setWordWrap(True)  # a long title must not set the panel's minimum width
-        self.export_button = export_button(self, object_name.removesuffix("_plot"), self.export, ("PNG", "SVG", "CSV"))
-        head = QHBoxLayout()
-        head.setContentsMargins(4, 0, 0, 0)
-        head.addWidget(self.title, 1)
-        head.addWidget(self.export_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addLayout(head)
-        layout.addWidget(self.plot, 1)
+        self.title, self.export_button = titled_view(
+            self, self.plot, object_name.removesuffix("_plot"), self.export, ("PNG", "SVG", "CSV")
+        )
         self.retranslate()
 
     def retranslate(self) -> None:
