@@ -50,10 +50,17 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     _fsync_folder(path.parent)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it: done once, at import, before any threads
     os.umask(mask)
     return mask
+
+
+UMASK = _read_umask()
+
+
+def _umask() -> int:
+    return UMASK
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -29,8 +29,3 @@ def causal_mask(length: int, device: torch.device | str | None = None) -> Tensor
 def decoder_self_mask(tgt: Tensor, pad_id: int) -> Tensor:
     """Causal and padding combined for decoder self-attention. ``tgt [B, T]`` → ``[B, 1, T, T]``."""
     return causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, pad_id)
-
-
-def subsequent_mask(length: int) -> Tensor:
-    """The Annotated Transformer's name for :func:`causal_mask`."""
-    return causal_mask(length)

@@ -98,10 +98,6 @@ class RotaryEmbedding(nn.Module):
             "rotation", torch.polar(torch.ones_like(angles), angles).to(torch.complex64), persistent=False
         )
 
-    def angles(self) -> Tensor:
-        """Rotation angle per position and dimension pair. → ``[max_len, head_dim / 2]``."""
-        return torch.angle(self.rotation)
-
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         # x: [B, H, L, Dh] → same shape, each pair rotated by its position's angle
         B, H, L, Dh = x.shape

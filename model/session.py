@@ -23,7 +23,7 @@ from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs
 from model.decoding import BeamStepper, beam_search, greedy_decode
 from model.device import resolve_device
 from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
-from model.training import TrainConfig, Trainer, evaluate
+from model.training import TrainConfig, Trainer, evaluate, make_optimizer
 from model.transformer import Transformer
 
 TRAIN_KEYS = ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")
@@ -214,6 +214,7 @@ class Session:
             self._trainer = Trainer(self.model, self.train_cfg, stream, step=self.step)
             if pending.get("optimizer") is not None:
                 self._trainer.optimizer.load_state_dict(pending["optimizer"])
+                self._trainer.apply_settings()  # the saved state carries the old betas/eps/weight decay
             self._pending = None
         return self._trainer
 
@@ -284,8 +285,14 @@ class Session:
             return None
 
     def translate(
-        self, text: str, beam_size: int = 1, max_len: int | None = None, length_penalty: float = 0.6
+        self,
+        text: str,
+        beam_size: int = 1,
+        max_len: int | None = None,
+        length_penalty: float = 0.6,
+        with_reference: bool = True,
     ) -> Translation:
+        """Translate one sentence; ``with_reference`` also looks it up in the corpus (which loads the corpus)."""
         encoded, ids, truncated = self._source(text)
         max_len = max_len or self.default_max_len(len(ids))
         src = torch.tensor(ids, device=self.device)
@@ -296,7 +303,8 @@ class Session:
             found = beam_search(self.model, src, beam_size, max_len, length_penalty)
             tokens = found[0].tokens
             hyps = [(self.tgt_tok.decode(h.tokens), h.score, h.log_prob) for h in found]
-        return Translation(encoded, ids, hyps[0][0], tokens, hyps, truncated, self.reference_for(text))
+        reference = self.reference_for(text) if with_reference else None
+        return Translation(encoded, ids, hyps[0][0], tokens, hyps, truncated, reference)
 
     def stepper(
         self,
@@ -320,19 +328,23 @@ class Session:
         with neither, for the model's own greedy translation."""
         _, ids, _ = self._source(src_text)
         src = torch.tensor([ids], device=self.device)
-        if tgt_ids is not None:
-            y = [t for t in tgt_ids if t != EOS_ID][: self.model_cfg.max_len - 1]
-        elif tgt_text is None:
-            y = greedy_decode(self.model, src, self.default_max_len(len(ids)))[0]
-            y = y[:-1] if y and y[-1] == EOS_ID else y
-        else:
-            y = self.tgt_tok.encode_ids(tgt_text)[: self.model_cfg.max_len - 1]
+        target_given = tgt_ids is not None
+        if tgt_ids is None:
+            tgt_ids = (
+                greedy_decode(self.model, src, self.default_max_len(len(ids)))[0]
+                if tgt_text is None
+                else self.tgt_tok.encode_ids(tgt_text)
+            )
+        # the decoder reads BOS + y, so y may use all positions but one
+        y = [t for t in tgt_ids if t != EOS_ID][: self.model_cfg.max_len - 1]
         cfg = self.model_cfg
         tgt_in = torch.tensor([[cfg.bos_id, *y]], device=self.device)
         out = [*y, EOS_ID]
         self.model.eval()
         logits, maps = self.model(src, tgt_in, return_attention=True)
-        probs = logits[0].float().softmax(-1)[torch.arange(len(out)), torch.tensor(out, device=self.device)]
+        logits = logits[0].float()
+        logits[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")  # as in decoding: PAD and BOS are never emitted
+        probs = logits.softmax(-1)[torch.arange(len(out)), torch.tensor(out, device=self.device)]
 
         def stack(ws: list[torch.Tensor]) -> np.ndarray:
             return torch.stack([w[0] for w in ws]).float().cpu().numpy()
@@ -346,7 +358,7 @@ class Session:
             decoder_self=stack(maps.decoder_self),
             cross=stack(maps.cross),
             target_probs=probs.cpu().numpy(),
-            teacher_forced=tgt_text is not None or tgt_ids is not None,
+            teacher_forced=tgt_text is not None or target_given,
             step=self.step,
             source=src_text,
             target_ids=tuple(y),
@@ -469,13 +481,17 @@ class Session:
             raise CheckpointError(f"{path}: its settings cannot be read ({exc})") from None
         if (src_tok.vocab_size, tgt_tok.vocab_size) != (model_cfg.src_vocab_size, model_cfg.tgt_vocab_size):
             raise CheckpointError(f"{path}: its tokenizers do not match its model; the file is inconsistent")
+        rng_before = torch.get_rng_state()  # building a session seeds the global generator
         session = cls(
             model_cfg=model_cfg, train_cfg=train_cfg, data_spec=data_spec, tokenizer_spec=tok_spec,
             src_tok=src_tok, tgt_tok=tgt_tok, device=resolve_device(device), preset=meta.get("preset", "custom"),
         )  # fmt: skip
         try:
             session.model.load_state_dict(data["model"])
-        except (RuntimeError, TypeError, AttributeError) as exc:
+            if data.get("optimizer") is not None:  # fails now, not at the first training step
+                make_optimizer(session.model, train_cfg).load_state_dict(data["optimizer"])
+        except (RuntimeError, TypeError, AttributeError, ValueError, KeyError) as exc:
+            torch.set_rng_state(rng_before)
             raise CheckpointError(f"{path}: the weights do not fit the model it describes ({exc})") from None
         session.step = int(meta.get("step", 0))
         session.elapsed = float(meta.get("elapsed", 0.0))

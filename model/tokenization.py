@@ -5,7 +5,8 @@ Kinds and what a round trip ``decode(encode(text))`` gives back:
 - ``char``: one token per character, spaces included — the text itself.
 - ``word``: words split at whitespace and punctuation, Chinese one token per
   character — the text with a single space between words, none before
-  punctuation (``, . ! ? ; : ) ]``), none inside ``'`` contractions, and none next
+  punctuation (``, . ! ? ; : ) ]``), none inside contractions and possessive 's
+  (``don't``, ``Li Hua's``), and none next
   to Chinese characters or full-width punctuation.
 - ``bpe``: byte-pair encoding over characters, spaces marked with ``▁``
   (SentencePiece style) — the text itself.
@@ -38,7 +39,7 @@ _CJK = r"\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00
 _SPACE_BY_CJK = re.compile(rf"(?<=[{_CJK}]) | (?=[{_CJK}])")
 _SPACE_BEFORE_PUNCT = re.compile(r" (?=[,.!?;:%)\]}])")
 _SPACE_AFTER_OPEN = re.compile(r"(?<=[(\[{]) ")
-_SPACED_APOSTROPHE = re.compile(r"(?<=\w) ' (?=\w)")
+_SPACED_APOSTROPHE = re.compile(r"(?<=\w) ' (?=(?:s|t|re|ve|ll|d|m)\b)")  # Hua's, don't, we're
 
 
 def normalize_text(text: str) -> str:

@@ -114,7 +114,17 @@ def _chosen(args: argparse.Namespace, flags: dict[str, str]) -> dict:
 
 def make_session(args: argparse.Namespace) -> Session:
     if args.resume:
-        return Session.load(args.resume, device=args.device)
+        fixed = sorted(f"--{flag.replace('_', '-')}" for flag in MODEL_FLAGS if getattr(args, flag) is not None)
+        if fixed:
+            raise ValueError(
+                f"--resume continues a saved model, whose architecture cannot change: drop {', '.join(fixed)}"
+            )
+        session = Session.load(args.resume, device=args.device)
+        changes = _chosen(args, TRAIN_FLAGS)
+        if changes:  # e.g. a lower learning rate after a diverging run
+            session.with_train_config(**changes)
+            print(f"training settings changed on resume: {changes}", file=sys.stderr)
+        return session
     if (args.task is None) == (args.data is None):
         raise DataError("give exactly one of --task NAME or --data FILE")
     data = DataSpec(

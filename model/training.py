@@ -144,6 +144,14 @@ class Trainer:
         self.loss_fn = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing)
         self.step = step  # updates done so far
 
+    def apply_settings(self) -> None:
+        """Put the configuration's betas, eps and weight decay into the optimizer (after loading a state)."""
+        for group in self.optimizer.param_groups:
+            group["betas"] = (self.cfg.beta1, self.cfg.beta2)
+            group["eps"] = self.cfg.eps
+            if "weight_decay" in group:
+                group["weight_decay"] = self.cfg.weight_decay if self.cfg.optimizer == "adamw" else 0.0
+
     def lr_at(self, step: int) -> float:
         return learning_rate(self.cfg, step, self.model.cfg.d_model)
 

@@ -47,7 +47,6 @@ class DecoderState:
     cache: Tensor  # self-attention keys and values of all layers, [layers, 2, B, H, capacity, Dh]
     weights: list[DecoderStepWeights]  # per decoder layer, gathered once
     length: int = 0  # positions already in the cache
-    batch: int = 0  # rows of the cache in use
 
     @property
     def capacity(self) -> int:
@@ -63,7 +62,6 @@ class DecoderState:
         moved = [row for row, parent in enumerate(parents) if parent != row]
         if moved:  # the source rows are gathered (copied) before any row is overwritten
             self.cache[:, :, moved, :, :t] = self.cache[:, :, [parents[row] for row in moved], :, :t]
-        self.batch = len(parents)
 
 
 class Transformer(nn.Module):
@@ -188,7 +186,7 @@ class Transformer(nn.Module):
         """
         if capacity > self.cfg.max_len:
             raise ValueError(
-                f"decoding {capacity - 1} tokens needs {capacity} positions, more than the model's "
+                f"an output of up to {capacity} tokens needs {capacity} decoder positions, more than the model's "
                 f"max_len ({self.cfg.max_len}); lower the maximum output length"
             )
         mem_k, mem_v = [], []
@@ -201,7 +199,7 @@ class Transformer(nn.Module):
         if bool(src_mask.all()):
             src_mask = None  # nothing to hide: attention skips the masking work
         weights = [layer.step_weights() for layer in self.decoder_layers]
-        return DecoderState(mem_k, mem_v, src_mask, cache, weights, length=0, batch=batch)
+        return DecoderState(mem_k, mem_v, src_mask, cache, weights, length=0)
 
     def decode_step(
         self, tokens: Tensor, state: DecoderState, need_weights: bool = False

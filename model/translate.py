@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--beam must be at least 1")
     try:
         session = Session.load(args.checkpoint, device=args.device)
-    except CheckpointError as exc:
+    except (CheckpointError, ValueError) as exc:  # ValueError: e.g. --device cuda without a GPU
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.max_len is not None and not 1 <= args.max_len <= session.model_cfg.max_len:
@@ -46,12 +46,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"line {n}: empty, nothing to translate", file=sys.stderr)
             print()
             continue
-        result = session.translate(line, beam_size=args.beam, max_len=args.max_len, length_penalty=args.alpha)
+        result = session.translate(line, args.beam, args.max_len, args.alpha, with_reference=False)
         if result.source.unknown:
             unknown = ", ".join(repr(u) for u in dict.fromkeys(result.source.unknown_text))
             print(f"line {n}: not in the model's vocabulary, read as <unk>: {unknown}", file=sys.stderr)
         if result.truncated:
-            print(f"line {n}: longer than the model accepts ({session.model_cfg.max_len} tokens); cut", file=sys.stderr)
+            print(
+                f"line {n}: longer than the model accepts ({session.model_cfg.max_len - 1} tokens); cut",
+                file=sys.stderr,
+            )
         print(result.text, flush=True)
     return 0
 

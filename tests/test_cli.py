@@ -82,3 +82,17 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     session = Session.load(out / "model.ckpt", device="cpu")
     assert session.step >= 20
     assert session.step == len(metrics.read_text().splitlines())
+
+
+def test_resume_applies_training_flags_and_refuses_architecture_flags(tmp_path, capsys):
+    out = tmp_path / "run"
+    train.main([*COPY, "--steps", "3", "--eval-every", "0", "--out", str(out)])
+    ckpt = str(out / "model.ckpt")
+    assert train.main(["--resume", ckpt, "--steps", "5", "--out", str(out), "--eval-every", "0", "--schedule",
+                       "constant", "--lr", "0.0001", "--warmup", "0"]) == 0  # fmt: skip
+    assert "training settings changed on resume" in capsys.readouterr().err
+    session = Session.load(ckpt, device="cpu")
+    assert session.train_cfg.schedule == "constant" and session.train_cfg.lr == 0.0001
+    assert session.history.train["lr"][-1] == pytest.approx(0.0001)
+    assert train.main(["--resume", ckpt, "--steps", "6", "--out", str(out), "--d-model", "32"]) == 2
+    assert "architecture cannot change: drop --d-model" in capsys.readouterr().err

@@ -255,3 +255,19 @@ def test_batch_stream_buckets_and_resumes_exactly():
     resumed = BatchStream(enc, batch_size=50, seed=1, **stream2.state_dict())
     assert all(torch.equal(next(resumed).src, b.src) for b in batches[70:])
     assert not torch.equal(next(BatchStream(enc, 50, seed=2)).src, batches[0].src)
+
+
+def test_unicode_line_separators_inside_a_record_do_not_split_it(tmp_path):
+    record = json.dumps({"english": "a\u2028b", "chinese": "甲\x0c乙"}, ensure_ascii=False)
+    path = write(tmp_path, "sep.jsonl", record + "\n" + json.dumps({"english": "c", "chinese": "丙"}) + "\n")
+    pairs, report = load_pairs_file(path)
+    assert pairs == [("a\u2028b", "甲\x0c乙"), ("c", "丙")] and report.skipped == 0
+
+
+def test_utf16_files_with_a_byte_order_mark(tmp_path):
+    path = write(tmp_path, "excel.txt", "Hi.\t你好。\nCat.\t猫。\n".encode("utf-16"))  # BOM + UTF-16
+    pairs, report = load_pairs_file(path)
+    assert pairs == [("Hi.", "你好。"), ("Cat.", "猫。")] and report.encoding == "utf-16"
+    broken = write(tmp_path, "broken.tsv", b"\xef\xbb\xbfHi.\t\xff\xfe\n")
+    with pytest.raises(DataError, match="starts like UTF-8 but is not valid UTF-8"):
+        load_pairs_file(broken)

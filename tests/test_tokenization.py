@@ -101,3 +101,10 @@ def test_vocabulary_size_and_min_frequency():
     assert UNK_ID in rare.encode_ids("Zebra")  # seen once, below the minimum
     with pytest.raises(ValueError, match="Unknown tokenizer kind"):
         TokenizerSpec("sentencepiece")
+
+
+def test_quotes_are_not_glued_to_words_only_contractions_are():
+    assert join_words(["don", "'", "t", "and", "Li", "Hua", "'", "s", "we", "'", "re"]) == "don't and Li Hua's we're"
+    assert join_words(["He", "said", "'", "hi", "'", "to", "the", "students", "'", "books"]) == (
+        "He said ' hi ' to the students ' books"
+    )

@@ -93,3 +93,25 @@ def test_loss_is_label_smoothed_cross_entropy_over_real_tokens(copy_session_fact
     uniform = -logp.mean(-1)[real].mean()
     expected = (1 - eps) * nll + eps * uniform
     assert session.train_steps(1)[0]["loss"] == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_inspecting_an_output_that_fills_every_position(copy_session_factory):
+    session = copy_session_factory()
+    with torch.no_grad():
+        session.model.generator.bias[session.model_cfg.eos_id] = -1e4  # never stops: output as long as allowed
+    long_text = " ".join(["1"] * 100)
+    inspection = session.inspect(long_text)  # greedy fills max_len tokens; the decoder reads BOS + max_len - 1
+    assert len(inspection.tgt_tokens) == session.model_cfg.max_len
+    assert inspection.target_probs.shape == (session.model_cfg.max_len,)
+
+
+def test_changed_optimizer_settings_survive_a_saved_state(copy_session_factory, tmp_path):
+    from model.session import Session
+
+    session = copy_session_factory()
+    session.train_steps(2)
+    session.save(tmp_path / "a.ckpt")
+    loaded = Session.load(tmp_path / "a.ckpt", device="cpu")
+    loaded.with_train_config(beta2=0.9, eps=1e-6, optimizer="adamw", weight_decay=0.05)
+    group = loaded.trainer.optimizer.param_groups[0]
+    assert group["betas"] == (0.9, 0.9) and group["eps"] == 1e-6 and group["weight_decay"] == 0.05

@@ -8,8 +8,9 @@ Formats:
 - ``parallel``: two plain-text files with one sentence per line, line n of one
   translating line n of the other.
 
-Encodings: UTF-8 first, a UTF-8 byte-order mark is honoured, and GB18030 (a
-superset of GBK/GB2312) is tried when the file is not UTF-8. Empty, binary and
+Encodings: UTF-8 first; a UTF-8 or UTF-16 byte-order mark is honoured; GB18030
+(a superset of GBK/GB2312) is tried when the file is not UTF-8. (A Latin-1 file
+that happens to decode as GB18030 is read as such: check the Data panel.) Empty, binary and
 misaligned files raise :class:`DataError`; bad lines are skipped, counted and
 reported with their line numbers.
 """
@@ -63,6 +64,12 @@ def read_text(path: str | Path) -> tuple[str, str]:
         raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
     if not data.strip():
         raise DataError(f"{path} is empty; it needs one sentence pair per line")
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):  # e.g. Excel's "Unicode Text"
+        if data.startswith(bom):
+            try:
+                return data[2:].decode(codec), "utf-16"
+            except UnicodeDecodeError:
+                raise DataError(f"{path} starts like UTF-16 but is not valid UTF-16; save it as UTF-8") from None
     sample = data[:65536]
     controls = sum(b < 32 and b not in (9, 10, 13) for b in sample)
     if b"\x00" in sample or controls > len(sample) * 0.01:
@@ -71,7 +78,13 @@ def read_text(path: str | Path) -> tuple[str, str]:
             "tab-separated text (.tsv), JSON lines (.jsonl) or plain text"
         )
     if data.startswith(b"\xef\xbb\xbf"):
-        return data[3:].decode("utf-8", errors="strict"), "utf-8-sig"
+        try:
+            return data[3:].decode("utf-8"), "utf-8-sig"
+        except UnicodeDecodeError as exc:
+            line = data[3 : exc.start + 3].count(b"\n") + 1
+            raise DataError(
+                f"{path} starts like UTF-8 but is not valid UTF-8 (line {line}); save it as UTF-8"
+            ) from None
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as utf8_error:
@@ -91,7 +104,7 @@ def detect_format(path: str | Path, text: str) -> str:
         return "jsonl"
     if suffix in (".tsv", ".tab"):
         return "tsv"
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next((line for line in _lines(text) if line.strip()), "")
     if first.lstrip().startswith("{"):
         return "jsonl"
     if "\t" in first:
@@ -120,7 +133,7 @@ def load_pairs_file(
     report = LoadReport(str(path), encoding)
     fmt = detect_format(path, text) if fmt == "auto" else fmt
     pairs = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         pair = _parse_tsv(line) if fmt == "tsv" else _parse_json(line, src_key, tgt_key)
