@@ -7,10 +7,13 @@ built, the stepper is rebuilt and replayed to the same position first.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
+from explorer.i18n import tr
 from model.decoding import DecodeStep
 from model.session import Inspection, Session
+from model.tokenization import UNK_ID
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class DecodeView:
     weights_step: int  # training step of the weights used
 
 
+_decode_ids = itertools.count(1)  # across drivers: a new run's first sentence is still a new sentence
+
+
 class DecodeDriver:
     """One sentence decoded step by step (engine thread only)."""
 
@@ -52,7 +58,7 @@ class DecodeDriver:
         self._built_at = -1
 
     def start(self, settings: DecodeSettings) -> DecodeView:
-        self.decode_id += 1
+        self.decode_id = next(_decode_ids)
         self.settings = settings
         self._build(0)
         return self.view()
@@ -67,7 +73,7 @@ class DecodeDriver:
 
     def _fresh(self) -> None:
         if self._decode is None:
-            raise ValueError("Type a sentence and press Enter to start decoding.")
+            raise ValueError(tr("Type a sentence and press Enter to start decoding."))
         if self._built_at != self.session.step:  # the weights changed: same position, current weights
             self._build(self._decode.stepper.position)
 
@@ -107,7 +113,7 @@ class DecodeDriver:
             decode_id=self.decode_id,
             settings=self.settings,
             source_tokens=tuple(d.source_tokens),
-            unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == 3),
+            unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == UNK_ID),
             reference=d.reference,
             position=stepper.position,
             at_end=stepper.at_end,

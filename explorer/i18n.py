@@ -1,8 +1,9 @@
 """Interface language: English (the source strings) and Simplified Chinese.
 
 Widgets call :func:`tr` for every visible string and re-set their texts in a
-``retranslate()`` method, connected to :data:`language.changed`, so switching
-language takes effect at once, without a restart.
+``retranslate()`` method; the main window listens to :data:`language.changed`
+and calls every panel's, so switching language takes effect at once, without a
+restart.
 """
 
 from __future__ import annotations

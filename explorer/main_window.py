@@ -31,7 +31,7 @@ from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel, needs_new_model
 from explorer.samples import SAMPLES
 from explorer.widgets.message_bar import MessageBar
-from explorer.worker import ERROR, PAUSED, TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+from explorer.worker import TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
 from resources import default_model, resource_path
 
 MAX_RECENT = 8
@@ -71,7 +71,7 @@ class MainWindow(QMainWindow):
         self.engine = engine or Engine(device)
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self._after_save: dict[int, callable] = {}
-        self._restoring: Path | None = None
+        self._restoring: tuple[int, Path] | None = None  # (load request, autosave file) being restored
         self._last_loss = self._last_speed = None
 
         self.training = TrainingPanel()
@@ -193,13 +193,15 @@ class MainWindow(QMainWindow):
 
     def open_default_model(self) -> None:
         """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence."""
+        if self._restoring is not None:
+            return  # the person already chose to restore their own work
         bundled = default_model()
         if bundled is None:
             self.engine.submit("new", spec=self.training.form.spec())
             return
         self._show_sample = True
-        self.engine.submit("load", path=str(bundled))
-        if not self.settings.value("welcomed", False, type=bool):
+        self.engine.submit("load", path=str(bundled), kind="bundled")
+        if not self.settings.value("welcomed", False, type=bool) and not self.message_bar.showing:
             self.settings.setValue("welcomed", True)
             self.show_message(
                 tr("Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
@@ -439,8 +441,8 @@ class MainWindow(QMainWindow):
         self.positional.on_run(info)
         self.model_panel.on_run(info)
         self.data_panel.on_run(info)
-        if self._restoring is not None:  # the autosave is open again: its file is no longer needed
-            self._restoring.unlink(missing_ok=True)
+        if self._restoring is not None and info.origin == self._restoring[0]:
+            self._restoring[1].unlink(missing_ok=True)  # the autosave is open again: its file is no longer needed
             self._restoring = None
         if new_run and self._show_sample:
             self._show_sample = False
@@ -448,8 +450,10 @@ class MainWindow(QMainWindow):
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
+        if self._restoring is not None and request_id == self._restoring[0]:
+            self._restoring = None  # the autosave could not be opened: it stays where it is
         self.decoding.waiting = False
-        self._restoring = None
+        self.decoding.play_button.setChecked(False)  # auto-play must not keep hitting an error
         self.show_message(message, "error")
 
     def _on_saved(self, request_id: int, path: str) -> None:
@@ -615,20 +619,28 @@ class MainWindow(QMainWindow):
                                             (tr("Discard"), lambda: newest.unlink(missing_ok=True))])  # fmt: skip
 
     def _restore(self, path: Path) -> None:
-        self._restoring = path
-        self.engine.submit("load", path=str(path), autosave=True)
+        def load() -> None:
+            self._restoring = (self.engine.submit("load", path=str(path), kind="autosave"), path)
+
+        self._when_discarded(load, tr("Restoring the autosave replaces the current model."))
 
     # -- closing ------------------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802
-        """Stop the engine within one step, autosave unsaved work, join the thread (≤ 2 s)."""
+        """Stop the engine after its current step, autosave unsaved work, and join the thread. While
+        training that takes well under 2 s; a step or a save that lasts longer is waited for rather
+        than cut off (cutting it off would lose the work being saved)."""
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.training.timer.stop()
         self.positional_timer.stop()
+        self.decoding.play_timer.stop()
         if self.presenting:  # the font is the application's: give it back
             set_presenter_font(self, False, self._base_font)
-        if self.engine.isRunning():
-            self.engine.shutdown(str(self.autosave_path), timeout_ms=2000)
+        if self.engine.isRunning() and not self.engine.shutdown(str(self.autosave_path), timeout_ms=2000):
+            self.statusBar().showMessage(tr("Finishing the current step and saving your work…"))
+            QApplication.setOverrideCursor(Qt.WaitCursor)
+            self.engine.wait()  # never leave a running thread behind: that would abort the program
+            QApplication.restoreOverrideCursor()
         event.accept()
 
     def _about(self) -> None:
@@ -639,6 +651,3 @@ class MainWindow(QMainWindow):
             ),  # fmt: skip
             "info",
         )
-
-
-__all__ = ["MainWindow", "ERROR", "PAUSED", "TRAINING"]

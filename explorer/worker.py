@@ -16,10 +16,11 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import sys
 import time
 import traceback
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import torch
 from PySide6.QtCore import QThread, Signal
 
 from explorer.decoding_driver import DecodeDriver
+from explorer.i18n import tr
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, resolve_device
 from model.session import Session
@@ -36,7 +38,7 @@ from model.training import TrainConfig, TrainingDiverged
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
 # Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
-LATEST_ONLY = {"translate", "inspect", "summary", "explain", "positional"}
+LATEST_ONLY = {"translate", "inspect", "explain", "positional"}
 LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 _ids = itertools.count(1)
 
@@ -104,6 +106,7 @@ class RunInfo:
     tgt_pieces: tuple[str, ...]  # display text of every target id (the GUI names decoded ids with it)
     history_steps: dict[str, np.ndarray]  # metrics already in the session (e.g. from a checkpoint)
     history_evals: tuple[dict[str, Any], ...]
+    origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
 
 
 @dataclass(frozen=True)
@@ -243,8 +246,10 @@ class Engine(QThread):
             message = str(exc)
         else:
             message = (
-                f"Unexpected error: {type(exc).__name__}: {exc}. Training is paused and nothing was lost; "
-                f"you can save your work. Details:\n{traceback.format_exc(limit=4)}"
+                tr(
+                    "Unexpected error: {error}. Training is paused and nothing was lost; you can save your work."
+                ).format(error=f"{type(exc).__name__}: {exc}")
+                + f"\n{traceback.format_exc(limit=4)}"
             )
         if self._state == TRAINING:
             self._state = ERROR  # like paused: Resume continues
@@ -266,7 +271,7 @@ class Engine(QThread):
     # -- training -----------------------------------------------------------------------------
     def _need_session(self) -> Session:
         if self.session is None:
-            raise ValueError("There is no model yet: choose a task and press Start, or open a checkpoint.")
+            raise ValueError(tr("There is no model yet: choose a task and press Start, or open a checkpoint."))
         return self.session
 
     def _train_one(self) -> None:
@@ -315,14 +320,15 @@ class Engine(QThread):
             spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
             **spec.model_overrides,
         )  # fmt: skip
-        self._install(session, path=None)
+        self._install(session, path=None, origin=c.request_id)
 
-    def _install(self, session: Session, path: str | None) -> None:
+    def _install(self, session: Session, path: str | None, origin: int = 0) -> None:
+        self._flush_metrics(force=True)  # the old run's last steps belong to the old run
         self.session, self._path = session, path
         self._run_id += 1
         self._state = IDLE
         self._decoder = None
-        self.run_described.emit(self._run_info(session))
+        self.run_described.emit(replace(self._run_info(session), origin=origin))
         self._default_probe(session)
         self._record_probe()
         self._publish_status()
@@ -353,11 +359,13 @@ class Engine(QThread):
     def _cmd_probe(self, c: Command) -> None:
         """Choose the probe sentence (and target) and how often it is re-run while training."""
         source = (c.args.get("source") or "").strip()
+        before = (self._probe["source"], self._probe["target"])
         self._probe.update(source=source or None, target=(c.args.get("target") or "").strip() or None,
                            every=int(c.args.get("every", self._probe["every"])), chosen=bool(source))  # fmt: skip
         if not source and self.session is not None:
             self._default_probe(self.session)
-        self._record_probe()
+        if (self._probe["source"], self._probe["target"]) != before:  # a new sentence starts a new timeline
+            self._record_probe()
 
     def _cmd_pause_at(self, c: Command) -> None:
         """Pause by itself once the step reaches ``step`` or the loss falls to ``loss`` (None: off)."""
@@ -423,7 +431,11 @@ class Engine(QThread):
         self._state = TRAINING
         self._publish_status()
 
-    _cmd_resume = _cmd_start
+    def _cmd_resume(self, c: Command) -> None:
+        """Continue after a pause or an error; an unfinished Step N keeps counting."""
+        self._need_session()
+        self._state = TRAINING
+        self._publish_status()
 
     def _cmd_pause(self, c: Command) -> None:
         if self._state in (TRAINING, ERROR):
@@ -446,21 +458,6 @@ class Engine(QThread):
         self._state = TRAINING
         self._publish_status()
 
-    def _cmd_reset(self, c: Command) -> None:
-        """A fresh model with the current settings (a new run); the old run stays in the run list."""
-        s = self._need_session()
-        spec = c.args.get("spec") or NewModelSpec(
-            s.data_spec, s.preset, {}, s.train_cfg, s.tokenizer_spec, s.shared_tokenizer
-        )
-        if c.args.get("spec") is None:  # same architecture, same tokenizers, new weights
-            session = Session(
-                model_cfg=s.model_cfg, train_cfg=s.train_cfg, data_spec=s.data_spec, tokenizer_spec=s.tokenizer_spec,
-                src_tok=s.src_tok, tgt_tok=s.tgt_tok, device=s.device, preset=s.preset, corpus=s.corpus,
-            )  # fmt: skip
-            self._install(session, path=None)
-        else:
-            self._cmd_new(Command("new", {"spec": spec}))
-
     def _cmd_train_settings(self, c: Command) -> None:
         """Change training settings of the current model (learning rate, batch size…)."""
         s = self._need_session()
@@ -469,10 +466,12 @@ class Engine(QThread):
         self._publish_status()
 
     def _cmd_load(self, c: Command) -> None:
-        path = str(c.args["path"])
+        """Open a checkpoint: a person's file (it becomes the file Save writes), an autosave or the
+        bundled model (neither of which Save may overwrite)."""
+        path, kind = str(c.args["path"]), c.args.get("kind", "file")
         session = Session.load(path, device=self._device.type)  # raises before anything changes
-        self._install(session, path=None if c.args.get("autosave") else path)
-        if c.args.get("autosave"):
+        self._install(session, path=path if kind == "file" else None, origin=c.request_id)
+        if kind == "autosave":
             session.dirty = True  # restored work is not yet saved anywhere the person chose
             self._publish_status()
 
@@ -497,7 +496,7 @@ class Engine(QThread):
     def _cmd_decode(self, c: Command) -> None:
         """Step-through decoding: action start (with settings), step, back, run, reset, goto, show."""
         session = self._need_session()
-        if self._decoder is None or self._decoder.session is not session:
+        if self._decoder is None:  # _install drops the driver of an old session
             self._decoder = DecodeDriver(session)
         action = c.args.get("action", "step")
         if action == "start":
@@ -505,9 +504,6 @@ class Engine(QThread):
         else:
             view = self._decoder.act(action, c.args.get("position"))
         self.decode_stepped.emit(c.request_id, view)
-
-    def _cmd_summary(self, c: Command) -> None:
-        self.run_described.emit(self._run_info(self._need_session()))
 
     def _cmd_raise(self, c: Command) -> None:
         """Fail on purpose (the tests check that the window survives an engine error)."""
@@ -527,6 +523,6 @@ class Engine(QThread):
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     s.save(path)
-                except OSError as exc:
-                    self.engine_failed.emit(0, f"Could not write the autosave file {path}: {exc}")
+                except OSError as exc:  # the window is closing: say it where it can still be read
+                    print(f"Transformer Explorer: could not write the autosave file {path}: {exc}", file=sys.stderr)
         LIVE_ENGINES.discard(self)

@@ -295,3 +295,49 @@ def test_view_requests_during_training_use_current_weights(make_window, qtbot):
         engine.submit("decode", action="step")
     assert got.args[1].position == 1 and window.status.state == "training"
     click(qtbot, window, "train_stop_button")
+
+
+def test_switching_language_keeps_the_settings(make_window):
+    window = make_window()
+    form = window.training.form
+    form.rate.setValue(2.5)
+    form.warmup.setValue(123)
+    window.set_language("zh")
+    window.set_language("en")
+    assert form.rate.value() == 2.5 and form.warmup.value() == 123
+    assert form.spec().train.noam_factor == 2.5
+
+
+def test_step_n_paused_and_resumed_still_stops_after_n(make_window, qtbot):
+    window = make_window()
+    small_copy_task(window)
+    window.training.step_n.setValue(40)
+    click(qtbot, window, "train_step_n_button")
+    qtbot.waitUntil(lambda: window.status.step >= 5, timeout=20000)
+    click(qtbot, window, "train_pause_button")
+    qtbot.waitUntil(lambda: window.status.state == "paused", timeout=5000)
+    assert window.status.step < 40
+    click(qtbot, window, "train_pause_button")  # Resume: the unfinished Step 40 goes on…
+    qtbot.waitUntil(lambda: window.status.state == "paused" and window.status.step == 40, timeout=30000)
+    qtbot.wait(300)
+    assert window.status.step == 40  # …and stops at 40
+
+
+def test_the_bundled_model_is_never_the_file_save_writes(make_window, qtbot):
+    from resources import default_model
+
+    window = make_window(start_default=True)
+    qtbot.waitUntil(lambda: window.training.current is not None and window.status.run_id == 1, timeout=20000)
+    assert window.status.path is None and str(default_model()) not in window.recent_files()
+    assert "unsaved model" in window.windowTitle()
+
+
+def test_the_translate_command(make_window, qtbot):
+    window = make_window()
+    small_copy_task(window)
+    window.training.step_n.setValue(5)
+    click(qtbot, window, "train_step_n_button")
+    qtbot.waitUntil(lambda: window.status.step == 5 and window.status.state == "paused", timeout=30000)
+    with qtbot.waitSignal(window.engine.translation_ready, timeout=10000) as got:
+        rid = window.engine.submit("translate", text="1 2 3", beam_size=2)
+    assert got.args[0] == rid and got.args[1].source.tokens == ["1", "2", "3"] and len(got.args[1].hypotheses) == 2

@@ -133,7 +133,7 @@ def test_every_interface_string_has_a_chinese_translation():
     missing = sorted(s for s in wanted if s not in ZH)
     assert not missing, f"{len(missing)} strings have no Chinese: {missing[:10]}"
     for english, chinese in ZH.items():
-        for field in ("{step}", "{n}", "{folder}", "{when}", "{h}"):
+        for field in ("{step}", "{n}", "{folder}", "{when}", "{h}", "{error}"):
             assert (field in english) == (field in chinese), english
 
 
@@ -241,3 +241,20 @@ def test_a_file_open_event_opens_the_checkpoint(make_window, qtbot, tmp_path, co
     assert forwarder.eventFilter(QApplication.instance(), QFileOpenEvent(str(path)))
     qtbot.waitUntil(lambda: window.status.path == str(path) and window.status.step == 4, timeout=15000)
     assert not forwarder.eventFilter(QApplication.instance(), QFileOpenEvent(str(tmp_path / "notes.txt")))
+
+
+def test_restoring_waits_for_its_own_load(make_window, qtbot, copy_session_factory, tmp_path):
+    """An answer to another load must not delete the autosave that is being restored."""
+    data = tmp_path / "data"
+    data.mkdir()
+    session = copy_session_factory()
+    session.train_steps(3)
+    session.save(data / "autosave.ckpt")
+    window = make_window(start_default=True)  # the bundled model is loading while Restore is clicked
+    assert window.message_bar.showing
+    restore = next(b for b in window.message_bar.buttons if b.text() == "Restore")
+    qtbot.mouseClick(restore, Qt.LeftButton)
+    qtbot.waitUntil(lambda: window.status.step == 3, timeout=20000)
+    qtbot.waitUntil(lambda: not (data / "autosave.ckpt").exists(), timeout=5000)
+    qtbot.wait(1500)  # whatever else was loading has been answered by now
+    assert window.status.step == 3 and window.status.dirty  # the restored work is what is open

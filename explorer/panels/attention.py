@@ -67,6 +67,8 @@ def maps_of(
 
 
 class AttentionPanel(QWidget):
+    MAX_SNAPSHOTS = 400  # attention-over-training snapshots kept (thinned evenly beyond that)
+
     inspect_requested = Signal(dict)  # {"source": text, "target": text or None}
     explain_requested = Signal(dict)  # {"preset": "notes"} or {"source", "target_ids", "kind", "layer", "head"}
     probe_requested = Signal(dict)  # {"source", "target", "every"}
@@ -290,7 +292,14 @@ class AttentionPanel(QWidget):
         if self.info is not None and snapshot.run_id != self.info.run_id:
             return
         at_end = self.timeline.value() == self.timeline.maximum()
+        last = self.snapshots[-1] if self.snapshots else None
+        if last is not None and (last.source, last.target) != (snapshot.source, snapshot.target):
+            self.snapshots = []  # another probe sentence: a new timeline, not a mixture
+            self.entropy.remove(1)
         self.snapshots.append(snapshot)
+        if len(self.snapshots) > self.MAX_SNAPSHOTS:  # a long run: keep every other one, evenly spread
+            self.snapshots = self.snapshots[:-1:2] + self.snapshots[-1:]
+            at_end = True
         self.timeline.blockSignals(True)
         self.timeline.setRange(0, len(self.snapshots) - 1)
         if at_end or len(self.snapshots) == 1:
@@ -449,7 +458,7 @@ class AttentionPanel(QWidget):
             render_widget(self.explainer, path)
             return
         if e is None:
-            raise ValueError("nothing to export yet: explain a head first")
+            raise ValueError(tr("Nothing to export yet: explain a head first."))
         rows = []
         for i, qt in enumerate(e.query_tokens):
             for j, kt in enumerate(e.key_tokens):

@@ -30,8 +30,6 @@ from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip
 from explorer.worker import RunInfo
 
-EOS_ID = 2
-
 
 class DecodingPanel(QWidget):
     """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding."""
@@ -66,7 +64,6 @@ class DecodingPanel(QWidget):
         self.alpha.setValue(0.6)
         self.max_len = QSpinBox(objectName="decode_max_len_spin")
         self.max_len.setRange(0, 1024)
-        self.max_len.setSpecialValueText(tr("auto"))
         self.mode.currentIndexChanged.connect(self._on_mode)
 
         self.back_button = QPushButton(objectName="decode_back_button")
@@ -194,6 +191,7 @@ class DecodingPanel(QWidget):
         self.labels["beam"].setText(tr("Beam size"))
         self.labels["alpha"].setText("α")
         self.labels["max"].setText(tr("Max length"))
+        self.max_len.setSpecialValueText(tr("auto"))
         self.alpha.setToolTip(tr("Length penalty α"))
         self.labels["alpha"].setToolTip(tr("Length penalty α"))
         self.back_button.setText("◀ " + tr("Back"))
@@ -273,11 +271,15 @@ class DecodingPanel(QWidget):
         self.cross_layer.setRange(1, info.model_config["n_decoder_layers"])
         self.cross_layer.setValue(info.model_config["n_decoder_layers"])
         self.view = None
-        self.tree.set_steps((), info.tgt_pieces, EOS_ID)
+        self.tree.set_steps((), info.tgt_pieces, self.eos_id)
         self._update_buttons()
 
+    @property
+    def eos_id(self) -> int:
+        return self.info.model_config["eos_id"] if self.info else 2
+
     def piece(self, token: int) -> str:
-        if token == EOS_ID:
+        if token == self.eos_id:
             return "<eos>"
         pieces = self.info.tgt_pieces if self.info else ()
         return pieces[token] if 0 <= token < len(pieces) else f"#{token}"
@@ -298,7 +300,7 @@ class DecodingPanel(QWidget):
         self.step_label.setText(f"{tr('Step')} {n_steps} {state}".strip())
         self.beam_box.setVisible(beam)
         if beam:
-            self.tree.set_steps(view.steps, self.info.tgt_pieces if self.info else (), EOS_ID)
+            self.tree.set_steps(view.steps, self.info.tgt_pieces if self.info else (), self.eos_id)
             self._fill_nbest(view)
         last = n_steps - 1
         if self.selected is None or self.selected[0] > last:

@@ -76,7 +76,7 @@ class LinePlot(QWidget):
         if path.suffix.lower() in (".csv", ".npy"):
             names = list(self.series)
             if not names:
-                raise ValueError("nothing to export yet")
+                raise ValueError(tr("Nothing to export yet."))
             columns = [self.series[names[0]][0]] + [self.series[n][1] for n in names]
             write_numbers(path, np.stack(columns, axis=1), None, ["x", *names])
         else:

@@ -139,10 +139,7 @@ class SettingsForm(QWidget):
         for form, text, field in self._rows:
             label = QLabel()
             self._row_labels.append((label, text))
-            if isinstance(field, QHBoxLayout):
-                form.addRow(label, field)
-            else:
-                form.addRow(label, field)
+            form.addRow(label, field)
         for box, form in ((self.data_box, self.data_form), (self.model_box, self.model_form),
                           (self.train_box, self.train_form)):  # fmt: skip
             box.setLayout(form)
@@ -174,7 +171,7 @@ class SettingsForm(QWidget):
         for i, name in enumerate(TASKS):
             self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[name]), Qt.ToolTipRole)
         self._update_file_label()
-        self._on_schedule(self.schedule.currentText())
+        self._on_schedule_label_only()  # the label only: the rate itself stays as the person set it
         self.validate()
 
     # -- values --------------------------------------------------------------------------------
@@ -184,6 +181,7 @@ class SettingsForm(QWidget):
         self.preset_combo.setCurrentText("tiny")
         self._on_preset("tiny")
         self.schedule.setCurrentText("noam")
+        self._on_schedule("noam")  # its label, decimals and default rate (no signal if already "noam")
         self.smoothing.setValue(0.1)
         self.clip.setValue(1.0)
 
@@ -281,7 +279,8 @@ class SettingsForm(QWidget):
 
     def show_run(self, info: RunInfo) -> None:
         """Fill the form with the settings of the run that is now loaded."""
-        blockers = [w.blockSignals(True) for w in self.findChildren(QWidget)]  # noqa: F841
+        for w in self.findChildren(QWidget):
+            w.blockSignals(True)
         try:
             m, t, d = info.model_config, info.train_config, info.data
             if d.get("task"):
@@ -501,6 +500,7 @@ class TrainingPanel(QWidget):
         self.form.retranslate()
         for plot in self.plots.values():
             plot.retranslate()
+        self._label_runs()
         self._update_buttons()
 
     # -- commands --------------------------------------------------------------------------------
@@ -583,11 +583,10 @@ class TrainingPanel(QWidget):
                 other.setCheckState(Qt.Unchecked)
             self.run_list.insertItem(0, item)
             self.run_list.blockSignals(False)
+        self._label_runs()
         for i in range(self.run_list.count()):
             item = self.run_list.item(i)
-            rid = item.data(Qt.UserRole)
-            item.setText(f"{tr('Run')} {rid}: {self.runs[rid].label}")
-            if rid == info.run_id:
+            if item.data(Qt.UserRole) == info.run_id:
                 f = item.font()
                 f.setBold(True)
                 item.setFont(f)
@@ -598,6 +597,12 @@ class TrainingPanel(QWidget):
         self.probe_marker.setVisible(step >= 0)
         if step >= 0:
             self.probe_marker.setValue(step)
+
+    def _label_runs(self) -> None:
+        for i in range(self.run_list.count()):
+            item = self.run_list.item(i)
+            rid = item.data(Qt.UserRole)
+            item.setText(f"{tr('Run')} {rid}: {self.runs[rid].label}")
 
     def on_metrics(self, batch: MetricsBatch) -> None:
         if len(batch.steps["step"]):

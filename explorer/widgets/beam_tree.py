@@ -88,14 +88,12 @@ class BeamTreeView(QGraphicsView):
                 groups.setdefault(c.parent, []).append(c)
             finished = [c for c in step.kept if c.status == "finished"]
             scores = {(c.parent, c.token): h.score for c, h in zip(finished, step.finished)}
-            live_index = 0
             live_nodes: list[NodeItem] = []
             row = 0
             for parent_row in range(len(step.prefixes)):
                 for c in sorted(groups.get(parent_row, []), key=lambda c: -c.log_prob):
                     score = scores.get((c.parent, c.token)) if c.status == "finished" else None
-                    info = NodeInfo(level, c.status, c.token, c.log_prob, score,
-                                    live_index if c.status == "live" else None)  # fmt: skip
+                    info = NodeInfo(level, c.status, c.token, c.log_prob, score, None)  # beam order: set below
                     piece = "<eos>" if c.token == eos_id else pieces[c.token] if c.token < len(pieces) else "?"
                     text = f"{piece}\n{c.log_prob:.2f}" + (f"  ★ {score:.2f}" if score is not None else "")
                     node = self._add(info, text, level, row)
@@ -103,7 +101,6 @@ class BeamTreeView(QGraphicsView):
                     row += 1
                     if c.status == "live":
                         live_nodes.append((c, node))
-                        live_index += 1
             # the next step's prefixes follow the order in which the search kept them
             order = [c for c in step.kept if c.status == "live"]
             by_key = {(c.parent, c.token): n for c, n in live_nodes}
