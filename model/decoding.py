@@ -70,6 +70,11 @@ class DecodeStep:
         return [self.prefixes[c.parent] + [c.token] for c in self.kept if c.status == "live"]
 
 
+def output_budget(n_source: int, max_len: int) -> int:
+    """How many tokens decoding may produce for a source of ``n_source`` tokens: 1.5× plus 10, within max_len."""
+    return min(max_len, int(1.5 * n_source) + 10)
+
+
 def _forbidden_bias(model: Transformer) -> Tensor:
     """Added to logits so that PAD and BOS are never chosen."""
     bias = torch.zeros(model.cfg.tgt_vocab_size, device=model.device)

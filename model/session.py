@@ -19,8 +19,8 @@ import torch
 from model.attention import NOTES_EXAMPLE, attention_steps
 from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from model.config import ModelConfig
-from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus, source_ids
-from model.decoding import BeamStepper, beam_search, greedy_decode
+from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus
+from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
 from model.device import resolve_device
 from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
 from model.training import TrainConfig, Trainer, evaluate, make_optimizer
@@ -272,11 +272,11 @@ class Session:
         if not normalize_text(text):
             raise ValueError("Type a sentence to translate.")
         encoded = self.src_tok.encode(text)
-        ids = source_ids(self.src_tok, text, self.model_cfg.max_len)
+        ids = encoded.ids[: self.model_cfg.max_len - 1] + [EOS_ID]  # what the encoder reads (as in training)
         return encoded, ids, len(encoded.ids) > self.model_cfg.max_len - 1
 
     def default_max_len(self, n_source: int) -> int:
-        return min(self.model_cfg.max_len, int(1.5 * n_source) + 10)
+        return output_budget(n_source, self.model_cfg.max_len)
 
     def reference_for(self, text: str) -> str | None:
         try:

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from model.data.batching import BatchStream, EncodedPairs, batches_in_order, collate
-from model.decoding import greedy_decode
+from model.decoding import greedy_decode, output_budget
 from model.device import training_autocast
 from model.tokenization import PAD_ID, TextTokenizer
 from model.transformer import Transformer
@@ -232,7 +232,7 @@ def evaluate(
         chunk = data.src[k : min(n, k + batch_size)]
         src = collate(chunk, [[0]] * len(chunk)).src.to(device)
         longest = max(len(s) for s in chunk)
-        max_len = min(model.cfg.max_len, int(1.5 * longest) + 10)
+        max_len = output_budget(longest, model.cfg.max_len)
         hyps.extend(tgt_tok.decode(ids) for ids in greedy_decode(model, src, max_len))
     refs = [tgt_tok.normal_form(r) for r in references[:n]]
     exact = sum(h == r for h, r in zip(hyps, refs)) / max(1, n)

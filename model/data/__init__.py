@@ -1,6 +1,6 @@
 """Tasks, corpora, user files and batching."""
 
-from model.data.batching import Batch, BatchStream, EncodedPairs, batches_in_order, collate, encode_pairs, source_ids
+from model.data.batching import Batch, BatchStream, EncodedPairs, batches_in_order, collate, encode_pairs
 from model.data.corpus import TASK_DESCRIPTIONS, TASKS, Corpus, DataSpec, load_corpus
 from model.data.errors import DataError
 from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file
@@ -21,5 +21,4 @@ __all__ = [
     "encode_pairs",
     "load_corpus",
     "load_pairs_file",
-    "source_ids",
 ]

@@ -52,11 +52,6 @@ def encode_pairs(
     return EncodedPairs(src_out, tgt_out, truncated)
 
 
-def source_ids(tokenizer: TextTokenizer, text: str, max_len: int) -> list[int]:
-    """One source sentence as the encoder reads it (tokens + EOS, cut to ``max_len``)."""
-    return tokenizer.encode_ids(text)[: max_len - 1] + [EOS_ID]
-
-
 def collate(src: list[list[int]], tgt: list[list[int]]) -> Batch:
     """Pad a list of examples into one batch with shifted targets."""
     B = len(src)
@@ -78,7 +73,8 @@ class BatchStream:
     Each epoch is a permutation drawn from ``(seed, epoch)``; pools of 50
     batches are sorted by length so a batch holds similar lengths (less
     padding), then the batch order is shuffled. The position (epoch, batch) is
-    the whole state, so a resumed run continues with exactly the next batch.
+    the whole state: a resumed run with the same batch size and seed continues
+    with exactly the next batch.
     """
 
     POOL = 50  # batches per sorting pool
@@ -88,12 +84,13 @@ class BatchStream:
             raise ValueError("no training pairs to make batches from")
         self.data, self.batch_size, self.seed = data, batch_size, seed
         self.epoch, self.position = epoch, position
+        self._lengths = np.array([len(s) + len(t) for s, t in zip(data.src, data.tgt)])
         self._plan = self._epoch_plan(epoch)
 
     def _epoch_plan(self, epoch: int) -> list[np.ndarray]:
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(len(self.data.src))
-        lengths = np.array([len(s) + len(t) for s, t in zip(self.data.src, self.data.tgt)])
+        lengths = self._lengths
         batches = []
         pool = self.batch_size * self.POOL
         for start in range(0, len(order), pool):
