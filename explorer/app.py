@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     from explorer.worker import Engine
 
     settings = QSettings()
-    lang = args.lang or settings.value("language", "en")
+    if args.lang:
+        settings.setValue("language", args.lang)  # remembered, like a choice in View → Language
+    lang = settings.value("language", "en")
     language.set(lang if lang in ("en", "zh") else "en")
     window = MainWindow(engine=Engine(args.device, args.threads), settings=settings,
                         open_path=args.open_path or args.checkpoint, start_default=not args.new)  # fmt: skip
