@@ -33,6 +33,13 @@ def steps_in_plot(window, run=None):
     return len(plot.data(run, "train")[0])
 
 
+def train_steps(window, qtbot, n):
+    """Step N in the window and wait until the engine has done the N updates and paused."""
+    window.training.step_n.setValue(n)
+    click(qtbot, window, "train_step_n_button")
+    qtbot.waitUntil(lambda: window.status.step == n and window.status.state == "paused", timeout=30000)
+
+
 def click(qtbot, window, name):
     button = window.findChild(QPushButton, name)
     assert button.isEnabled(), f"{name} is disabled"
@@ -89,9 +96,7 @@ def test_train_pause_resume_stop(make_window, qtbot):
 def test_step_n_and_evaluation_points(make_window, qtbot):
     window = make_window()
     small_copy_task(window)
-    window.training.step_n.setValue(50)
-    click(qtbot, window, "train_step_n_button")
-    qtbot.waitUntil(lambda: window.status.step == 50 and window.status.state == "paused", timeout=30000)
+    train_steps(window, qtbot, 50)
     qtbot.wait(200)
     run = window.status.run_id
     assert steps_in_plot(window) == 50
@@ -109,9 +114,7 @@ def test_step_n_and_evaluation_points(make_window, qtbot):
 def test_save_then_open_in_a_fresh_window(make_window, qtbot, tmp_path, monkeypatch):
     window = make_window()
     small_copy_task(window)
-    window.training.step_n.setValue(30)
-    click(qtbot, window, "train_step_n_button")
-    qtbot.waitUntil(lambda: window.status.step == 30 and window.status.state == "paused", timeout=30000)
+    train_steps(window, qtbot, 30)
     path = tmp_path / "saved.ckpt"
     monkeypatch.setattr("explorer.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(path), ""))
     with qtbot.waitSignal(window.engine.saved, timeout=10000):
@@ -178,9 +181,7 @@ def test_invalid_settings_are_refused_in_the_form(make_window, qtbot):
 def test_changing_the_architecture_of_a_trained_model_asks(make_window, qtbot, monkeypatch):
     window = make_window()
     small_copy_task(window)
-    window.training.step_n.setValue(10)
-    click(qtbot, window, "train_step_n_button")
-    qtbot.waitUntil(lambda: window.status.step == 10 and window.status.state == "paused", timeout=30000)
+    train_steps(window, qtbot, 10)
     first_run = window.status.run_id
     window.training.form.norm.setCurrentText("pre")
     asked = []
@@ -203,9 +204,7 @@ def test_changing_the_architecture_of_a_trained_model_asks(make_window, qtbot, m
 def test_plot_exports_are_readable(make_window, qtbot, tmp_path):
     window = make_window()
     small_copy_task(window)
-    window.training.step_n.setValue(10)
-    click(qtbot, window, "train_step_n_button")
-    qtbot.waitUntil(lambda: window.status.step == 10 and window.status.state == "paused", timeout=30000)
+    train_steps(window, qtbot, 10)
     window.training.redraw()
     plot = window.training.plots["loss_plot"]
     plot.export(tmp_path / "loss.png")
@@ -244,9 +243,7 @@ def test_closing_mid_training_autosaves_joins_and_offers_restore(make_window, qt
 def test_unsaved_work_prompts_before_it_is_discarded(make_window, qtbot, monkeypatch):
     window = make_window()
     small_copy_task(window)
-    window.training.step_n.setValue(5)
-    click(qtbot, window, "train_step_n_button")
-    qtbot.waitUntil(lambda: window.status.step == 5 and window.status.state == "paused", timeout=30000)
+    train_steps(window, qtbot, 5)
     asked = []
     monkeypatch.setattr(dialogs, "ask", lambda *a: asked.append(a[3]) or dialogs.CANCEL)
     window.new_model()
@@ -335,9 +332,7 @@ def test_the_bundled_model_is_never_the_file_save_writes(make_window, qtbot):
 def test_the_translate_command(make_window, qtbot):
     window = make_window()
     small_copy_task(window)
-    window.training.step_n.setValue(5)
-    click(qtbot, window, "train_step_n_button")
-    qtbot.waitUntil(lambda: window.status.step == 5 and window.status.state == "paused", timeout=30000)
+    train_steps(window, qtbot, 5)
     with qtbot.waitSignal(window.engine.translation_ready, timeout=10000) as got:
         rid = window.engine.submit("translate", text="1 2 3", beam_size=2)
     assert got.args[0] == rid and got.args[1].source.tokens == ["1", "2", "3"] and len(got.args[1].hypotheses) == 2

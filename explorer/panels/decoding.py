@@ -25,7 +25,7 @@ from explorer.decoding_driver import DecodeSettings, DecodeView
 from explorer.i18n import N_, tr
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.candidates import CandidateBars
-from explorer.widgets.export import export_button, render_widget, write_rows
+from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip
 from explorer.worker import RunInfo
@@ -139,26 +139,9 @@ class DecodingPanel(QWidget):
         middle = QSplitter(Qt.Horizontal)
         middle.addWidget(self.candidates)
         middle.addWidget(cross_box)
-        tree_box = QWidget()
-        tree_layout = QVBoxLayout(tree_box)
-        tree_layout.setContentsMargins(0, 0, 0, 0)
-        tree_head = QHBoxLayout()
-        self.tree_title = QLabel()
-        self.tree_title.setStyleSheet("font-weight: 600")
-        tree_head.addWidget(self.tree_title, 1)
-        tree_head.addWidget(export_button(self, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV")))
-        tree_layout.addLayout(tree_head)
-        tree_layout.addWidget(self.tree, 1)
-        nbest_box = QWidget()
-        nbest_layout = QVBoxLayout(nbest_box)
-        nbest_layout.setContentsMargins(0, 0, 0, 0)
-        nbest_head = QHBoxLayout()
-        self.nbest_title = QLabel()
-        self.nbest_title.setStyleSheet("font-weight: 600")
-        nbest_head.addWidget(self.nbest_title, 1)
-        nbest_head.addWidget(export_button(self, "n_best", self.export_nbest, ("PNG", "SVG", "CSV")))
-        nbest_layout.addLayout(nbest_head)
-        nbest_layout.addWidget(self.nbest, 1)
+        tree_box, nbest_box = QWidget(), QWidget()
+        self.tree_title, _ = titled_view(tree_box, self.tree, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV"))
+        self.nbest_title, _ = titled_view(nbest_box, self.nbest, "n_best", self.export_nbest, ("PNG", "SVG", "CSV"))
         self.beam_box = QSplitter(Qt.Horizontal)
         self.beam_box.addWidget(tree_box)
         self.beam_box.addWidget(nbest_box)
