@@ -11,7 +11,9 @@ pairs are exact translations. What it teaches a model (and a student):
 - possessive 的 (my teacher → 我的老师, Li Hua's cat → 李华的猫) and 的 after
   two-syllable adjectives (一本有意思的书, but 一本新书);
 - past 了 after the verb, negation 不 (present, future) and 没 (past, no 了), 没有
-  as the negation of 有;
+  as the negation of 有; past and future sentences come with and without a time
+  word (Li Hua bought a book. → 李华买了一本书。), so the tense is read from the
+  verb, never guessed from 昨天 or 明天;
 - yes/no questions: English inverts (Does she…? Did he…? Will they…? Is it…?),
   Chinese adds 吗;
 - adjective predicates with 很 and no 是 (She is busy. → 她很忙。), while "very"
@@ -522,12 +524,28 @@ class GrammarGenerator:
             obj, o_key = self.thing_object(noun, forms, subject), noun.key
         if verb.stative:
             time = None  # not *"I have two cats every day"
-        elif tense != "present" or rng.random() < 0.35 or obj.en.split()[0] in _COUNTING:
-            time = rng.choice(TIME_WORDS[tense])  # "I eat an apple every day", not "I eat an apple"
+        elif tense == "present":
+            # "I eat an apple every day", not "I eat an apple"
+            counting = obj.en.split()[0] in _COUNTING
+            time = rng.choice(TIME_WORDS[tense]) if rng.random() < 0.35 or counting else None
+        elif rng.random() < 0.5 or self._past_reads_as_present(verb, subject, tense, mood):
+            # past and future come with and without a time word, so the tense (了, 会) has to be
+            # learned from the verb form, not from 昨天 or 明天
+            time = rng.choice(TIME_WORDS[tense])
         else:
             time = None
         place = rng.choice(PLACES) if not verb.stative and rng.random() < 0.3 else None
         return self._render_action(subject, verb, obj, tense, mood, time, place, (s_key, verb.key, o_key))
+
+    @staticmethod
+    def _past_reads_as_present(verb: Verb, subject: Person, tense: str, mood: str) -> bool:
+        """True for "I read this book.": a past statement whose verb form is also the present one.
+
+        Only a time word tells such a sentence's tense, so it always gets one.
+        """
+        base, third, past = verb.en
+        present = third if _is_third_singular(subject) else base
+        return tense == "past" and mood == "statement" and past == present
 
     def _render_action(self, subject, verb, obj, tense, mood, time, place, key) -> Sentence:
         base, third, past = verb.en
