@@ -9,6 +9,10 @@
    given, else a fresh small model on the grammar task). Goal: ≤ 100 ms.
 3. Hover on a 48-token heatmap: time per mouse move, and how often the image is
    re-rendered while hovering. Goal: fluid, no re-render.
+4. Beam-search stalls: the GUI-thread time of the decoding panel showing each
+   step, and Run to end, at beam sizes 4, 8 and the spin box's maximum, with the
+   spin box's largest max length, on the bundled model (the engine's work is done
+   beforehand, so only drawing is timed). Goal: no stall over 50 ms.
 """
 
 from __future__ import annotations
@@ -127,19 +131,75 @@ def hover(app) -> None:
     )
 
 
+def _panel_stalls(app, panel, views) -> list[float]:
+    """Seconds the GUI thread spends showing each view: the panel's handler, then a synchronous repaint."""
+    times = []
+    for view in views:
+        t0 = time.perf_counter()
+        panel.show_view(view)
+        panel.repaint()
+        app.processEvents()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def beam_stalls(app, checkpoint: str | None) -> None:
+    from types import SimpleNamespace
+
+    from explorer.decoding_driver import DecodeDriver, DecodeSettings
+    from explorer.panels.decoding import DecodingPanel
+    from model.session import Session
+    from resources import default_model
+
+    session = Session.load(checkpoint or default_model(), device="cpu")
+    cfg = session.model_cfg
+    info = SimpleNamespace(model_config=cfg.to_dict(), tgt_pieces=tuple(
+        session.tgt_tok.display_token(i) for i in range(session.tgt_tok.vocab_size)))  # fmt: skip
+    panel = DecodingPanel()
+    panel.resize(1400, 1000)
+    panel.show()
+    panel.on_run(info)
+    panel.mode.setCurrentIndex(panel.mode.findData("beam"))
+    max_len = min(panel.max_len.maximum(), cfg.max_len)  # beyond the model's max_len the engine refuses
+    sentence = "Did you read two interesting books in the library yesterday?"
+    long_input = " ".join(["the teacher did not read the interesting book in the library yesterday"] * 20)
+    for beam in sorted({4, 8, panel.beam_size.maximum()}):
+        for text, what in ((sentence, "sample sentence"), (long_input, f"{len(long_input)}-character input")):
+            driver = DecodeDriver(session)
+            settings = DecodeSettings(text, beam, 0.6, max_len)
+            steps = [driver.start(settings)]
+            if what == "sample sentence":  # step through: one view per step
+                while not steps[-1].at_end:
+                    steps.append(driver.act("step"))
+                stepping = _panel_stalls(app, panel, steps)
+            ends = [driver.act("reset"), driver.act("run")]
+            run = _panel_stalls(app, panel, ends)[-1]
+            n_nodes = sum(len(s.kept) + len(s.pruned) for s in ends[-1].steps)
+            line = f"== beam {beam}, max length {max_len}, {what}: {len(ends[-1].steps)} steps, {n_nodes} nodes;"
+            if what == "sample sentence":
+                line += f" Step: max {1000 * max(stepping):.1f} ms, median {1000 * statistics.median(stepping):.1f} ms;"
+            print(f"{line} Run to end: {1000 * run:.1f} ms (goal: no stall over 50 ms)", flush=True)
+    panel.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", help="a trained small-preset checkpoint for the step latency")
+    ap.add_argument("--beam-only", action="store_true", help="only the beam-search stalls (4)")
     args = ap.parse_args()
     from PySide6.QtWidgets import QApplication
 
-    from explorer.app import warm_up
+    from model.device import prepare_optimizers
 
     app = QApplication.instance() or QApplication([])
-    warm_up()
+    prepare_optimizers()
+    if args.beam_only:
+        beam_stalls(app, args.checkpoint)
+        return
     grid_redraw(app)
     hover(app)
     step_latency(app, args.checkpoint)
+    beam_stalls(app, args.checkpoint)
 
 
 if __name__ == "__main__":

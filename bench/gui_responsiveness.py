@@ -55,10 +55,10 @@ def lateness(seconds: float, threads: int | None) -> None:
     from PySide6.QtCore import QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from explorer.app import warm_up
+    from model.device import prepare_optimizers
 
     app = QApplication.instance() or QApplication([])
-    warm_up()
+    prepare_optimizers()
     from explorer.main_window import MainWindow
     from explorer.worker import Engine
 

@@ -38,11 +38,11 @@ def main() -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from explorer.app import warm_up
+    from model.device import prepare_optimizers
 
     app = QApplication([])
     app.setStyle("Fusion")
-    warm_up()
+    prepare_optimizers()
     from explorer.i18n import language
     from explorer.main_window import MainWindow
     from explorer.worker import Engine

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import gc
+import sys
+from collections.abc import Iterator
 
 import torch
 
@@ -40,3 +43,31 @@ def training_autocast(device: torch.device) -> contextlib.AbstractContextManager
     if device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def without_collector_pauses() -> Iterator[None]:
+    """Run a burst of long-lived allocations (a large import) without garbage-collection pauses,
+    then freeze what it created out of the collector's reach.
+
+    While a large package is imported, Python's full collections walk every object in the process,
+    millions of them once torch is loaded, and each walk holds the GIL for about 0.1 s: any other
+    thread (the window's) stops for that long. Frozen objects are never walked again, which also
+    keeps later full collections short."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def prepare_optimizers() -> None:
+    """Load what the first optimizer construction loads (``torch._dynamo``: 1–2 s of imports), so that
+    it can be done ahead of time on a background thread, without stalling the window. Idempotent."""
+    if "torch._dynamo" in sys.modules:
+        return
+    with without_collector_pauses():
+        import torch._dynamo  # noqa: F401 — torch.optim imports it on first use
