@@ -9,90 +9,156 @@ from explorer.i18n import language, tr
 
 HELP: dict[str, dict[str, str]] = {
     "training": {
-        "en": """<p>The model learns by <b>updates</b>: it reads a batch of sentence pairs, predicts every next target
-token, measures how wrong it was (the <b>loss</b>, a cross-entropy), and nudges all its weights to be a little
-less wrong. One update is one <b>step</b>.</p>
-<p><b>Loss</b> should fall. With label smoothing (0.1) it cannot reach 0. The dashed <b>valid</b> curve is the
-same loss on sentences the model never trains on: if it rises while the training loss falls, the model is
-memorising. <b>Token accuracy</b>: how often the most likely next token is right. <b>Exact match</b> and
-<b>BLEU</b> judge whole translations the model writes on its own. The <b>learning rate</b> follows the paper's
-schedule: it rises during warm-up, then falls like 1/√step. The <b>gradient norm</b> is how hard the update
-pushes; sudden spikes warn of trouble.</p>
-<p>Try: train the same task twice with Post-LN and Pre-LN (or with and without label smoothing) and tick the
-earlier run to compare the curves.</p>""",
-        "zh": """<p>模型通过一次次<b>更新</b>来学习：读入一批句对，预测每个下一个目标词，衡量错得有多远（<b>损失</b>，即交叉熵），
-再把所有权重朝“少错一点”的方向微调。一次更新就是一<b>步</b>。</p>
-<p><b>损失</b>应当下降。使用标签平滑（0.1）时它不会降到 0。虚线 <b>valid</b> 是模型从未训练过的句子上的同一损失：如果它上升而训练损失下降，
-说明模型在死记硬背。<b>词元准确率</b>：最可能的下一个词正确的比例。<b>完全匹配</b>和 <b>BLEU</b> 评价模型独立写出的整句译文。
-<b>学习率</b>按论文的调度变化：预热阶段上升，之后按 1/√步数 下降。<b>梯度范数</b>表示这次更新推得有多猛，突然的尖峰往往预示问题。</p>
-<p>试一试：用 Post-LN 和 Pre-LN（或有无标签平滑）各训练一次同一任务，勾选之前的运行来比较曲线。</p>""",
+        "en": """<p>The model learns by <b>updates</b>: it reads a batch of sentence pairs, predicts every target
+token, measures how wrong it was (the <b>loss</b>, a cross-entropy) and nudges all its weights to be a little less
+wrong. One update is one <b>step</b>. It learns with <b>teacher forcing</b>: the decoder reads the correct target
+shifted right by one (&lt;bos&gt; y<sub>1</sub> … y<sub>n</sub>) and predicts it unshifted (y<sub>1</sub> …
+y<sub>n</sub> &lt;eos&gt;), so all positions learn at once; the causal mask keeps each position from seeing the
+token it must predict.</p>
+<p><b>Loss</b>: solid on training batches (the faint line is the raw curve, before the <i>Smoothing</i> slider
+smooths it for display), dashed on <b>valid</b> sentences the model never trains on — if valid rises while the
+training loss falls, the model is memorising. <b>Token accuracy</b>: how often the most likely next token is right.
+<b>Exact match</b> and <b>BLEU</b> judge translations the model writes on its own. <b>Gradient norm</b>: the size
+of the gradient before clipping (Adam divides by a running estimate of that size, so its step hardly depends on
+it); sudden spikes warn of trouble.</p>
+<p><b>Label smoothing</b> (ε = 0.1): the target is not 100% the right token; ε is spread over the whole
+vocabulary, so the model is never pushed to be completely sure. The loss therefore cannot reach 0 (its floor
+grows with the vocabulary), but the paper found that accuracy and BLEU improve. <b>BLEU</b> (0–100) counts how
+many pieces of 1 to 4 tokens of the output (for Chinese: characters) also occur in the reference, with a penalty
+for outputs shorter than the reference. <b>Warm-up</b>: the learning rate rises during the first warm-up steps,
+then falls like 1/√step; full-size steps at the start, while the weights are random and Adam's running averages
+rest on a few gradients, can throw training off.</p>
+<p>Try: train the same task with <b>Post-LN</b> and <b>Pre-LN</b> (see the Model panel's help), or with and
+without label smoothing, and tick the earlier run to compare the curves. Pre-LN usually learns more smoothly at
+first and depends less on warm-up.</p>""",
+        "zh": """<p>模型通过一次次<b>更新</b>来学习：读入一批句对，预测译文中的每个词元，衡量错得有多远（<b>损失</b>，即交叉熵），
+再把所有权重朝“少错一点”的方向微调。一次更新就是一<b>步</b>。训练使用<b>教师强制</b>：解码器读入右移一位的正确译文
+（&lt;bos&gt; y<sub>1</sub> … y<sub>n</sub>），预测未移位的译文（y<sub>1</sub> … y<sub>n</sub> &lt;eos&gt;），
+因此所有位置同时学习；因果掩码保证每个位置都看不到它要预测的词元。</p>
+<p><b>损失</b>：实线是训练批次上的损失（浅色细线是原始曲线，即“曲线平滑”滑块为显示而平滑之前的数值），虚线是模型从未训练过的
+<b>验证</b>句子上的损失——如果验证损失上升而训练损失下降，说明模型在死记硬背。<b>词元准确率</b>：最可能的下一个词元正确的比例。
+<b>完全匹配</b>和 <b>BLEU</b> 评价模型独立写出的整句译文。<b>梯度范数</b>：裁剪之前梯度的大小（Adam 会除以梯度大小的滑动估计，
+所以每步更新的幅度几乎与它无关）；突然的尖峰往往预示问题。</p>
+<p><b>标签平滑</b>（ε = 0.1）：训练时的目标分布并不把百分之百给正确词元，而是把 ε 平均分给整个词表，这样模型永远不会被推向完全确定。
+因此损失不会降到 0（其下限随词表增大而升高），但论文发现准确率和 BLEU 都会提高。<b>BLEU</b>（0–100）统计输出中长度为 1 到 4
+个词元的片段（中文按字计）有多少也出现在参考译文中，并惩罚比参考译文短的输出。<b>预热</b>：学习率在最初的预热步中上升，
+之后按 1/√步数 下降；开始时权重是随机的，Adam 的滑动平均也只基于很少几个梯度，这时迈出全尺寸的步子可能让训练失控。</p>
+<p>试一试：用 <b>Post-LN</b> 和 <b>Pre-LN</b>（见“模型”面板的说明）或有无标签平滑各训练一次同一任务，勾选之前的运行来比较曲线。
+Pre-LN 在开始阶段通常学得更平稳，也不那么依赖预热。</p>""",
     },
     "decoding": {
         "en": """<p>A translation is written <b>one token at a time</b>. At every step the model reads the source and the
 tokens it has written so far and gives a probability to every possible next token; the bars show the ten most
 likely. <b>Greedy</b> decoding always takes the most likely one.</p>
-<p><b>Beam search</b> keeps the <i>k</i> best partial translations instead of one. In the tree each node is a
-token and its number is the <b>log-probability</b> of the whole prefix ending there (the sum of the logs of the
-token probabilities — always negative; closer to 0 is more likely). Blue nodes were kept, grey ones pruned, green
-ones finished. A finished hypothesis also shows its <b>score</b> ★ = log P / ((5 + length)/6)<sup>α</sup>:
-without this length penalty, shorter sentences would always win, because every extra token lowers log P.</p>
+<p><b>Beam search</b> keeps the <i>k</i> best partial translations instead. A node's number is the
+<b>log-probability</b> log P of the prefix it ends (negative; closer to 0 is more likely). Blue nodes were kept,
+grey ones pruned, green ones finished. Every token adds a negative log, so raw log P is biased toward short
+outputs; finished ones are ranked by ★ = log P / lp with lp = ((5 + length)/6)<sup>α</sup>, which grows with the
+length: dividing by lp &gt; 1 raises longer hypotheses more. The paper used α = 0.6 with beam 4.</p>
 <p>The heat strip shows where each head of a decoder layer looked in the source while choosing this token.</p>""",
         "zh": """<p>译文是<b>一次一个词元</b>写出来的。每一步，模型读入原文和已经写出的词元，给每个可能的下一个词元一个概率；条形图显示概率最高的十个。
 <b>贪心</b>解码总是取最可能的那个。</p>
-<p><b>束搜索</b>同时保留 <i>k</i> 个最好的部分译文。树中每个节点是一个词元，旁边的数字是以它结尾的整个前缀的<b>对数概率</b>
-（各词元概率的对数之和，总是负数，越接近 0 越可能）。蓝色节点被保留，灰色被剪掉，绿色已结束。结束的假设还显示<b>得分</b>
-★ = log P / ((5 + 长度)/6)<sup>α</sup>：没有这个长度惩罚，短句总会获胜，因为每多一个词元 log P 都会降低。</p>
+<p><b>束搜索</b>则同时保留 <i>k</i> 个最好的部分译文。节点旁的数字是以它结尾的前缀的<b>对数概率</b> log P（负数，越接近 0 越可能）。
+蓝色节点被保留，灰色被剪掉，绿色已结束。每多一个词元就多加一个负的对数，所以原始的 log P 偏向短的输出；结束的假设因此按
+★ = log P / lp 排序，lp = ((5 + 长度)/6)<sup>α</sup> 随长度增大：除以 lp &gt; 1 会把较长假设的得分提得更多。论文使用 α = 0.6、束宽 4。</p>
 <p>热力条显示在选择这个词元时，某一解码层的每个注意力头在原文中看向了哪里。</p>""",
     },
     "attention": {
         "en": """<p>Attention lets every position gather information from other positions. Each <b>row</b> belongs to
 one position (the <b>query</b>); the colours along the row show how much it takes from each <b>key</b> position
-(the columns). A row's weights are softmax(q·k/√d<sub>k</sub>) and always sum to 1.</p>
-<p><b>Encoder self-attention</b>: source words looking at source words. <b>Cross-attention</b>: while writing the
-translation, each target position looks at the source — for a good translation model it often forms a word
-alignment, even across reordering. <b>Decoder self-attention</b> is <b>masked</b>: the upper triangle is empty
-because a position may not look at tokens that come later — when the model translates, those tokens do not exist
-yet, so in training it must not peek at them either.</p>
-<p>Each layer has several <b>heads</b>, each with its own q, k, v projections, so different heads can look at
-different things. The Q·K explainer works one row out with real numbers.</p>""",
+(the columns). A row's weights are softmax(q·k/√d<sub>k</sub>) and always sum to 1. Why divide by
+√d<sub>k</sub>? A dot product of d<sub>k</sub> numbers grows with d<sub>k</sub> (for random vectors its spread
+grows like √d<sub>k</sub>); unscaled, the softmax would put nearly all the weight on one key, where its gradients
+are tiny.</p>
+<p><b>Encoder self-attention</b>: source tokens looking at source tokens. <b>Cross-attention</b>: the queries
+come from the decoder (the translation so far), the keys and values from the encoder's output (the source); for a
+good translation model it often forms a word alignment, even across reordering. <b>Decoder self-attention</b>
+has a <b>causal mask</b>: the upper triangle is empty because a position may not look at tokens that come later —
+when the model translates, those tokens do not exist yet, so in training it must not peek at them either.</p>
+<p>Each layer has several <b>heads</b>, each with its own W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, so
+different heads can look at different things; their outputs are concatenated and multiplied by W<sup>O</sup>,
+which mixes them back into one d<sub>model</sub>-wide vector. Many rows put much of their weight on &lt;eos&gt;
+(the end of every source) or &lt;bos&gt;: a row must spend all its weight somewhere, and a token that every
+sentence has is a harmless place for a head that has nothing to fetch. <b>Attention over training</b> plots each
+head's entropy, −Σ w ln w averaged over the rows, in nats: 0 when a row puts all its weight on one key, ln n when
+it spreads evenly over n keys (ln 10 ≈ 2.3). The Q·K explainer works one row out with real numbers.</p>""",
         "zh": """<p>注意力让每个位置从其他位置汇集信息。每一<b>行</b>属于一个位置（<b>查询</b>），这一行上的颜色表示它从每个<b>键</b>位置
-（各列）取了多少。一行的权重是 softmax(q·k/√d<sub>k</sub>)，总和恒为 1。</p>
-<p><b>编码器自注意力</b>：原文词看原文词。<b>交叉注意力</b>：写译文时，每个目标位置看向原文——对于好的翻译模型，它常常形成词对齐，
-即使语序发生了调换。<b>解码器自注意力</b>是<b>被遮盖的</b>：右上三角为空，因为一个位置不能看后面的词元——模型翻译时那些词元还不存在，
-所以训练时也不许偷看。</p>
-<p>每一层有多个<b>注意力头</b>，各有自己的 q、k、v 投影，因此不同的头可以关注不同的东西。Q·K 讲解器用真实数字把一行完整算一遍。</p>""",
+（各列）取了多少。一行的权重是 softmax(q·k/√d<sub>k</sub>)，总和恒为 1。为什么要除以 √d<sub>k</sub>？d<sub>k</sub>
+个数的点积随 d<sub>k</sub> 增大（对随机向量，它的离散程度按 √d<sub>k</sub> 增长）；不缩放的话，softmax
+会把几乎全部权重放到一个键上，而那里的梯度极小。</p>
+<p><b>编码器自注意力</b>：原文词元看原文词元。<b>交叉注意力</b>：查询来自解码器（已写出的译文），键和值来自编码器的输出（原文）；
+对于好的翻译模型，它常常形成词对齐，即使语序发生了调换。<b>解码器自注意力</b>带<b>因果掩码</b>：右上三角为空，
+因为一个位置不能看后面的词元——模型翻译时那些词元还不存在，所以训练时也不许偷看。</p>
+<p>每一层有多个<b>注意力头</b>，各有自己的 W<sup>Q</sup>、W<sup>K</sup>、W<sup>V</sup>，因此不同的头可以关注不同的东西；
+各头的输出拼接后乘以 W<sup>O</sup>，重新混合成一个 d<sub>model</sub> 维的向量。很多行把大量权重放在 &lt;eos&gt;
+（每个原文的结尾）或 &lt;bos&gt; 上：一行的权重必须全部分配出去，而每句都有的词元，正好是没有东西可取的头安放权重的无害之处。
+<b>训练过程中的注意力</b>标签页画出每个头的熵：−Σ w ln w 在各行上的平均，单位为奈特；一行把全部权重放在一个键上时为 0，
+在 n 个键上平均分配时为 ln n（ln 10 ≈ 2.3）。Q·K 讲解器用真实数字把一行完整算一遍。</p>""",
     },
     "positional": {
         "en": """<p>Attention by itself ignores word order: shuffle the words and every position sees the same set.
 So the paper adds a <b>positional encoding</b> to each word's embedding: a vector of sines and cosines of the
 position at different frequencies, from fast (first dimensions) to very slow (last ones).</p>
-<p>Why <b>sine and cosine</b> in pairs? For a fixed offset k, PE(pos + k) is the same rotation M<sub>k</sub> of
-PE(pos) for every position — the “Shift by k” tab checks it. A linear layer can therefore learn to attend by
-<i>relative</i> position. And the dot product of two encodings depends only on their distance (the similarity
-tab).</p>
-<p>A model can instead <b>learn</b> a vector per position, or use <b>RoPE</b>, which rotates queries and keys so
-that q·k depends only on the offset.</p>""",
-        "zh": """<p>注意力本身忽略词序：打乱词语，每个位置看到的仍是同一组词。因此论文给每个词的嵌入加上<b>位置编码</b>：
+<p>Why <b>sine and cosine</b> in pairs? By sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b −
+sin a sin b, moving k positions turns each (sin, cos) pair by the angle k·ω<sub>i</sub>: PE(pos + k) =
+M<sub>k</sub> PE(pos), with the same rotation M<sub>k</sub> for every position (the “Shift by k” tab checks it).
+The paper <i>hypothesised</i> that this lets the model learn to attend by <i>relative</i> position. The dot
+product PE(p)·PE(q) depends only on p − q (the similarity tab).</p>
+<p><b>Learned</b> positions, one vector per position, did about as well in the paper (Table 3, row E); it chose
+the sinusoids because they may let the model <b>extrapolate</b> to sequences longer than any seen in training.
+<b>RoPE</b> rotates the queries and keys instead, so positions enter q·k only through the offset n − m (what q
+and k contain still matters).</p>""",
+        "zh": """<p>注意力本身忽略词序：打乱词语，每个位置看到的仍是同一组词。因此论文给每个词元的嵌入加上<b>位置编码</b>：
 由位置的正弦和余弦组成的向量，频率从快（前面的维度）到非常慢（后面的维度）。</p>
-<p>为什么要成对使用<b>正弦和余弦</b>？对固定的偏移 k，PE(pos + k) 对所有位置都是 PE(pos) 的同一个旋转 M<sub>k</sub>——
-“平移 k”标签页验证了这一点。因此线性层可以学会按<i>相对</i>位置分配注意力。而且两个编码的点积只取决于它们的距离（相似度标签页）。</p>
-<p>模型也可以为每个位置<b>学习</b>一个向量，或者使用 <b>RoPE</b>：旋转查询和键，使 q·k 只取决于偏移量。</p>""",
+<p>为什么要成对使用<b>正弦和余弦</b>？由和角公式 sin(a + b) = sin a cos b + cos a sin b、cos(a + b) = cos a cos b − sin a sin b，
+移动 k 个位置就是把每一对 (sin, cos) 旋转角度 k·ω<sub>i</sub>：PE(pos + k) = M<sub>k</sub> PE(pos)，
+对所有位置都是同一个旋转 M<sub>k</sub>（“平移 k”标签页验证了这一点）。论文<i>推测</i>这能让模型学会按<i>相对</i>位置分配注意力。
+两个编码的点积 PE(p)·PE(q) 只取决于 p − q（相似度标签页）。</p>
+<p><b>可学习</b>的位置编码（每个位置一个向量）在论文中效果几乎一样（表 3 第 E 行）；论文选择正弦编码，是因为它可能让模型<b>外推</b>到
+比训练中见过的更长的序列。<b>RoPE</b> 则旋转查询和键，使位置只通过偏移 n − m 进入 q·k（q 和 k 的内容仍然起作用）。</p>""",
     },
     "model": {
         "en": """<p>The architecture in the paper's notation. <b>N</b> layers on each side; <b>d<sub>model</sub></b> is the
 width of every vector flowing through the model; <b>h</b> heads each work in d<sub>k</sub> = d<sub>model</sub>/h
-dimensions; <b>d<sub>ff</sub></b> is the width inside the feed-forward network. The table shows where the
-parameters are: most sit in the feed-forward networks and the attention projections.</p>""",
+dimensions; <b>d<sub>ff</sub></b> is the width inside the feed-forward network. Around every sublayer (attention
+or feed-forward) sit a <b>residual connection</b> — its output is added to its input, so information and gradients
+can pass straight through — and a <b>LayerNorm</b>. <b>Post-LN</b> (the paper) normalises after the addition,
+LN(x + f(x)); <b>Pre-LN</b> normalises the sublayer's input, x + f(LN(x)), with one more norm at the end, which
+leaves the residual path untouched and usually trains more stably.</p>
+<p>The table shows where the parameters are. In small models with small vocabularies most sit in the
+feed-forward networks and attention projections; with a large vocabulary the embeddings take the largest share
+(the paper's base model with three separate 37,000-token tables: 56%). So when source and target share one
+vocabulary, the paper uses one weight matrix for both embeddings and the output layer (§3.4), as the paper
+presets here do.</p>""",
         "zh": """<p>用论文记号表示的架构。两侧各 <b>N</b> 层；<b>d<sub>model</sub></b> 是模型中流动的每个向量的宽度；<b>h</b> 个注意力头各在
-d<sub>k</sub> = d<sub>model</sub>/h 维中工作；<b>d<sub>ff</sub></b> 是前馈网络内部的宽度。表格显示参数分布在哪里：大多数在前馈网络和注意力投影中。</p>""",
+d<sub>k</sub> = d<sub>model</sub>/h 维中工作；<b>d<sub>ff</sub></b> 是前馈网络内部的宽度。每个子层（注意力或前馈网络）外面都有一个
+<b>残差连接</b>——把子层的输出加到它的输入上，让信息和梯度可以直接通过——以及一个 <b>LayerNorm</b>。<b>Post-LN</b>（论文的做法）
+在相加之后归一化：LN(x + f(x))；<b>Pre-LN</b> 先归一化子层的输入：x + f(LN(x))，最后再加一个归一化，残差通路不受干扰，通常训练更稳定。</p>
+<p>表格显示参数量分布在哪里。词表小的小模型里，大多数参数在前馈网络和注意力投影中；词表大时，嵌入占最大份额
+（论文的 base 模型若用三张各 37,000 词元的独立表：56%）。因此当原文和译文共用一个词表时，论文让两个嵌入层和输出层共用同一个权重矩阵
+（§3.4），这里的论文预设也是这样做的。</p>""",
     },
     "data": {
         "en": """<p>The model never sees letters or characters directly: a <b>tokenizer</b> cuts each sentence into
 <b>tokens</b> from a fixed vocabulary, and each token becomes a number. The chips show exactly what the model
-reads. Here Chinese is split into single characters. A red chip is a piece the vocabulary does not know
-(&lt;unk&gt;): the model cannot see what it was.</p>""",
+reads. The char, word and wordpiece tokenizers split Chinese into single characters; bpe and byte_bpe learn
+longer pieces from the data (such as 昨天 or 图书馆), and byte_bpe may cut a rare character into bytes. A red
+chip is a piece the vocabulary does not know (&lt;unk&gt;): the model cannot see what it was.</p>
+<p><b>Shortcut learning.</b> A model learns whatever pattern in its data predicts the answer, which is not always
+the rule we meant. In an earlier version of the teaching grammar every past-tense sentence had a time word such as
+“yesterday”, and the bundled model of that time learned to write 了 from 昨天 rather than from the past-tense
+verb: “Li Hua bought an interesting book.” became 李华买一本有意思的书。 and “Did Anna read a novel in the
+library?” became 安娜在图书馆看一本小说吗？ — both without 了 (李华买了一本有意思的书。 安娜在图书馆看了一本小说吗？)
+— while every sentence with a time word came out right. The data allowed the shortcut; only data that breaks it
+(past-tense sentences without a time word) can teach the real rule.</p>""",
         "zh": """<p>模型从不直接看到字母或汉字：<b>分词器</b>把每个句子切成来自固定词表的<b>词元</b>，每个词元变成一个数字。
-这些小方块正是模型读到的内容。这里中文被切成单个汉字。红色方块是词表里没有的片段（&lt;unk&gt;）：模型看不到它原来是什么。</p>""",
+这些小方块正是模型读到的内容。char、word 和 wordpiece 分词器把中文切成单个汉字；bpe 和 byte_bpe 从数据中学出更长的片段
+（如“昨天”“图书馆”），byte_bpe 还可能把罕见的汉字切成字节。红色方块是词表里没有的片段（&lt;unk&gt;）：模型看不到它原来是什么。</p>
+<p><b>捷径学习</b>。模型学到的是数据中能预测答案的规律，而不一定是我们想教的规则。在教学语法的早期版本中，每个过去时的句子都带有
+“昨天”之类的时间词，当时内置的模型就学会了根据“昨天”而不是根据过去时的动词来写“了”：它把 “Li Hua bought an interesting
+book.” 译成“李华买一本有意思的书。”，把 “Did Anna read a novel in the library?” 译成“安娜在图书馆看一本小说吗？”——
+两句都漏了“了”（应为“李华买了一本有意思的书。”和“安娜在图书馆看了一本小说吗？”），而每个带时间词的句子都译对了。
+是数据允许了这条捷径；只有打破它的数据（不带时间词的过去时句子）才能教会真正的规则。</p>""",
     },
 }
 

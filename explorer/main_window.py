@@ -386,7 +386,7 @@ class MainWindow(QMainWindow):
         s = self.status
         self.device_label.setText(s.device or "…")
         self.state_label.setText(tr(s.state))
-        self.step_label.setText(f"{tr('step')} {s.step:,}")
+        self.step_label.setText(tr("step {n}").format(n=f"{s.step:,}"))
         self.loss_label.setText(
             f"{tr('loss')} {self._last_loss:.3f}" if self._last_loss is not None else f"{tr('loss')} –"
         )

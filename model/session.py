@@ -75,25 +75,43 @@ class AttentionExplanation:
     mask: np.ndarray  # True = may attend
     weights: np.ndarray  # softmax of the scaled, masked scores
     output: np.ndarray  # weights · V [Lq, d_v] (this head's part, before W^O)
+    exp: np.ndarray  # exp(scaled − shift) [Lq, Lk], 0 where masked: weights = exp / Σ exp, checkable by hand
+    shift: np.ndarray  # [Lq] subtracted before exp: 0, or the row's largest score where exp would overflow
+    kind: str = "example"  # "example" (the worked example) | "encoder" | "decoder_self" | "cross"
+    layer: int = -1  # 0-based layer of the head, −1 for the worked example
+    head: int = -1  # 0-based head, −1 for the worked example
 
 
-def explain(q, k, v, mask, title: str, query_tokens: list[str], key_tokens: list[str]) -> AttentionExplanation:
+# exp(x) overflows float64 beyond ~709; a row whose largest scaled score passes this is shifted by it
+# (softmax does not change when a constant is subtracted from a row).
+EXP_LIMIT = 700.0
+
+
+def explain(
+    q, k, v, mask, title: str, query_tokens: list[str], key_tokens: list[str], kind: str = "example",
+    layer: int = -1, head: int = -1,
+) -> AttentionExplanation:  # fmt: skip
     """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code."""
     q, k, v = (torch.as_tensor(x, dtype=torch.float64) for x in (q, k, v))
     mask = None if mask is None else torch.as_tensor(mask, dtype=torch.bool)
     steps = attention_steps(q, k, v, mask)
     n = lambda t: t.detach().cpu().numpy()  # noqa: E731
+    top = steps.masked.amax(dim=-1, keepdim=True)  # [Lq, 1]; −inf for a fully masked row
+    shift = torch.where(top > EXP_LIMIT, top, torch.zeros_like(top))
+    exp = (steps.masked - shift).exp()  # exp(−inf) = 0 where masked
     return AttentionExplanation(
         title, query_tokens, key_tokens, n(steps.query), n(steps.keys), n(steps.values), n(steps.scores),
-        n(steps.scaled), n(steps.mask), n(steps.weights), n(steps.output),
+        n(steps.scaled), n(steps.mask), n(steps.weights), n(steps.output), n(exp), n(shift[..., 0]), kind, layer,
+        head,
     )  # fmt: skip
 
 
 def notes_example() -> AttentionExplanation:
-    """The worked example of the study notes: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]]."""
+    """The worked example Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2 (also in study notes)."""
     ex = NOTES_EXAMPLE
     labels = ["x1", "x2", "x3"]
-    return explain(ex["Q"], ex["K"], ex["V"], None, "worked example from the notes (d_k = 2)", labels, labels)
+    title = "worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2"
+    return explain(ex["Q"], ex["K"], ex["V"], None, title, labels, labels)
 
 
 @dataclass(frozen=True)
@@ -412,7 +430,8 @@ class Session:
             "decoder_self": "decoder self-attention",
             "cross": "cross-attention",
         }
-        return explain(q, k, v, full_mask, f"{names[kind]}, layer {layer + 1}, head {head + 1}", queries, keys)
+        title = f"{names[kind]}, layer {layer + 1}, head {head + 1}"
+        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head)
 
     def positional_tables(self) -> dict[str, Any]:
         """What the positional-encoding lab shows of this model: its kind, sizes, and a learned table."""

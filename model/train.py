@@ -73,7 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--positional", choices=POSITIONAL_KINDS)
     m.add_argument("--norm", choices=NORM_KINDS)
     m.add_argument("--activation", choices=ACTIVATIONS)
-    m.add_argument("--tie-embeddings", action="store_true", default=None)
+    m.add_argument(
+        "--tie-embeddings", action=argparse.BooleanOptionalAction, default=None,
+        help="output projection shares the target embedding (default: the preset's; paper presets tie)",
+    )  # fmt: skip
     m.add_argument("--shared-vocab", action="store_true", help="one tokenizer and embedding for both sides")
 
     t = ap.add_argument_group("tokenizer")

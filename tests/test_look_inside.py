@@ -192,7 +192,9 @@ def test_qk_explainer_worked_example_and_a_real_head(trained_window, qtbot):
     s = 1 / math.sqrt(2)
     weights_row1 = [math.exp(s), 1.0, math.exp(s)]
     weights_row1 = [w / sum(weights_row1) for w in weights_row1]
-    assert [float(a.per_key.item(j, 3).text()) for j in range(3)] == pytest.approx(weights_row1, abs=1e-4)
+    headers = [a.per_key.horizontalHeaderItem(c).text() for c in range(a.per_key.columnCount())]
+    softmax = headers.index("softmax")
+    assert [float(a.per_key.item(j, softmax).text()) for j in range(3)] == pytest.approx(weights_row1, abs=1e-4)
     assert float(a.per_key.item(0, 1).text()) == pytest.approx(s, abs=1e-4)
     assert e.output[0] == pytest.approx(
         [10 * weights_row1[0] + 5 * weights_row1[2], 10 * weights_row1[1] + 5 * weights_row1[2]]
@@ -276,6 +278,8 @@ def test_every_view_exports_readable_files(trained_window, qtbot, tmp_path):
     a.export_explanation(str(tmp_path / "qk.png"))
     lines = (tmp_path / "qk.csv").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1 + 9 and lines[1].startswith("1,x1,1,x1,1.0,")
+    assert lines[0].split(",")[-2:] == ["exp", "weight"]
+    assert float(lines[1].split(",")[-2]) == pytest.approx(math.exp(1 / math.sqrt(2)))
     assert not QImage(str(tmp_path / "qk.png")).isNull()
 
 

@@ -172,13 +172,31 @@ def test_too_long_input_is_refused_with_advice():
         model(torch.ones(1, 9, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
 
 
-@pytest.mark.parametrize("name, expected_millions", [("paper_base", 65), ("paper_big", 213)])
-def test_parameter_counts_match_table_3(name, expected_millions):
-    cfg = ModelConfig.preset(name, src_vocab_size=37000, tgt_vocab_size=37000, shared_vocab=True, tie_embeddings=True)
+def paper_parameter_count(d: int, d_ff: int, n: int, vocab: int) -> int:
+    """Parameters of the paper's model (§3) with one shared vocabulary and tied embeddings, by formula.
+
+    An attention block has W^Q, W^K, W^V, W^O (d × d, with biases); a feed-forward network d × d_ff and
+    d_ff × d (with biases); a LayerNorm a gain and a bias; an encoder layer 1 attention, 1 FFN, 2 norms,
+    a decoder layer 2 attentions, 1 FFN, 3 norms (Post-LN: no final norms). One vocab × d matrix serves
+    both embeddings and the pre-softmax projection (§3.4), which keeps its own bias.
+    """
+    attention = 4 * (d * d + d)
+    ffn = d * d_ff + d_ff + d_ff * d + d
+    norm = 2 * d
+    return vocab * d + n * (attention + ffn + 2 * norm) + n * (2 * attention + ffn + 3 * norm) + vocab
+
+
+@pytest.mark.parametrize(
+    "name, d, d_ff, table_3_millions", [("paper_base", 512, 2048, 65), ("paper_big", 1024, 4096, 213)]
+)
+def test_parameter_counts_match_table_3(name, d, d_ff, table_3_millions):
+    # the preset ties embeddings by itself; a shared vocabulary, as in the paper, makes it one matrix
+    cfg = ModelConfig.preset(name, src_vocab_size=37000, tgt_vocab_size=37000, shared_vocab=True)
     with torch.device("meta"):  # sizes only; no memory
         model = Transformer(cfg)
     n = model.num_parameters()
-    assert abs(n / 1e6 - expected_millions) / expected_millions < 0.05, n
+    assert n == paper_parameter_count(d, d_ff, 6, 37000)
+    assert abs(n / 1e6 - table_3_millions) / table_3_millions < 0.05, n
     breakdown = model.parameter_breakdown()
     assert sum(breakdown.values()) == n
     assert "target embedding" not in breakdown and "output projection" in breakdown  # tied, counted once

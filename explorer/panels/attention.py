@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -37,11 +39,20 @@ KINDS = (
     ("decoder_self", N_("Decoder self-attention (masked)")),
     ("cross", N_("Cross-attention (decoder → encoder)")),
 )
+WORKED_EXAMPLE = N_("Worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2")
 SOURCES = (
     ("decoding", N_("Following the decoding panel")),
     ("pair", N_("A source/target pair (teacher forcing)")),
     ("probe", N_("The probe sentence over training")),
 )
+
+
+def head_title(kind: str, layer: int, head: int | None) -> str:
+    """“Cross-attention (decoder → encoder) — layer 2, head 4” (0-based in; ``head`` None: the average)."""
+    name = tr(dict(KINDS)[kind])
+    if head is None:
+        return tr("{kind} — layer {layer}, average of all heads").format(kind=name, layer=layer + 1)
+    return tr("{kind} — layer {layer}, head {head}").format(kind=name, layer=layer + 1, head=head + 1)
 
 
 def maps_of(
@@ -147,6 +158,9 @@ class AttentionPanel(QWidget):
         self.notes_button.clicked.connect(lambda: self.explain_requested.emit({"preset": "notes"}))
         self.explain_title = QLabel(objectName="explain_title")
         self.explain_title.setWordWrap(True)
+        self.explain_note = QLabel(objectName="explain_note")  # the worked example: how to check printed copies
+        self.explain_note.setWordWrap(True)
+        self.explain_note.hide()
         self.vectors = QTableWidget(objectName="explain_vectors")
         self.per_key = QTableWidget(objectName="explain_per_key")
         for table in (self.vectors, self.per_key):
@@ -202,6 +216,7 @@ class AttentionPanel(QWidget):
         ex_top.addWidget(export_button(self, "qk_explainer", self.export_explanation, ("PNG", "SVG", "CSV")))
         ex.addLayout(ex_top)
         ex.addWidget(self.explain_title)
+        ex.addWidget(self.explain_note)
         tables = QSplitter(Qt.Horizontal)
         tables.addWidget(self.per_key)
         tables.addWidget(self.vectors)
@@ -254,7 +269,8 @@ class AttentionPanel(QWidget):
         self.lower.setTabText(2, tr("Q·K explainer: one head, one query, step by step"))
         self.timeline_title.setText(tr("Training snapshots"))
         self.explain_button.setText(tr("Explain this head"))
-        self.notes_button.setText(tr("Worked example from the notes"))
+        self.notes_button.setText(tr("Worked example (Q = K = …)"))
+        self.notes_button.setToolTip(tr(WORKED_EXAMPLE))
         self.heatmap.retranslate()
         self.grid.retranslate()
         self.entropy.retranslate()
@@ -322,8 +338,7 @@ class AttentionPanel(QWidget):
         self.query.blockSignals(True)
         self.query.clear()
         self.query.addItems([f"{i + 1}: {t}" for i, t in enumerate(explanation.query_tokens)])
-        worked_example = explanation.title.startswith("worked")
-        self.query.setCurrentIndex(0 if worked_example else len(explanation.query_tokens) - 1)
+        self.query.setCurrentIndex(0 if explanation.kind == "example" else len(explanation.query_tokens) - 1)
         self.query.blockSignals(False)
         self._show_explanation()
 
@@ -367,8 +382,7 @@ class AttentionPanel(QWidget):
             matrix = maps[layer].mean(axis=0) if self.average.isChecked() else maps[layer, head]
             top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
             self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
-            who = tr("average of all heads") if self.average.isChecked() else f"{tr('head')} {head + 1}"
-            self.heatmap.set_title(f"{tr(dict(KINDS)[kind])} — {tr('layer')} {layer + 1}, {who}")
+            self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head))
             self.stack.setCurrentWidget(self.heatmap)
         self.caption.setText(self._caption(inspection, kind, mode))
         self._update_entropy()
@@ -393,7 +407,7 @@ class AttentionPanel(QWidget):
             rows = tr("Rows: query positions, labelled “read → predicts”; columns: keys; each row sums to 1.")
         if kind == "decoder_self":
             rows += " " + tr("Hatched cells are masked: a position may not look at later ones.")
-        src = f"{tr('training step')} {inspection.step}"
+        src = tr("training step {n}").format(n=inspection.step)
         if mode == "decoding":
             src += " · " + tr("the outlined row is the position predicting the next token")
         elif not inspection.teacher_forced:
@@ -426,7 +440,8 @@ class AttentionPanel(QWidget):
     def _update_timeline_label(self) -> None:
         if self.snapshots:
             i = self.timeline.value()
-            self.timeline_label.setText(f"{tr('step')} {self.snapshots[i].step} ({i + 1}/{len(self.snapshots)})")
+            step = tr("step {n}").format(n=self.snapshots[i].step)
+            self.timeline_label.setText(f"{step} ({i + 1}/{len(self.snapshots)})")
 
     def _update_entropy(self) -> None:
         if not self.snapshots or self.info is None:
@@ -462,32 +477,50 @@ class AttentionPanel(QWidget):
         rows = []
         for i, qt in enumerate(e.query_tokens):
             for j, kt in enumerate(e.key_tokens):
-                rows.append([i + 1, qt, j + 1, kt, e.scores[i, j], e.scaled[i, j], int(e.mask[i, j]), e.weights[i, j]])
-        write_rows(path, ["query", "query_token", "key", "key_token", "qk", "scaled", "allowed", "weight"], rows)
+                rows.append([i + 1, qt, j + 1, kt, e.scores[i, j], e.scaled[i, j], int(e.mask[i, j]), e.exp[i, j],
+                             e.weights[i, j]])  # fmt: skip
+        header = ["query", "query_token", "key", "key_token", "qk", "scaled", "allowed", "exp", "weight"]
+        write_rows(path, header, rows)
+
+    def explanation_title(self, e: AttentionExplanation) -> str:
+        """What the explanation is, in the interface language."""
+        if e.kind == "example":
+            return tr(WORKED_EXAMPLE)
+        return head_title(e.kind, e.layer, e.head)
 
     def _show_explanation(self) -> None:
         e = self.explanation
         if e is None:
             self.explain_title.setText(
-                tr("Pick a head above and press “Explain this head”, or try the worked example from the notes.")
+                tr("Pick a head above and press “Explain this head”, or try the worked example.")
             )
+            self.explain_note.hide()
             return
         i = max(0, self.query.currentIndex())
         d_k = e.q.shape[1]
+        total = float(e.exp[i].sum())
         self.explain_title.setText(
-            f"<b>{e.title}</b> — {tr('query')} {i + 1} “{e.query_tokens[i]}”: "
-            f"weights = softmax(q·kᵀ / √d_k), d_k = {d_k}, √d_k = {np.sqrt(d_k):.3f}; "
-            f"{tr('output')} = Σ weight · v"
-        )
+            tr(
+                "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k) = exp / Σ exp, with d_k = {d_k}, "
+                "√d_k = {root}, Σ exp = {total}; output = Σ weight · v"
+            ).format(
+                title=self.explanation_title(e), i=i + 1, token=html.escape(e.query_tokens[i]), d_k=d_k,
+                root=f"{np.sqrt(d_k):.3f}", total=number(total),
+            )
+        )  # fmt: skip
+        self.explain_note.setVisible(e.kind == "example")
+        if e.kind == "example":
+            self.explain_note.setText(self._example_note(e, i))
         keys = e.key_tokens
-        self.per_key.setColumnCount(4)
+        exp_header = "exp(·)" if e.shift[i] == 0 else f"exp(· − {e.shift[i]:.1f})"
+        self.per_key.setColumnCount(5)
         self.per_key.setRowCount(len(keys))
-        self.per_key.setHorizontalHeaderLabels(["q·k", "÷ √d_k", tr("mask"), "softmax"])
+        self.per_key.setHorizontalHeaderLabels(["q·k", "÷ √d_k", tr("mask"), exp_header, "softmax"])
         self.per_key.setVerticalHeaderLabels([f"k{j + 1} {t}" for j, t in enumerate(keys)])
         for j in range(len(keys)):
             allowed = bool(e.mask[i, j])
             values = (f"{e.scores[i, j]:.4f}", f"{e.scaled[i, j]:.4f}", "✓" if allowed else "✗ (−∞)",
-                      f"{e.weights[i, j]:.4f}")  # fmt: skip
+                      number(e.exp[i, j]), f"{e.weights[i, j]:.4f}")  # fmt: skip
             for c, v in enumerate(values):
                 item = QTableWidgetItem(v)
                 item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
@@ -503,3 +536,25 @@ class AttentionPanel(QWidget):
                 item = QTableWidgetItem(f"{v:.3f}")
                 item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 self.vectors.setItem(r, c, item)
+
+    @staticmethod
+    def _example_note(e: AttentionExplanation, i: int) -> str:
+        """For people holding a printed copy of the worked example: the check that tells a misprint apart."""
+        vec = lambda xs: "[" + ", ".join(f"{x:.3f}" for x in xs) + "]"  # noqa: E731
+        sums = ", ".join(f"{s:.3f}" for s in e.weights.sum(axis=1))
+        return tr(
+            "Checking a printed copy of this example? Softmax weights always add up to 1, so a printed row that "
+            "adds up to 0.85 cannot be a softmax: it is a misprint. Correct for query {i}: exp = {exp}, Σ exp = "
+            "{total}, weights = exp / Σ exp = {weights}, output = {output}. Row sums here: {sums}."
+        ).format(
+            i=i + 1, exp=vec(e.exp[i]), total=f"{e.exp[i].sum():.3f}", weights=vec(e.weights[i]),
+            output=vec(e.output[i]), sums=sums,
+        )  # fmt: skip
+
+
+def number(x: float) -> str:
+    """A value of the exp column: four decimals when that reads well, else scientific notation."""
+    x = float(x)
+    if x == 0 or 1e-3 <= abs(x) < 1e6:
+        return f"{x:.4f}"
+    return f"{x:.4e}"

@@ -6,6 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from explorer.i18n import tr
+from explorer.panels.model_info import tokenizer_text
 from explorer.widgets.token_strip import TokenStrip
 from explorer.worker import RunInfo
 
@@ -45,7 +46,7 @@ class DataPanel(QWidget):
         text = (
             f"<b>{c['name']}</b> — {tr(c['description'])}<br>"
             f"{tr('train')} {c['train']:,} · {tr('valid')} {c['valid']:,} · {tr('test')} {c['test']:,} "
-            f"{tr('pairs')}; {c['src_lang']} → {c['tgt_lang']}; {tr('tokenizer')}: {info.tokenizer}"
+            f"{tr('pairs')}; {c['src_lang']} → {c['tgt_lang']}; {tr('tokenizer')}: {tokenizer_text(info)}"
         )
         if c.get("truncated"):
             text += f"<br>{c['truncated']} {tr('training pairs were longer than the model accepts and were cut')}"

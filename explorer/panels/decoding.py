@@ -279,8 +279,7 @@ class DecodingPanel(QWidget):
             self.output.setText(f"{tr('Output so far')}: <b>{view.focus_text or '…'}</b>")
         self.output.setTextFormat(Qt.RichText)
         self.reference.setText(f"{tr('Reference (from the corpus)')}: {view.reference}" if view.reference else "")
-        state = tr("finished") if view.at_end else ""
-        self.step_label.setText(f"{tr('Step')} {n_steps} {state}".strip())
+        self.step_label.setText((tr("Step {n}, finished") if view.at_end else tr("Step {n}")).format(n=n_steps))
         self.beam_box.setVisible(beam)
         if beam:
             self.tree.set_steps(view.steps, self.info.tgt_pieces if self.info else (), self.eos_id)
@@ -333,7 +332,7 @@ class DecodingPanel(QWidget):
         kept = {(c.parent, c.token) for c in step.kept}
         chosen = {i for i, t in enumerate(tokens) if (row, t) in kept}
         prefix = " ".join(self.piece(t) for t in step.prefixes[row]) or "<bos>"
-        self.candidates.set_title(f"{tr('Step')} {step_index + 1}: {tr('after')} “{prefix}”")
+        self.candidates.set_title(tr("Step {n}: after “{prefix}”").format(n=step_index + 1, prefix=prefix))
         self.candidates.set_data([self.piece(t) for t in tokens], step.top_probs[row], chosen)
         if self.view.settings.beam_size > 1:
             self.tree.select(step_index, row)

@@ -9,6 +9,12 @@ from explorer.i18n import tr
 from explorer.worker import RunInfo
 
 
+def tokenizer_text(info: RunInfo) -> str:
+    """The tokenizer's kind and both vocabulary sizes, in the interface language."""
+    kind = info.tokenizer.split()[0]
+    return tr("{kind} ({src} / {tgt} pieces)").format(kind=kind, src=len(info.src_pieces), tgt=len(info.tgt_pieces))
+
+
 class ModelPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -47,9 +53,9 @@ class ModelPanel(QWidget):
             f"N = {m['n_encoder_layers']} {tr('encoder layers')} + {m['n_decoder_layers']} {tr('decoder layers')}; "
             f"d_model = {m['d_model']}, h = {m['n_heads']} {tr('heads')} (d_k = d_v = {m['d_model'] // m['n_heads']}), "
             f"d_ff = {m['d_ff']}, P_drop = {m['dropout']:g}",
-            f"{norm}; {tr('positions')}: {m['positional']}; {tr('activation')}: {m['activation']}; "
+            f"{norm}; {tr('positional encoding')}: {m['positional']}; {tr('activation')}: {m['activation']}; "
             f"max_len = {m['max_len']}",
-            f"{tr('Tokenizer')}: {info.tokenizer}" + (f"; {', '.join(tied)}" if tied else ""),
+            f"{tr('Tokenizer')}: {tokenizer_text(info)}" + (f"; {', '.join(tied)}" if tied else ""),
             f"<b>{tr('Parameters')}: {info.total_parameters:,}</b>",
         ]
         self.summary.setText("<br>".join(lines))

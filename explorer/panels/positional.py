@@ -31,6 +31,10 @@ from explorer.widgets.metric_plot import RUN_COLOURS
 from explorer.worker import RunInfo
 from model.positional import inverse_frequencies, relative_shift_matrix, sinusoidal_table
 
+# The similarity tab divides PE(p)·PE(q) by d/2, its value at p = q (each (sin, cos) pair adds
+# sin² + cos² = 1), so the diagonal reads 1; the title says so.
+SIMILARITY_TITLE = N_("Similarity PE(p)·PE(q) / (d_model/2): depends only on p − q (1 at p = q)")
+
 
 class LinePlot(QWidget):
     """A plain line plot with export (picture or numbers)."""
@@ -114,7 +118,7 @@ class PositionalPanel(QWidget):
         self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, i) for chosen dimensions i"), N_("position"), "PE")
         self.matrix = Heatmap("pe_matrix_heatmap", N_("The PE matrix (positions × dimensions)"), (-1.0, 1.0),
                               DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
-        self.similarity = Heatmap("pe_similarity_heatmap", N_("Similarity PE(p)·PE(q): depends only on p − q"),
+        self.similarity = Heatmap("pe_similarity_heatmap", SIMILARITY_TITLE,
                                   (0.0, 1.0), row_name=N_("position"), col_name=N_("position"))  # fmt: skip
         self.shift_plot = LinePlot("pe_shift_plot", N_("PE(pos + k) and M_k · PE(pos)"), N_("dimension"), N_("value"))
         self.shift_matrix = Heatmap("pe_shift_matrix", N_("M_k: a rotation of each (sin, cos) pair"), (-1.0, 1.0),
@@ -233,8 +237,8 @@ class PositionalPanel(QWidget):
         error = np.abs(moved - target).max() if target is not None else float("nan")
         self.shift_note.setText(
             tr("For every position, shifting by k is the same linear map M_k: a rotation by the angle k·ω_i of "
-               "each (sin, cos) pair (ω_i = 1/10000^(2i/d_model)). That is why a model can learn to attend by "
-               "relative position.") + f"  max |PE({p}+{k}) − M_k·PE({p})| = {error:.2e}"
+               "each (sin, cos) pair (ω_i = 1/10000^(2i/d_model)). The paper hypothesised that this lets a model "
+               "learn to attend by relative position.") + f"  max |PE({p}+{k}) − M_k·PE({p})| = {error:.2e}"
             + ("" if show == d else f"  ({tr('M_k shown for the first')} {show} {tr('dimensions')})")
         )  # fmt: skip
         self._draw_model()
@@ -266,8 +270,7 @@ class PositionalPanel(QWidget):
                 self.learned.set_data(table, [str(i) for i in range(len(table))],
                                       [str(i) for i in range(table.shape[1])])  # fmt: skip
                 title = tr("The model's learned position table (target side)")
-                self.learned.set_title(f"{title} — "
-                                       f"{tr('step')} {tables['step']}")  # fmt: skip
+                self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables['step'])}")
         else:
             head = info.model_config["d_model"] // info.model_config["n_heads"]
             n = self.positions.value()
@@ -280,6 +283,7 @@ class PositionalPanel(QWidget):
             self.model_note.setText(
                 tr(
                     "This model rotates each pair of query and key dimensions by position × ω_i "
-                    "(head size {h}); q·k then depends on the offset only."
+                    "(head size {h}); positions then enter q·k only through the offset n − m, while what q and k "
+                    "contain still matters."
                 ).format(h=head)
             )

@@ -195,6 +195,7 @@ class SettingsForm(QWidget):
         self.dec_layers.setValue(p["n_decoder_layers"])
         self.d_ff.setValue(p["d_ff"])
         self.dropout.setValue(p["dropout"])
+        self.tie.setChecked(p.get("tie_embeddings", False))  # the paper presets tie, as in §3.4
         t = {**dataclasses.asdict(TrainConfig()), **TRAIN_PRESETS.get(name, {})}
         self.batch.setValue(t["batch_size"])
         self.warmup.setValue(t["warmup_steps"])
