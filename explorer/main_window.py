@@ -72,6 +72,11 @@ class MainWindow(QMainWindow):
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self._after_save: dict[int, callable] = {}
         self._restoring: tuple[int, Path] | None = None  # (load request, autosave file) being restored
+        # What the program does on its own at start-up yields to what the person does: the bundled model's
+        # load (request id) is forgotten, with its sample sentence and welcome, once the person acts.
+        self._auto_load: int | None = None
+        self._person_acted = False
+        self._startup_open: int | None = None  # the command line's checkpoint: if it fails, the bundled model
         self._last_loss = self._last_speed = None
 
         self.training = TrainingPanel()
@@ -181,33 +186,45 @@ class MainWindow(QMainWindow):
         )
         self.setAcceptDrops(True)
         self.setWindowIcon(QIcon(str(resource_path("icons/transformer-explorer.svg"))))
-        self._show_sample = False  # decode the task's sample sentence once the model is there
         self.engine.start()
         self._offer_autosave()
+        self._start_default = start_default
         # Load once the event loop runs: loading on the engine thread while the window is still being built
         # would compete with it for the GIL and delay the window.
         if open_path:
-            QTimer.singleShot(0, lambda: self.open_checkpoint(open_path, confirm=False))
+            QTimer.singleShot(0, lambda: self._open_at_start(open_path))
         elif start_default:
             QTimer.singleShot(0, self.open_default_model)
 
+    def _open_at_start(self, path: str) -> None:
+        if not self._person_acted:
+            self._startup_open = self.engine.submit("load", path=str(path))
+
     def open_default_model(self) -> None:
-        """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence."""
-        if self._restoring is not None:
-            return  # the person already chose to restore their own work
+        """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence.
+        Nothing happens once the person has acted: their model or their run is never replaced."""
+        if self._restoring is not None or self._person_acted:
+            return
         bundled = default_model()
         if bundled is None:
-            self.engine.submit("new", spec=self.training.form.spec())
+            self.engine.submit("new", spec=self.training.form.spec(), if_no_model=True)
             return
-        self._show_sample = True
-        self.engine.submit("load", path=str(bundled), kind="bundled")
-        if not self.settings.value("welcomed", False, type=bool) and not self.message_bar.showing:
-            self.settings.setValue("welcomed", True)
-            self.show_message(
-                tr("Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
-                   "Type a sentence in the Decoding panel and step through its translation, or train one yourself."),
-                "info", [(tr("Train from scratch"), self.train_from_scratch)],
-            )  # fmt: skip
+        self._auto_load = self.engine.submit("load", path=str(bundled), kind="bundled", if_no_model=True)
+
+    def _person_takes_over(self) -> None:
+        """The person acted (trained, opened, restored, made a model): the start-up's own plans are dropped."""
+        self._person_acted = True
+        self._auto_load = None
+
+    def _welcome(self) -> None:
+        if self.settings.value("welcomed", False, type=bool) or self.message_bar.showing:
+            return
+        self.settings.setValue("welcomed", True)
+        self.show_message(
+            tr("Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
+               "Type a sentence in the Decoding panel and step through its translation, or train one yourself."),
+            "info", [(tr("Train from scratch"), self.train_from_scratch)],
+        )  # fmt: skip
 
     def train_from_scratch(self) -> None:
         """A fresh model with the Training panel's settings, training at once."""
@@ -434,8 +451,9 @@ class MainWindow(QMainWindow):
         self.attention.on_decode(view)
 
     def _on_run(self, info: RunInfo) -> None:
-        new_run = self.training.current is None or info.run_id != self.training.current.run_id
-        self.training.on_run(info)
+        automatic = info.origin != 0 and info.origin == self._auto_load
+        # a late automatic load never overwrites settings the person has been editing meanwhile
+        self.training.on_run(info, fill_form=not (automatic and self.training.form.edited))
         self.decoding.on_run(info)
         self.attention.on_run(info)
         self.positional.on_run(info)
@@ -444,12 +462,19 @@ class MainWindow(QMainWindow):
         if self._restoring is not None and info.origin == self._restoring[0]:
             self._restoring[1].unlink(missing_ok=True)  # the autosave is open again: its file is no longer needed
             self._restoring = None
-        if new_run and self._show_sample:
-            self._show_sample = False
+        if automatic:
+            self._auto_load = None
             self._decode_sample(info)
+            self._welcome()
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
+        if request_id == self._startup_open:  # the command line's file cannot be opened: never no model at all
+            self._startup_open = None
+            if self.training.current is None and not self._person_acted and self._start_default:
+                if default_model() is not None:
+                    message += "\n" + tr("The bundled model is open instead.")
+                self.open_default_model()
         if self._restoring is not None and request_id == self._restoring[0]:
             self._restoring = None  # the autosave could not be opened: it stays where it is
         self.decoding.waiting = False
@@ -468,6 +493,7 @@ class MainWindow(QMainWindow):
 
     # -- commands ----------------------------------------------------------------------------------------
     def _on_start_requested(self, spec: NewModelSpec, kind: str) -> None:
+        self._person_takes_over()
         self.docks["training"].raise_()
         info = self.training.current
 
@@ -493,6 +519,7 @@ class MainWindow(QMainWindow):
         go()
 
     def _on_control(self, kind: str, args: dict) -> None:
+        self._person_takes_over()
         if kind == "pause_at":
             self.engine.submit("pause_at", **args)
             return
@@ -523,6 +550,7 @@ class MainWindow(QMainWindow):
 
     def new_model(self, start: bool = False) -> None:
         """A fresh model from the Training panel's settings (training at once with ``start``)."""
+        self._person_takes_over()
         self.docks["training"].show()
         self.docks["training"].raise_()
         try:
@@ -550,6 +578,7 @@ class MainWindow(QMainWindow):
             )
             if not path:
                 return
+        self._person_takes_over()
         target = str(path)
         if confirm:
             self._when_discarded(
@@ -619,6 +648,7 @@ class MainWindow(QMainWindow):
                                             (tr("Discard"), lambda: newest.unlink(missing_ok=True))])  # fmt: skip
 
     def _restore(self, path: Path) -> None:
+        self._person_takes_over()
         def load() -> None:
             self._restoring = (self.engine.submit("load", path=str(path), kind="autosave"), path)
 

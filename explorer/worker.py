@@ -13,6 +13,7 @@ the thread keeps running.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import queue
@@ -31,12 +32,14 @@ from PySide6.QtCore import QThread, Signal
 from explorer.decoding_driver import DecodeDriver
 from explorer.i18n import tr
 from model.data import TASK_DESCRIPTIONS, DataSpec
-from model.device import device_description, resolve_device
+from model.device import device_description, prepare_optimizers, resolve_device
 from model.session import Session
 from model.tokenization import TokenizerSpec
 from model.training import TrainConfig, TrainingDiverged
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
+# Idle this long with a model loaded, the engine loads what the first training step will need.
+PREPARE_AFTER_S = 1.0
 # Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
 LATEST_ONLY = {"translate", "inspect", "explain", "positional"}
 LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
@@ -203,9 +206,11 @@ class Engine(QThread):
             self.device_label = "CPU"
         self._device = device
         self._publish_status()
+        quiet_since = time.perf_counter()
         while True:
             try:
-                for command in self._take_commands():
+                commands = self._take_commands()
+                for command in commands:
                     if command.kind == "shutdown":
                         self._do_shutdown(command.args.get("autosave"))
                         return
@@ -214,6 +219,9 @@ class Engine(QThread):
                     self._train_one()
                 else:
                     self._flush_metrics(force=True)
+                    quiet_since = time.perf_counter() if commands else quiet_since
+                    if self.session is not None and time.perf_counter() - quiet_since > PREPARE_AFTER_S:
+                        prepare_optimizers()  # once the first screen is done, so a first Start does not wait
             except Exception as exc:  # noqa: BLE001 — everything becomes a message, the thread lives on
                 self._fail(0, exc)
 
@@ -314,6 +322,8 @@ class Engine(QThread):
         self._publish_status()
 
     def _cmd_new(self, c: Command) -> None:
+        if c.args.get("if_no_model") and self.session is not None:
+            return  # the program's own start-up plan: the person's model came first
         spec: NewModelSpec = c.args["spec"]
         self._state = IDLE
         session = Session.create(
@@ -324,6 +334,9 @@ class Engine(QThread):
 
     def _install(self, session: Session, path: str | None, origin: int = 0) -> None:
         self._flush_metrics(force=True)  # the old run's last steps belong to the old run
+        # the model, its data and tokenizers live long: keep them out of the collector's full walks, which
+        # a fast-training model triggers often and which hold the GIL (the window's too) while they walk
+        gc.freeze()
         self.session, self._path = session, path
         self._run_id += 1
         self._state = IDLE
@@ -468,6 +481,8 @@ class Engine(QThread):
     def _cmd_load(self, c: Command) -> None:
         """Open a checkpoint: a person's file (it becomes the file Save writes), an autosave or the
         bundled model (neither of which Save may overwrite)."""
+        if c.args.get("if_no_model") and self.session is not None:
+            return  # the program's own start-up plan: the person's model came first
         path, kind = str(c.args["path"]), c.args.get("kind", "file")
         session = Session.load(path, device=self._device.type)  # raises before anything changes
         self._install(session, path=path if kind == "file" else None, origin=c.request_id)

@@ -6,7 +6,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -77,6 +77,9 @@ def maps_of(
     return inspection.cross, rows, inspection.src_tokens, None
 
 
+ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and map at most this often
+
+
 class AttentionPanel(QWidget):
     MAX_SNAPSHOTS = 400  # attention-over-training snapshots kept (thinned evenly beyond that)
 
@@ -94,6 +97,9 @@ class AttentionPanel(QWidget):
         self.decode_id = -1
         self.decoding_open = False  # decoding still going: the last decoder row has no prediction yet
         self.snapshots: list[ProbeSnapshot] = []
+        self._incoming: list[ProbeSnapshot] = []  # arrived since the last absorb
+        self._absorb_timer = QTimer(self, singleShot=True, interval=ABSORB_MS)
+        self._absorb_timer.timeout.connect(self._absorb_snapshots)
         self.explanation: AttentionExplanation | None = None
 
         self.source = QComboBox(objectName="attention_source_combo")
@@ -305,17 +311,29 @@ class AttentionPanel(QWidget):
         self.refresh()
 
     def on_probe(self, snapshot: ProbeSnapshot) -> None:
-        if self.info is not None and snapshot.run_id != self.info.run_id:
+        """Snapshots are taken in a few times a second, however fast they come: a small model
+        training hundreds of steps a second sends several each second."""
+        self._incoming.append(snapshot)
+        if not self._absorb_timer.isActive():
+            self._absorb_timer.start()
+
+    def _absorb_snapshots(self) -> None:
+        incoming, self._incoming = self._incoming, []
+        if self.info is not None:
+            incoming = [s for s in incoming if s.run_id == self.info.run_id]
+        if not incoming:
             return
         at_end = self.timeline.value() == self.timeline.maximum()
-        last = self.snapshots[-1] if self.snapshots else None
-        if last is not None and (last.source, last.target) != (snapshot.source, snapshot.target):
-            self.snapshots = []  # another probe sentence: a new timeline, not a mixture
-            self.entropy.remove(1)
-        self.snapshots.append(snapshot)
-        if len(self.snapshots) > self.MAX_SNAPSHOTS:  # a long run: keep every other one, evenly spread
-            self.snapshots = self.snapshots[:-1:2] + self.snapshots[-1:]
-            at_end = True
+        for snapshot in incoming:
+            last = self.snapshots[-1] if self.snapshots else None
+            if last is not None and (last.source, last.target) != (snapshot.source, snapshot.target):
+                self.snapshots = []  # another probe sentence: a new timeline, not a mixture
+                self.entropy.remove(1)
+            self.snapshots.append(snapshot)
+            if len(self.snapshots) > self.MAX_SNAPSHOTS:  # a long run: keep every other one, evenly spread
+                self.snapshots = self.snapshots[:-1:2] + self.snapshots[-1:]
+                at_end = True
+        snapshot = self.snapshots[-1]
         self.timeline.blockSignals(True)
         self.timeline.setRange(0, len(self.snapshots) - 1)
         if at_end or len(self.snapshots) == 1:
@@ -323,14 +341,19 @@ class AttentionPanel(QWidget):
         self.timeline.blockSignals(False)
         if not self.probe_src.text():
             self.probe_src.setPlaceholderText(snapshot.source)
-        self._update_entropy()
-        if self.source.currentData() == "probe" or (self.inspections["decoding"] is None
-                                                    and self.inspections["pair"] is None):  # fmt: skip
+        self._update_timeline_label()
+        showing_probe = self.source.currentData() == "probe"
+        if not (showing_probe or (self.inspections["decoding"] is None and self.inspections["pair"] is None)):
+            self._update_entropy()
+            return
+        if not showing_probe:
             self.source.blockSignals(True)
             self.source.setCurrentIndex(self.source.findData("probe"))
             self.source.blockSignals(False)
-            self.refresh()
-        self._update_timeline_label()
+        if at_end or len(self.snapshots) == 1:
+            self.refresh()  # follows the newest snapshot (a person scrubbing back keeps their view)
+        else:
+            self._update_entropy()
 
     def on_explanation(self, explanation: AttentionExplanation) -> None:
         self.explanation = explanation

@@ -157,8 +157,14 @@ class SettingsForm(QWidget):
         for w in self.findChildren(QComboBox):
             w.currentIndexChanged.connect(self.validate)
         self.tie.toggled.connect(self.validate)
+        for w in [*self.findChildren(QSpinBox), *self.findChildren(QDoubleSpinBox)]:
+            w.valueChanged.connect(self._on_edit)
+        for w in self.findChildren(QComboBox):
+            w.currentIndexChanged.connect(self._on_edit)
+        self.tie.toggled.connect(self._on_edit)
         self.set_defaults()
         self.retranslate()
+        self.edited = False  # changed by the person since the form last showed a run
 
     def retranslate(self) -> None:
         self.data_box.setTitle(tr("Data"))
@@ -173,6 +179,9 @@ class SettingsForm(QWidget):
         self._update_file_label()
         self._on_schedule_label_only()  # the label only: the rate itself stays as the person set it
         self.validate()
+
+    def _on_edit(self, *_: Any) -> None:
+        self.edited = True
 
     # -- values --------------------------------------------------------------------------------
     def set_defaults(self) -> None:
@@ -317,6 +326,7 @@ class SettingsForm(QWidget):
         self._update_file_label()
         self._on_schedule_label_only()
         self.validate()
+        self.edited = False
 
     def _on_schedule_label_only(self) -> None:
         noam = self.schedule.currentText() == "noam"
@@ -336,6 +346,9 @@ def needs_new_model(form_spec: NewModelSpec, info: RunInfo | None) -> bool:
     if form_spec.data.to_dict() != DataSpec.from_dict(info.data).to_dict():
         return True
     return form_spec.tokenizer.kind != info.tokenizer.split()[0]
+
+
+MAX_RUNS = 12  # runs kept in the run list for overlays
 
 
 class TrainingPanel(QWidget):
@@ -559,11 +572,13 @@ class TrainingPanel(QWidget):
         self.step_marker.setValue(status.step)
         self._update_buttons()
 
-    def on_run(self, info: RunInfo) -> None:
+    def on_run(self, info: RunInfo, fill_form: bool = True) -> None:
+        """A new run, or new settings of the current one; ``fill_form=False`` keeps the person's edits."""
         new = info.run_id not in self.runs
         self.runs[info.run_id] = info
         self.current = info
-        self.form.show_run(info)
+        if fill_form:
+            self.form.show_run(info)
         lr = self.plots["lr_plot"]
         lr.replace(info.run_id, "schedule", np.arange(1, len(info.schedule) + 1), info.schedule)
         if new:
@@ -583,6 +598,7 @@ class TrainingPanel(QWidget):
                 other.setFont(f)
                 other.setCheckState(Qt.Unchecked)
             self.run_list.insertItem(0, item)
+            self._forget_old_runs()
             self.run_list.blockSignals(False)
         self._label_runs()
         for i in range(self.run_list.count()):
@@ -593,6 +609,21 @@ class TrainingPanel(QWidget):
                 item.setFont(f)
         self._on_run_toggled()
         self._update_buttons()
+
+    def _forget_old_runs(self) -> None:
+        """Keep the list (and the curves kept for overlays) bounded: beyond MAX_RUNS the oldest
+        unticked runs go. A run whose curves matter is ticked, or saved in its checkpoint."""
+        for i in range(self.run_list.count() - 1, 0, -1):
+            if self.run_list.count() <= MAX_RUNS:
+                return
+            item = self.run_list.item(i)
+            if item.checkState() == Qt.Checked:
+                continue
+            rid = item.data(Qt.UserRole)
+            self.run_list.takeItem(i)
+            self.runs.pop(rid, None)
+            for plot in self.plots.values():
+                plot.remove(rid)
 
     def set_probe_marker(self, step: int) -> None:
         self.probe_marker.setVisible(step >= 0)

@@ -20,6 +20,9 @@ from explorer.appearance import legend_brush
 from explorer.i18n import tr
 from explorer.widgets.export import render_scene, titled_view
 
+# Points kept per curve: far more than a plot has pixels across. Beyond it a curve is thinned to half,
+# keeping each bin's lowest and highest value, so spikes stay visible and the work per frame stays bounded.
+MAX_POINTS = 8192
 RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
 
@@ -40,6 +43,23 @@ class Buffer:
         self._x[self.n : need] = x
         self._y[self.n : need] = y
         self.n = need
+
+    def thin(self) -> None:
+        """Halve the points: of every 4 consecutive ones keep the lowest and the highest, in order
+        (the last few, which do not fill a group, stay as they are)."""
+        n4 = self.n // 4 * 4
+        if n4 == 0:
+            return
+        y = self._y[:n4].reshape(-1, 4)
+        finite = np.isfinite(y)
+        lo = np.where(finite, y, np.inf).argmin(axis=1)
+        hi = np.where(finite, y, -np.inf).argmax(axis=1)
+        first, second = np.minimum(lo, hi), np.maximum(lo, hi)
+        keep = (np.arange(0, n4, 4)[:, None] + np.stack([first, second], axis=1)).ravel()
+        keep = np.concatenate([keep, np.arange(n4, self.n)])
+        m = len(keep)
+        self._x[:m], self._y[:m] = self._x[keep], self._y[keep]
+        self.n = m
 
     @property
     def x(self) -> np.ndarray:
@@ -146,7 +166,11 @@ class MetricPlot(QWidget):
         s.dirty = True
 
     def replace(self, run_id: int, name: str, x: np.ndarray, y: np.ndarray) -> None:
-        self.remove(run_id, name)
+        """New data for a series; its curve (and legend entry) stays."""
+        s = self.series.get((run_id, name))
+        if s is not None:
+            s.buffer, s.smooth, s.smooth_state, s.smoothed_upto = Buffer(), Buffer(), (0.0, 0), 0
+            s.dirty = True
         self.append(run_id, name, x, y)
 
     def remove(self, run_id: int, name: str | None = None) -> None:
@@ -244,9 +268,16 @@ class MetricPlot(QWidget):
                 new_y, s.smooth_state = ema(y[s.smoothed_upto :], self.weight, s.smooth_state)
                 s.smooth.extend(x[s.smoothed_upto :], new_y)
                 s.smoothed_upto = len(y)
+                if s.buffer.n > MAX_POINTS:
+                    s.buffer.thin()
+                    s.smooth.thin()
+                    s.smoothed_upto = s.buffer.n
                 s.curve.setData(s.smooth.x, s.smooth.y)
-                s.raw_curve.setData(x, y)
+                s.raw_curve.setData(s.buffer.x, s.buffer.y)
             else:
+                if s.buffer.n > MAX_POINTS:
+                    s.buffer.thin()
+                    x, y = s.buffer.x, s.buffer.y
                 s.curve.setData(x, y)
                 if s.raw_curve is not None:
                     s.raw_curve.setData([], [])

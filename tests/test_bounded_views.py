@@ -1,0 +1,95 @@
+"""The window's work and memory do not grow with the step rate or the length of a run."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from explorer.widgets.metric_plot import MAX_POINTS, Buffer, MetricPlot  # noqa: E402
+
+
+def test_thinning_keeps_each_groups_extremes_in_order():
+    b = Buffer()
+    y = np.array([5.0, 1.0, 9.0, 3.0, 2.0, 2.5, 8.0, 7.0, 4.0, 6.0])
+    b.extend(np.arange(len(y), dtype=float), y)
+    b.thin()
+    # groups [5 1 9 3] and [2 2.5 8 7]: their lowest and highest, in the order they came; the tail stays
+    assert list(b.y) == [1.0, 9.0, 2.0, 8.0, 4.0, 6.0]
+    assert list(b.x) == [1.0, 2.0, 4.0, 6.0, 8.0, 9.0]
+
+
+def test_a_long_fast_run_keeps_a_bounded_curve_with_its_spikes(qtbot):
+    plot = MetricPlot("Loss", "loss_plot", "loss")
+    qtbot.addWidget(plot)
+    plot.define("train", "train")
+    plot.set_runs(1, {1})
+    rng = np.random.default_rng(0)
+    n, spike_at = 200_000, 123_457
+    y = 2.0 + 0.1 * rng.standard_normal(n)
+    y[spike_at] = 40.0  # one gradient blow-up in a long run
+    for start in range(0, n, 2_000):  # batches as the engine sends them, a redraw after each
+        x = np.arange(start + 1, start + 2_001, dtype=float)
+        plot.append(1, "train", x, y[start : start + 2_000])
+        plot.redraw()
+    s = plot.series[(1, "train")]
+    assert s.buffer.n <= MAX_POINTS and s.smooth.n == s.buffer.n
+    raw_x, raw_y = s.buffer.x, s.buffer.y  # what the faint curve is given
+    assert len(raw_x) <= MAX_POINTS and raw_y.max() == 40.0 and raw_x[raw_y.argmax()] == spike_at + 1
+    assert raw_y.min() == y.min()
+    assert np.all(np.diff(raw_x) > 0) and raw_x[-1] == n  # in order, up to the newest step
+
+
+def _snapshots(session, n: int):
+    from explorer.worker import ProbeSnapshot, attention_entropy
+
+    inspection = session.inspect("a b c", "a b c")
+    entropy = {k: attention_entropy(getattr(inspection, k)) for k in ("encoder", "decoder_self", "cross")}
+    return [ProbeSnapshot(1, 50 * (i + 1), "a b c", "a b c", dataclasses.replace(inspection, step=50 * (i + 1)),
+                          entropy) for i in range(n)]  # fmt: skip
+
+
+def test_probe_snapshots_arriving_fast_are_drawn_a_few_times_a_second(qtbot, copy_session_factory, monkeypatch):
+    from explorer.panels.attention import ABSORB_MS, AttentionPanel
+
+    panel = AttentionPanel()
+    qtbot.addWidget(panel)
+    draws = []
+    monkeypatch.setattr(panel, "refresh", lambda: draws.append(len(panel.snapshots)))
+    snapshots = _snapshots(copy_session_factory(), 1_000)
+    for s in snapshots[:300]:  # hundreds of steps a second, a probe every 50: many within one interval
+        panel.on_probe(s)
+    assert draws == [] and panel.snapshots == []  # nothing drawn per snapshot
+    qtbot.wait(ABSORB_MS + 200)
+    assert draws == [300]  # one redraw for all of them
+    for s in snapshots[300:]:
+        panel.on_probe(s)
+    qtbot.wait(ABSORB_MS + 200)
+    assert len(draws) == 2
+    assert len(panel.snapshots) <= panel.MAX_SNAPSHOTS and panel.snapshots[-1].step == snapshots[-1].step
+    steps = [s.step for s in panel.snapshots]
+    assert steps == sorted(steps) and steps[0] == snapshots[0].step  # thinned evenly, first and last kept
+
+
+def test_the_run_list_keeps_a_bounded_number_of_runs_and_every_ticked_one(qtbot, copy_session_factory):
+    from PySide6.QtCore import Qt
+
+    from explorer.panels.training import MAX_RUNS, TrainingPanel
+    from explorer.worker import Engine
+
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    session = copy_session_factory()
+    engine = Engine("cpu")
+    infos = []
+    for run_id in range(1, 31):
+        engine._run_id = run_id
+        infos.append(engine._run_info(session))
+    panel.on_run(infos[0])
+    panel.run_list.item(0).setCheckState(Qt.Checked)
+    for info in infos[1:]:
+        panel.on_run(info)
+    kept = {panel.run_list.item(i).data(Qt.UserRole) for i in range(panel.run_list.count())}
+    assert len(kept) == MAX_RUNS and 30 in kept and set(panel.runs) == kept
+    assert all(s.run_id in kept for p in panel.plots.values() for s in p.series.values())
