@@ -15,12 +15,11 @@ wrong. One update is one <b>step</b>. It learns with <b>teacher forcing</b>: the
 shifted right by one (&lt;bos&gt; y<sub>1</sub> … y<sub>n</sub>) and predicts it unshifted (y<sub>1</sub> …
 y<sub>n</sub> &lt;eos&gt;), so all positions learn at once; the causal mask keeps each position from seeing the
 token it must predict.</p>
-<p><b>Loss</b>: solid on training batches (the faint line is the raw curve, before the <i>Smoothing</i> slider
-smooths it for display), dashed on <b>valid</b> sentences the model never trains on — if valid rises while the
-training loss falls, the model is memorising. <b>Token accuracy</b>: how often the most likely next token is right.
-<b>Exact match</b> and <b>BLEU</b> judge translations the model writes on its own. <b>Gradient norm</b>: the size
-of the gradient before clipping (Adam divides by a running estimate of that size, so its step hardly depends on
-it); sudden spikes warn of trouble.</p>
+<p><b>Loss</b>: solid on training batches (faint: the raw curve before display smoothing), dashed on
+<b>valid</b> sentences never trained on — valid rising while training falls means memorising. <b>Token
+accuracy</b>: how often the likeliest next token is right; <b>exact match</b> and <b>BLEU</b> judge translations
+the model writes alone. <b>Gradient norm</b>: the gradient's size before clipping (Adam's step hardly depends on
+it); spikes warn of trouble.</p>
 <p><b>Label smoothing</b> (ε = 0.1): the target is not 100% the right token; ε is spread over the whole
 vocabulary, so the model is never pushed to be completely sure. The loss therefore cannot reach 0 (its floor
 grows with the vocabulary), but the paper found that accuracy and BLEU improve. <b>BLEU</b> (0–100) counts how
@@ -35,10 +34,9 @@ first and depends less on warm-up.</p>""",
 再把所有权重朝“少错一点”的方向微调。一次更新就是一<b>步</b>。训练使用<b>教师强制</b>：解码器读入右移一位的正确译文
 （&lt;bos&gt; y<sub>1</sub> … y<sub>n</sub>），预测未移位的译文（y<sub>1</sub> … y<sub>n</sub> &lt;eos&gt;），
 因此所有位置同时学习；因果掩码保证每个位置都看不到它要预测的词元。</p>
-<p><b>损失</b>：实线是训练批次上的损失（浅色细线是原始曲线，即“曲线平滑”滑块为显示而平滑之前的数值），虚线是模型从未训练过的
-<b>验证</b>句子上的损失——如果验证损失上升而训练损失下降，说明模型在死记硬背。<b>词元准确率</b>：最可能的下一个词元正确的比例。
-<b>完全匹配</b>和 <b>BLEU</b> 评价模型独立写出的整句译文。<b>梯度范数</b>：裁剪之前梯度的大小（Adam 会除以梯度大小的滑动估计，
-所以每步更新的幅度几乎与它无关）；突然的尖峰往往预示问题。</p>
+<p><b>损失</b>：实线是训练批次（浅色细线是“曲线平滑”之前的原始曲线），虚线是从未训练过的<b>验证</b>句子——验证损失上升而训练损失下降，
+说明模型在死记硬背。<b>词元准确率</b>：最可能的下一个词元正确的比例；<b>完全匹配</b>和 <b>BLEU</b> 评价模型独立写出的译文。
+<b>梯度范数</b>：裁剪之前梯度的大小（Adam 的步长几乎与它无关）；突然的尖峰预示问题。</p>
 <p><b>标签平滑</b>（ε = 0.1）：训练时的目标分布并不把百分之百给正确词元，而是把 ε 平均分给整个词表，这样模型永远不会被推向完全确定。
 因此损失不会降到 0（其下限随词表增大而升高），但论文发现准确率和 BLEU 都会提高。<b>BLEU</b>（0–100）统计输出中长度为 1 到 4
 个词元的片段（中文按字计）有多少也出现在参考译文中，并惩罚比参考译文短的输出。<b>预热</b>：学习率在最初的预热步中上升，
@@ -50,17 +48,18 @@ Pre-LN 在开始阶段通常学得更平稳，也不那么依赖预热。</p>"""
         "en": """<p>A translation is written <b>one token at a time</b>. At every step the model reads the source and the
 tokens it has written so far and gives a probability to every possible next token; the bars show the ten most
 likely. <b>Greedy</b> decoding always takes the most likely one.</p>
-<p><b>Beam search</b> keeps the <i>k</i> best partial translations instead. A node's number is the
-<b>log-probability</b> log P of the prefix it ends (negative; closer to 0 is more likely). Blue nodes were kept,
-grey ones pruned, green ones finished. Every token adds a negative log, so raw log P is biased toward short
-outputs; finished ones are ranked by ★ = log P / lp with lp = ((5 + length)/6)<sup>α</sup>, which grows with the
-length: dividing by lp &gt; 1 raises longer hypotheses more. The paper used α = 0.6 with beam 4.</p>
+<p><b>Beam search</b> keeps the <i>k</i> best partial translations. A node shows the <b>log-probability</b> log P
+of the prefix it ends (negative; nearer 0 is likelier); blue kept, grey pruned, green finished. Each token adds a
+negative log, so raw log P is biased toward short outputs; finished ones are ranked by ★ = log P /
+((5 + length)/6)<sup>α</sup>, a divisor that grows with the length (above 1 beyond one token), so it raises
+longer hypotheses more.
+The paper used α = 0.6 with beam 4.</p>
 <p>The heat strip shows where each head of a decoder layer looked in the source while choosing this token.</p>""",
         "zh": """<p>译文是<b>一次一个词元</b>写出来的。每一步，模型读入原文和已经写出的词元，给每个可能的下一个词元一个概率；条形图显示概率最高的十个。
 <b>贪心</b>解码总是取最可能的那个。</p>
-<p><b>束搜索</b>则同时保留 <i>k</i> 个最好的部分译文。节点旁的数字是以它结尾的前缀的<b>对数概率</b> log P（负数，越接近 0 越可能）。
-蓝色节点被保留，灰色被剪掉，绿色已结束。每多一个词元就多加一个负的对数，所以原始的 log P 偏向短的输出；结束的假设因此按
-★ = log P / lp 排序，lp = ((5 + 长度)/6)<sup>α</sup> 随长度增大：除以 lp &gt; 1 会把较长假设的得分提得更多。论文使用 α = 0.6、束宽 4。</p>
+<p><b>束搜索</b>保留 <i>k</i> 个最好的部分译文。节点上的数字是以它结尾的前缀的<b>对数概率</b> log P（负数，越接近 0 越可能）；
+蓝色保留，灰色剪掉，绿色结束。每个词元都加上一个负的对数，所以原始 log P 偏向短的输出；结束的假设按
+★ = log P / ((5 + 长度)/6)<sup>α</sup> 排序，这个除数随长度增大（超过一个词元时大于 1），因此较长假设的得分被提得更多。论文使用 α = 0.6、束宽 4。</p>
 <p>热力条显示在选择这个词元时，某一解码层的每个注意力头在原文中看向了哪里。</p>""",
     },
     "attention": {

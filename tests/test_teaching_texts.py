@@ -195,7 +195,7 @@ def flat(text: str) -> str:
         ("decoding", "α = 0.6 with beam 4", "α = 0.6、束宽 4"),
         ("decoding", "biased toward short", "偏向短的输出"),
         ("training", "before clipping", "裁剪之前"),
-        ("training", "raw curve, before the <i>Smoothing</i> slider", "原始曲线，即“曲线平滑”滑块"),
+        ("training", "faint: the raw curve before display smoothing", "浅色细线是“曲线平滑”之前的原始曲线"),
         ("training", "teacher forcing", "教师强制"),
         ("attention", "W<sup>O</sup>", "W<sup>O</sup>"),
         ("attention", "ln n", "ln n"),
