@@ -157,6 +157,16 @@ def test_paper_presets_tie_embeddings_as_in_section_3_4(name):
     assert separate.src_embed.weight is not separate.tgt_embed.weight
 
 
+def test_the_command_line_can_untie_a_paper_preset():
+    from model.train import MODEL_FLAGS, _chosen, build_parser
+
+    base = ["--task", "copy", "--steps", "1", "--out", "x", "--preset", "paper_base"]
+    for flags, tied in (([], True), (["--no-tie-embeddings"], False), (["--tie-embeddings"], True)):
+        overrides = _chosen(build_parser().parse_args(base + flags), MODEL_FLAGS)
+        cfg = ModelConfig.preset("paper_base", src_vocab_size=50, tgt_vocab_size=60, **overrides)
+        assert cfg.tie_embeddings is tied, flags
+
+
 def test_embedding_share_the_model_help_quotes():
     """The help says the base model with three separate 37,000-token tables spends 56% on embeddings."""
     cfg = ModelConfig.preset("paper_base", src_vocab_size=37000, tgt_vocab_size=37000, tie_embeddings=False)
