@@ -33,6 +33,8 @@ class DecodeView:
     settings: DecodeSettings
     source_tokens: tuple[str, ...]  # encoder input pieces (EOS included)
     unknown: frozenset[int]  # indexes of source pieces that were not in the vocabulary
+    source_length: int  # tokens the input has (EOS not counted)
+    source_read: int  # of those, how many the encoder reads: the model's max_len cuts longer inputs
     reference: str | None  # corpus translation, when the sentence is from the corpus
     position: int  # steps shown (0 = before the first)
     at_end: bool  # no further step exists
@@ -58,9 +60,10 @@ class DecodeDriver:
         self._built_at = -1
 
     def start(self, settings: DecodeSettings) -> DecodeView:
-        self.decode_id = next(_decode_ids)
-        self.settings = settings
+        """A new sentence. If it cannot be decoded, the old one is dropped too: the panel has cleared it."""
+        self._decode, self.settings = None, settings
         self._build(0)
+        self.decode_id = next(_decode_ids)
         return self.view()
 
     def _build(self, position: int) -> None:
@@ -73,7 +76,11 @@ class DecodeDriver:
 
     def _fresh(self) -> None:
         if self._decode is None:
-            raise ValueError(tr("Type a sentence and press Enter to start decoding."))
+            if self.settings is None:
+                raise ValueError(tr("Type a sentence and press Enter to start decoding."))
+            self._build(0)  # the start failed: try again, so that the person reads why it fails
+            self.decode_id = next(_decode_ids)
+            return
         if self._built_at != self.session.step:  # the weights changed: same position, current weights
             self._build(self._decode.stepper.position)
 
@@ -114,6 +121,8 @@ class DecodeDriver:
             settings=self.settings,
             source_tokens=tuple(d.source_tokens),
             unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == UNK_ID),
+            source_length=len(d.source.ids),
+            source_read=len(d.source_ids) - 1,  # EOS is added after the cut
             reference=d.reference,
             position=stepper.position,
             at_end=stepper.at_end,

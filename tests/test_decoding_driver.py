@@ -48,3 +48,16 @@ def test_beam_stepping_and_rebuild_on_new_weights(trained):
     assert view.position == 2 and view.weights_step == trained.step
     with pytest.raises(ValueError, match="unknown decoding action"):
         driver.act("sideways")
+
+
+def test_a_sentence_that_cannot_start_replaces_the_last_one(trained):
+    driver = DecodeDriver(trained)
+    old = driver.start(DecodeSettings("3 1 4"))
+    driver.act("step")
+    with pytest.raises(ValueError, match="Type a sentence"):
+        driver.start(DecodeSettings("   "))
+    with pytest.raises(ValueError, match="Type a sentence"):  # no step of the old sentence under the new one
+        driver.act("step")
+    view = driver.start(DecodeSettings("5 6"))
+    assert view.decode_id > old.decode_id and view.source_tokens == ("5", "6", "<eos>")
+    assert (view.source_length, view.source_read) == (2, 2)

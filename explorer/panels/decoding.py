@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -45,6 +47,9 @@ class DecodingPanel(QWidget):
         self.waiting = False  # a request is out; auto-play sends the next only after the answer
         self.selected: tuple[int, int] | None = None  # (step, row) whose candidates are shown
         self.autoplay_on_start = False  # presenter mode: a new sentence plays by itself
+        self.requested: DecodeSettings | None = None  # the sentence and settings of the last start sent
+        self._starting = False  # a start is out: answers about earlier sentences are dropped
+        self._shown_id = 0  # decode id of the newest sentence shown
 
         self.input = QLineEdit(objectName="decode_input")
         self.input.returnPressed.connect(self.start)
@@ -63,7 +68,7 @@ class DecodingPanel(QWidget):
         self.alpha.setSingleStep(0.1)
         self.alpha.setValue(0.6)
         self.max_len = QSpinBox(objectName="decode_max_len_spin")
-        self.max_len.setRange(0, 1024)
+        self.max_len.setRange(0, 256)  # 0: auto; the maximum follows the model's max_len (on_run)
         self.mode.currentIndexChanged.connect(self._on_mode)
 
         self.back_button = QPushButton(objectName="decode_back_button")
@@ -87,14 +92,22 @@ class DecodingPanel(QWidget):
         self.play_timer.timeout.connect(self._on_play_tick)
 
         self.output = QLabel(objectName="decode_output")
+        self.output.setTextFormat(Qt.RichText)  # the model's text in it is escaped (show_view)
         self.output.setWordWrap(True)
         self.output.setTextInteractionFlags(Qt.TextSelectableByMouse)
         font = self.output.font()
         font.setPointSizeF(font.pointSizeF() * 1.5)
         self.output.setFont(font)
         self.reference = QLabel(objectName="decode_reference")
+        self.reference.setTextFormat(Qt.PlainText)
         self.reference.setWordWrap(True)
+        self.notice = QLabel(objectName="decode_notice")  # e.g. the input was cut to the model's length
+        self.notice.setTextFormat(Qt.PlainText)
+        self.notice.setWordWrap(True)
+        self.notice.setStyleSheet("color: #b26a00")
+        self.notice.hide()
         self.step_label = QLabel(objectName="decode_step_label")
+        self.step_label.setTextFormat(Qt.PlainText)
         self.candidates = CandidateBars("candidates_plot")
         self.cross = Heatmap(
             "step_cross_heatmap", N_("This step's cross-attention"), row_name=N_("head"), col_name=N_("source")
@@ -157,6 +170,7 @@ class DecodingPanel(QWidget):
         layout.addWidget(self.chips)
         layout.addLayout(controls)
         layout.addLayout(buttons)
+        layout.addWidget(self.notice)
         layout.addWidget(self.output)
         layout.addWidget(self.reference)
         layout.addWidget(self.step_label)
@@ -175,6 +189,7 @@ class DecodingPanel(QWidget):
         self.labels["alpha"].setText("α")
         self.labels["max"].setText(tr("Max length"))
         self.max_len.setSpecialValueText(tr("auto"))
+        self._describe_max_len()
         self.alpha.setToolTip(tr("Length penalty α"))
         self.labels["alpha"].setToolTip(tr("Length penalty α"))
         self.back_button.setText("◀ " + tr("Back"))
@@ -197,23 +212,44 @@ class DecodingPanel(QWidget):
         beam = self.mode.currentData() == "beam"
         return DecodeSettings(
             text=self.input.text(), beam_size=self.beam_size.value() if beam else 1,
-            length_penalty=self.alpha.value(), max_len=self.max_len.value() or None,
+            length_penalty=self.alpha.value() if beam else 0.0, max_len=self.max_len.value() or None,
         )  # fmt: skip
 
     def start(self) -> None:
+        """Decode the sentence in the input box from the beginning; what showed the last one is cleared."""
+        self.clear()
         if not self.input.text().strip():
-            self.output.setText(tr("Type a sentence first."))
+            self.output.setText(html.escape(tr("Type a sentence first.")))
             return
-        self.selected = None
+        self.requested = self.settings()
+        self._starting = True
         self.waiting = True
-        self.decode_requested.emit("start", {"settings": self.settings()})
+        self.decode_requested.emit("start", {"settings": self.requested})
         if self.autoplay_on_start and not self.play_button.isChecked():
             self.play_button.setChecked(True)
 
-    def _act(self, action: str) -> None:
-        if self.view is None:
+    def clear(self) -> None:
+        """Nothing of the last sentence stays on screen (a new one is coming, or it could not be decoded)."""
+        self.view, self.selected = None, None
+        self.output.clear()
+        self.reference.clear()
+        self.notice.clear()
+        self.notice.hide()
+        self.step_label.clear()
+        self.chips.set_tokens([])
+        self.tree.set_steps((), self.info.tgt_pieces if self.info else (), self.eos_id)
+        self.nbest.setRowCount(0)
+        self._show_candidates()
+        self._draw_cross()
+        self._update_buttons()
+
+    def _act(self, action: str, restart: bool = True) -> None:
+        """Send a stepping action. A sentence or settings changed since the last start (``restart``),
+        or a start that failed, begin again from the start."""
+        out = self.view is not None or self.waiting
+        if restart and (not out or self.settings() != self.requested):
             self.start()
-            if action == "reset":
+            if action in ("reset", "back") or not self.waiting:
                 return
         self.selected = None
         self.waiting = True
@@ -227,7 +263,7 @@ class DecodingPanel(QWidget):
 
     def _on_play(self, on: bool) -> None:
         if on:
-            if self.view is None or self.view.at_end:
+            if (self.view is None and not self.waiting) or (self.view is not None and self.view.at_end):
                 self.start()
             self.play_timer.start()
         else:
@@ -239,7 +275,7 @@ class DecodingPanel(QWidget):
         if self.view is not None and self.view.at_end:
             self.play_button.setChecked(False)
             return
-        self._act("step")
+        self._act("step", restart=False)  # typing a new sentence does not restart a sentence playing
 
     def _update_buttons(self) -> None:
         v = self.view
@@ -253,9 +289,16 @@ class DecodingPanel(QWidget):
         self.info = info
         self.cross_layer.setRange(1, info.model_config["n_decoder_layers"])
         self.cross_layer.setValue(info.model_config["n_decoder_layers"])
-        self.view = None
-        self.tree.set_steps((), info.tgt_pieces, self.eos_id)
-        self._update_buttons()
+        self.max_len.setMaximum(info.model_config["max_len"])  # a longer output has no decoder positions
+        self._describe_max_len()
+        self.clear()
+
+    def _describe_max_len(self) -> None:
+        self.max_len.setToolTip(
+            tr("Longest output in tokens (auto: 1.5 × the input + 10). At most {n}: the model's length limit.").format(
+                n=self.max_len.maximum()
+            )
+        )
 
     @property
     def eos_id(self) -> int:
@@ -268,17 +311,30 @@ class DecodingPanel(QWidget):
         return pieces[token] if 0 <= token < len(pieces) else f"#{token}"
 
     def show_view(self, view: DecodeView) -> None:
+        if view.decode_id < self._shown_id or (self._starting and view.decode_id == self._shown_id):
+            return  # an answer about a sentence that has been replaced
+        self._starting, self._shown_id = False, view.decode_id
         self.view, self.waiting = view, False
         self.chips.set_tokens(list(view.source_tokens), set(view.unknown))
         beam = view.settings.beam_size > 1
         n_steps = len(view.steps)
         if view.at_end and view.hypotheses:
-            best = view.hypotheses[0]
-            self.output.setText(f"{tr('Translation')}: <b>{best[0] or '∅'}</b>")
+            title, text = tr("Translation"), view.hypotheses[0][0] or "∅"
         else:
-            self.output.setText(f"{tr('Output so far')}: <b>{view.focus_text or '…'}</b>")
-        self.output.setTextFormat(Qt.RichText)
+            title, text = tr("Output so far"), view.focus_text or "…"
+        # exactly the model's text: escaped (a token such as <unk> is not markup), spaces kept
+        self.output.setText(f"<p style='white-space:pre-wrap'>{html.escape(title)}: <b>{html.escape(text)}</b></p>")
         self.reference.setText(f"{tr('Reference (from the corpus)')}: {view.reference}" if view.reference else "")
+        cut = view.source_length - view.source_read
+        self.notice.setText(
+            tr(
+                "The input has {total} tokens but the model reads at most {kept}: "
+                "only the first {kept} were translated, the other {cut} were ignored."
+            ).format(total=view.source_length, kept=view.source_read, cut=cut)
+            if cut > 0
+            else ""
+        )
+        self.notice.setVisible(cut > 0)
         self.step_label.setText((tr("Step {n}, finished") if view.at_end else tr("Step {n}")).format(n=n_steps))
         self.beam_box.setVisible(beam)
         if beam:

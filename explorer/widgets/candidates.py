@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from explorer.appearance import foreground
@@ -36,8 +37,9 @@ class CandidateBars(QWidget):
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.plot.addItem(self.bars)
-        self.value_labels: list[pg.TextItem] = []
+        self.value_labels: list[pg.TextItem] = []  # made once, reused: making them each step is slow
         self.title, _ = titled_view(self, self.plot, "candidates", self.export, ("PNG", "SVG", "CSV"))
+        self.title.setTextFormat(Qt.PlainText)  # the title quotes the model's prefix: never markup
         self._title_source = N_("Next-token candidates")
         self.retranslate()
 
@@ -55,14 +57,17 @@ class CandidateBars(QWidget):
         brushes = [pg.mkBrush(CHOSEN if i in self.chosen else OTHER) for i in range(n)]
         self.bars.setOpts(x0=np.zeros(n), y=np.arange(n), height=0.7, width=self.probs, brushes=brushes)
         self.plot.getAxis("left").setTicks([[(i, t.replace(" ", "␣")) for i, t in enumerate(self.tokens)]])
-        for item in self.value_labels:
-            self.plot.removeItem(item)
-        self.value_labels = []
-        for i, p in enumerate(self.probs):
-            label = pg.TextItem(f"{p:.3f}", anchor=(0, 0.5), color=foreground())
-            label.setPos(min(p, 0.82) + 0.01, i)
+        while len(self.value_labels) < n:
+            label = pg.TextItem("", anchor=(0, 0.5))
             self.plot.addItem(label)
             self.value_labels.append(label)
+        color = foreground()
+        for i, label in enumerate(self.value_labels):
+            label.setVisible(i < n)
+            if i < n:
+                label.setColor(color)
+                label.setText(f"{self.probs[i]:.3f}")
+                label.setPos(min(self.probs[i], 0.82) + 0.01, i)
         self.plot.setYRange(-0.6, max(n, 5) - 0.4, padding=0)
 
     def export(self, path: str | Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
@@ -11,6 +13,11 @@ CHIP_BORDER = QColor("#9db3d6")
 UNKNOWN = QColor("#ffd6d6")
 UNKNOWN_BORDER = QColor("#d9534f")
 SPECIAL = QColor("#eeeeee")
+
+
+def plain_tooltip(text: str) -> str:
+    """A tooltip that shows ``text`` literally (Qt reads a tooltip such as ``[<b>]`` as markup)."""
+    return "<p style='white-space:pre'>" + html.escape(text) + "</p>"
 
 
 class TokenStrip(QWidget):
@@ -27,7 +34,7 @@ class TokenStrip(QWidget):
 
     def set_tokens(self, tokens: list[str], highlight: set[int] | None = None) -> None:
         self.tokens, self.highlight = list(tokens), set(highlight or ())
-        self.setToolTip(" ".join(f"[{t}]" for t in self.tokens))
+        self.setToolTip(plain_tooltip(" ".join(f"[{t}]" for t in self.tokens)) if self.tokens else "")
         self.updateGeometry()
         self.update()
 

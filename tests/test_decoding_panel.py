@@ -1,0 +1,270 @@
+"""The decoding panel shows exactly what the model produced, says what it did to the input, and never leaves
+one sentence's results under another."""
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPoint, Qt  # noqa: E402
+from PySide6.QtGui import Qt as GuiQt  # noqa: E402 — QtGui's Qt namespace has mightBeRichText
+from PySide6.QtGui import QTextDocument  # noqa: E402
+from PySide6.QtWidgets import QPushButton  # noqa: E402
+
+from explorer.decoding_driver import DecodeDriver, DecodeSettings  # noqa: E402
+from explorer.panels.decoding import DecodingPanel  # noqa: E402
+from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
+from model.tokenization import UNK_ID  # noqa: E402
+
+TRICKY = "<b>bold?</b> & <unk> &amp; <i>"  # what a char or BPE model can write, and a person can type
+
+
+def rendered(text: str, fmt=Qt.AutoText) -> str:
+    """What Qt draws for ``text`` in a label or tooltip of format ``fmt``: markup interpreted where Qt would."""
+    if fmt == Qt.RichText or (fmt == Qt.AutoText and GuiQt.mightBeRichText(text)):
+        doc = QTextDocument()
+        doc.setHtml(text)
+        return doc.toPlainText()
+    return text
+
+
+def visible(label) -> str:
+    return rendered(label.text(), label.textFormat())
+
+
+@pytest.fixture(scope="module")
+def session(copy_session_factory):
+    return copy_session_factory()  # untrained: what it writes does not matter, only that it is shown as written
+
+
+def run_info(session, pieces=None):
+    """What the panel reads of a run (the engine's RunInfo carries more)."""
+    tok = session.tgt_tok
+    return SimpleNamespace(model_config=session.model_cfg.to_dict(),
+                           tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
+
+
+def panel_for(qtbot, session, pieces=None) -> DecodingPanel:
+    panel = DecodingPanel()
+    qtbot.addWidget(panel)
+    panel.on_run(run_info(session, pieces))
+    return panel
+
+
+def decode_to_end(session, settings: DecodeSettings):
+    driver = DecodeDriver(session)
+    driver.start(settings)
+    return driver, driver.act("run")
+
+
+def test_an_unk_the_model_writes_is_on_screen(qtbot, session):
+    bias = session.model.generator.bias
+    with torch.no_grad():
+        saved = bias[UNK_ID].item()
+        bias[UNK_ID] += 1e4  # the model now writes <unk> at every step
+    try:
+        _, view = decode_to_end(session, DecodeSettings("3 1 4", max_len=3))
+    finally:
+        with torch.no_grad():
+            bias[UNK_ID] = saved
+    written = session.tgt_tok.decode(view.hypotheses[0][3])
+    assert written.count("<unk>") == 3  # the engine's own text, independently of the panel
+    panel = panel_for(qtbot, session)
+    panel.show_view(view)
+    assert visible(panel.output) == f"Translation: {written}"
+    panel.selected = (2, 0)
+    panel._show_candidates()
+    assert visible(panel.candidates.title).endswith("“<unk> <unk>”")
+
+
+def test_markup_in_model_text_and_input_is_shown_literally(qtbot, session):
+    pieces = list(run_info(session).tgt_pieces)
+    _, view = decode_to_end(session, DecodeSettings("3 1 4", beam_size=2, max_len=4))
+    for step in view.steps:  # every token the search considered is named by tricky text
+        for c in step.kept + step.pruned:
+            pieces[c.token] = TRICKY
+    view = dataclasses.replace(
+        view, reference=TRICKY, source_tokens=("<b>", "&amp;", "<unk>", "<eos>"),
+        hypotheses=tuple((TRICKY, *h[1:]) for h in view.hypotheses),
+    )  # fmt: skip
+    panel = panel_for(qtbot, session, tuple(pieces))
+    panel.mode.setCurrentIndex(panel.mode.findData("beam"))
+    panel.show_view(view)
+    assert visible(panel.output) == f"Translation: {TRICKY}"
+    assert visible(panel.reference) == f"Reference (from the corpus): {TRICKY}"
+    assert rendered(panel.chips.toolTip()) == "[<b>] [&amp;] [<unk>] [<eos>]"
+    assert panel.nbest.item(0, 0).text() == TRICKY
+    panel._on_node(1, 0)
+    assert visible(panel.candidates.title).endswith(f"“{TRICKY}”")
+    qtbot.waitUntil(lambda: not panel.tree.pending)
+    node = next(n for n in panel.tree.nodes if n.level == 1 and n.token != session.model_cfg.eos_id)
+    assert node.piece == TRICKY
+    assert rendered(node_tooltip(node)).startswith(TRICKY + "  ")
+    panel.show_view(dataclasses.replace(view, at_end=False, focus_text="a  &lt;  b"))  # spaces kept too
+    assert visible(panel.output) == "Output so far: a  &lt;  b"
+
+
+def test_a_cut_input_is_announced_with_its_numbers(qtbot, session):
+    words = 2500
+    text = " ".join(["1"] * words)  # a 5,000-character sentence
+    kept = session.model_cfg.max_len - 1  # the encoder reads max_len positions, the last is EOS
+    assert kept < words
+    driver = DecodeDriver(session)
+    view = driver.start(DecodeSettings(text))
+    assert (view.source_length, view.source_read) == (words, kept)
+    panel = panel_for(qtbot, session)
+    panel.show_view(view)
+    assert not panel.notice.isHidden()
+    assert visible(panel.notice) == (
+        f"The input has {words} tokens but the model reads at most {kept}: "
+        f"only the first {kept} were translated, the other {words - kept} were ignored."
+    )
+    panel.show_view(driver.start(DecodeSettings("1 2 3")))
+    assert panel.notice.isHidden()
+
+
+def test_max_length_offers_what_the_model_can_write(qtbot, session):
+    panel = panel_for(qtbot, session)
+    limit = session.model_cfg.max_len
+    assert panel.max_len.maximum() == limit
+    DecodeDriver(session).start(DecodeSettings("1 2", max_len=limit))  # the largest offered is accepted
+    with pytest.raises(ValueError, match="max_len"):
+        DecodeDriver(session).start(DecodeSettings("1 2", max_len=limit + 1))
+    panel.max_len.setValue(limit)
+    shorter = run_info(session)
+    shorter.model_config = {**shorter.model_config, "max_len": limit // 2}
+    panel.on_run(shorter)  # another model: the bound follows it
+    assert panel.max_len.maximum() == panel.max_len.value() == limit // 2
+    assert str(limit // 2) in panel.max_len.toolTip()
+
+
+@pytest.fixture
+def copy_window(make_window, qtbot, tmp_path, copy_session_factory):
+    path = tmp_path / "copy.ckpt"
+    copy_session_factory().save(path)
+    window = make_window(open_path=str(path))
+    qtbot.waitUntil(lambda: window.training.current is not None, timeout=15000)
+    return window
+
+
+def send(qtbot, panel, text):
+    panel.input.setText(text)
+    qtbot.keyClick(panel.input, Qt.Key_Return)
+
+
+def test_a_new_input_never_stands_over_the_last_ones_results(copy_window, qtbot, monkeypatch):
+    window, d = copy_window, copy_window.decoding
+    build = DecodeDriver._build
+
+    def refuse_boom(self, position):
+        if self.settings.text == "boom":
+            raise ValueError("this sentence cannot be decoded")
+        build(self, position)
+
+    monkeypatch.setattr(DecodeDriver, "_build", refuse_boom)  # the engine thread calls it too
+    failures = []
+    window.engine.engine_failed.connect(lambda _, message: failures.append(message))
+    d.mode.setCurrentIndex(d.mode.findData("beam"))
+    d.beam_size.setValue(2)
+    with qtbot.waitSignal(d.view_shown, timeout=10000):
+        send(qtbot, d, "3 1 4")
+    with qtbot.waitSignal(d.view_shown, timeout=10000):
+        qtbot.mouseClick(d.findChild(QPushButton, "decode_run_button"), Qt.LeftButton)
+    old = d.view
+    assert old.at_end and visible(d.step_label).endswith("finished") and visible(d.output)
+    assert d.nbest.rowCount() and d.candidates.tokens
+
+    def nothing_shown():
+        assert d.view is None
+        assert visible(d.output) == visible(d.step_label) == visible(d.reference) == ""
+        assert d.nbest.rowCount() == 0 and d.candidates.tokens == [] and d.chips.tokens == []
+        assert d.cross.values.size == 0 and len(d.tree.nodes) == 1  # the tree is back to its start
+
+    send(qtbot, d, "boom")
+    nothing_shown()  # at once, before the engine answers
+    qtbot.waitUntil(lambda: len(failures) == 1 and not d.waiting, timeout=10000)
+    nothing_shown()
+    assert "cannot be decoded" in window.message_bar.label.text()
+    d.show_view(old)  # a late answer about the old sentence is not shown under the new input
+    nothing_shown()
+    qtbot.mouseClick(d.findChild(QPushButton, "decode_step_button"), Qt.LeftButton)  # tries the sentence again
+    qtbot.waitUntil(lambda: len(failures) == 3, timeout=10000)  # its start, and the step: each says why
+    assert all("cannot be decoded" in m for m in failures)
+    nothing_shown()
+
+    d.mode.setCurrentIndex(d.mode.findData("greedy"))
+    with qtbot.waitSignal(d.view_shown, timeout=10000):
+        send(qtbot, d, "5 6")
+    with qtbot.waitSignal(d.view_shown, timeout=10000):
+        qtbot.mouseClick(d.findChild(QPushButton, "decode_step_button"), Qt.LeftButton)
+    assert d.view.settings.text == "5 6" and d.view.position == 1
+    d.input.setText("7 7 7")  # edited, not submitted: Step starts the new sentence rather than going on
+    qtbot.mouseClick(d.findChild(QPushButton, "decode_step_button"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: d.view is not None and d.view.settings.text == "7 7 7", timeout=10000)
+    qtbot.waitUntil(lambda: d.view.position == 1, timeout=10000)
+    assert d.chips.tokens == ["7", "7", "7", "<eos>"]
+
+
+def candidates_of(step):
+    return sorted((c.status, c.token, round(c.log_prob, 5)) for c in step.kept + step.pruned)
+
+
+def nodes_at(tree, level):
+    return sorted((n.status, n.token, round(n.log_prob, 5)) for n in tree.nodes if n.level == level)
+
+
+def test_beam_tree_draws_each_step_once_and_as_the_search_saw_it(qtbot, session):
+    tree = BeamTreeView()
+    qtbot.addWidget(tree)
+    tree.resize(600, 400)
+    tree.show()
+    pieces = run_info(session).tgt_pieces
+    driver = DecodeDriver(session)
+    driver.start(DecodeSettings("3 1 4", beam_size=2))
+    columns = []
+    for n in range(1, 5):
+        view = driver.act("step")
+        assert len(view.steps) == n  # the search is still going (five steps for this sentence and model)
+        tree.set_steps(view.steps, pieces, session.model_cfg.eos_id)
+        qtbot.waitUntil(lambda: not tree.pending)
+        assert len(tree.columns) == n + 1  # the start, then one column per step
+        assert all(a is b for a, b in zip(tree.columns, columns))  # the columns drawn before are kept, not redrawn
+        columns = list(tree.columns)
+        for level, step in enumerate(view.steps, start=1):
+            assert nodes_at(tree, level) == candidates_of(step)
+    view = driver.act("back")
+    tree.set_steps(view.steps, pieces, session.model_cfg.eos_id)
+    assert len(tree.columns) == 4 and all(a is b for a, b in zip(tree.columns, columns[:4]))
+    # each kept node leads to the prefix the search extends next
+    for level, step in enumerate(view.steps[1:], start=1):
+        for node in (n for n in tree.nodes if n.level == level and n.status == "live"):
+            assert step.prefixes[node.live_index][-1] == node.token
+    # a click on a kept node asks for its candidates, and is outlined when selected
+    node = next(n for n in tree.nodes if n.level == 2 and n.status == "live")
+    tree.ensureVisible(node_rect(node.level, node.row))
+    centre = tree.mapFromScene(node_rect(node.level, node.row).center())
+    with qtbot.waitSignal(tree.node_clicked) as clicked:
+        qtbot.mouseClick(tree.viewport(), Qt.LeftButton, pos=QPoint(centre.x(), centre.y()))
+    assert clicked.args == [2, node.live_index]
+    tree.select(2, node.live_index)
+    assert tree.outline.isVisible() and tree.outline.rect().contains(node_rect(2, node.row))
+
+
+def test_a_whole_search_at_once_is_drawn_in_full(qtbot, session):
+    tree = BeamTreeView()
+    qtbot.addWidget(tree)
+    tree.show()
+    _, view = decode_to_end(session, DecodeSettings("3 1 4 1 5 9 2 6", beam_size=16, max_len=40))
+    tree.set_steps(view.steps, run_info(session).tgt_pieces, session.model_cfg.eos_id)
+    qtbot.waitUntil(lambda: not tree.pending, timeout=10000)
+    assert len(tree.columns) == len(view.steps) + 1
+    assert len(tree.nodes) == 1 + sum(len(s.kept) + len(s.pruned) for s in view.steps)
+    live = [sum(c.status == "live" for c in s.kept) for s in view.steps]
+    assert tree.kept_per_level() == live[: len(tree.kept_per_level())] and max(live) <= 16
+    scores = sorted(n.score for n in tree.nodes if n.status == "finished")
+    assert scores == pytest.approx(sorted(h.score for s in view.steps for h in s.finished))
+    assert all(math.isfinite(n.log_prob) for n in tree.nodes)
