@@ -268,3 +268,27 @@ def test_a_whole_search_at_once_is_drawn_in_full(qtbot, session):
     scores = sorted(n.score for n in tree.nodes if n.status == "finished")
     assert scores == pytest.approx(sorted(h.score for s in view.steps for h in s.finished))
     assert all(math.isfinite(n.log_prob) for n in tree.nodes)
+
+
+def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
+    import numpy as np
+    from PySide6.QtCore import QPointF
+
+    from explorer.panels.data_view import DataPanel
+    from explorer.widgets.heatmap import Heatmap
+    from explorer.widgets.message_bar import MessageBar
+
+    bar = MessageBar()
+    qtbot.addWidget(bar)
+    bar.show_message(f"Could not read {TRICKY}.tsv", "error")
+    assert visible(bar.label) == f"Could not read {TRICKY}.tsv"
+    heatmap = Heatmap("tricky_heatmap", TRICKY)
+    qtbot.addWidget(heatmap)
+    heatmap.set_data(np.full((1, 2), 0.5), ["<b>"], ["&amp;", "<unk>"])
+    heatmap._on_move(heatmap.image.mapToScene(QPointF(1.5, 0.5)))
+    assert "“<b>”" in visible(heatmap.hover_label) and "“<unk>”" in visible(heatmap.hover_label)
+    assert visible(heatmap.title) == TRICKY
+    data = DataPanel()
+    qtbot.addWidget(data)
+    data._summarise(SimpleNamespace(corpus={"name": f"{TRICKY}.tsv", "error": f"line 3: {TRICKY}"}))
+    assert visible(data.summary) == f"{TRICKY}.tsv\nline 3: {TRICKY}"

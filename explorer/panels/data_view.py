@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -41,17 +43,18 @@ class DataPanel(QWidget):
     def _summarise(self, info: RunInfo) -> None:
         c = info.corpus
         if "error" in c:
-            self.summary.setText(f"<b>{c['name']}</b><br><span style='color:#c62828'>{c['error']}</span>")
+            name, error = html.escape(c["name"]), html.escape(c["error"])  # a file's name and what went wrong
+            self.summary.setText(f"<b>{name}</b><br><span style='color:#c62828'>{error}</span>")
             return
         text = (
-            f"<b>{c['name']}</b> — {tr(c['description'])}<br>"
+            f"<b>{html.escape(c['name'])}</b> — {html.escape(tr(c['description']))}<br>"
             f"{tr('train')} {c['train']:,} · {tr('valid')} {c['valid']:,} · {tr('test')} {c['test']:,} "
             f"{tr('pairs')}; {c['src_lang']} → {c['tgt_lang']}; {tr('tokenizer')}: {tokenizer_text(info)}"
         )
         if c.get("truncated"):
             text += f"<br>{c['truncated']} {tr('training pairs were longer than the model accepts and were cut')}"
         if c.get("report"):
-            text += f"<br><small>{c['report']}</small>"
+            text += f"<br><small>{html.escape(c['report'])}</small>"  # may quote lines of the file
         text += f"<br><br>{tr('Training sentences as the tokenizers split them (source | target):')}"
         self.summary.setText(text)
 

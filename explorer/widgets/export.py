@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRectF, QSize
+from PySide6.QtCore import QPoint, QRectF, QSize, Qt
 from PySide6.QtGui import QImage, QPainter, QRegion
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QFileDialog, QGraphicsScene, QHBoxLayout, QLabel, QMenu, QToolButton, QVBoxLayout, QWidget
@@ -105,6 +105,7 @@ def titled_view(
 ) -> tuple[QLabel, QToolButton]:
     """Lay ``owner`` out as a bold title and a ⤓ export button above ``body`` (and ``footer``)."""
     title = QLabel()
+    title.setTextFormat(Qt.PlainText)  # titles may quote tokens or file names: never markup
     title.setStyleSheet("font-weight: 600")
     title.setWordWrap(True)  # a long title must not set the panel's minimum width
     button = export_button(owner, name, export, formats)

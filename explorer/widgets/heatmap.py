@@ -93,6 +93,7 @@ class Heatmap(QWidget):
 
         self.hover_label = QLabel(objectName=f"{object_name}_hover")
         self.hover_label.setMinimumHeight(18)
+        self.hover_label.setTextFormat(Qt.PlainText)  # it quotes tokens, such as <unk>
         self.title, self.export_button = titled_view(
             self, self.view, object_name, self.export, ("PNG", "SVG", "CSV", "NPY"), self.hover_label
         )

@@ -19,6 +19,7 @@ class MessageBar(QFrame):
         super().__init__(parent)
         self.setObjectName("message_bar")
         self.label = QLabel(objectName="message_text")
+        self.label.setTextFormat(Qt.PlainText)  # messages quote file names and sentences: never markup
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self._layout = QHBoxLayout(self)
