@@ -9,10 +9,11 @@
    given, else a fresh small model on the grammar task). Goal: ≤ 100 ms.
 3. Hover on a 48-token heatmap: time per mouse move, and how often the image is
    re-rendered while hovering. Goal: fluid, no re-render.
-4. Beam-search stalls: the GUI-thread time of the decoding panel showing each
-   step, and Run to end, at beam sizes 4, 8 and the spin box's maximum, with the
-   spin box's largest max length, on the bundled model (the engine's work is done
-   beforehand, so only drawing is timed). Goal: no stall over 50 ms.
+4. Beam-search stalls: the longest uninterrupted GUI-thread block (handler and
+   the paint pass after it) while the decoding panel shows each step, and Run to
+   end, at beam sizes 4, 8 and the spin box's maximum, with the spin box's largest
+   max length, on the bundled model (the engine's work is done beforehand, so only
+   the panel is timed). Goal: no stall over 50 ms.
 """
 
 from __future__ import annotations
@@ -131,16 +132,22 @@ def hover(app) -> None:
     )
 
 
-def _panel_stalls(app, panel, views) -> list[float]:
-    """Seconds the GUI thread spends showing each view: the panel's handler, then a synchronous repaint."""
-    times = []
+def _panel_stalls(app, panel, views) -> tuple[list[float], list[float]]:
+    """For each view: the longest uninterrupted GUI-thread block while it is shown (the panel's handler with
+    the paint pass that follows it, then each later pass that finishes drawing), and the GUI time in all."""
+    longest, total = [], []
     for view in views:
         t0 = time.perf_counter()
         panel.show_view(view)
-        panel.repaint()
-        app.processEvents()
-        times.append(time.perf_counter() - t0)
-    return times
+        app.processEvents()  # the paint pass Qt runs next (nothing forces a second, synchronous one)
+        blocks = [time.perf_counter() - t0]
+        while getattr(panel.tree, "pending", False):  # a tree drawn a few columns per pass
+            t1 = time.perf_counter()
+            app.processEvents()
+            blocks.append(time.perf_counter() - t1)
+        longest.append(max(blocks))
+        total.append(sum(blocks))
+    return longest, total
 
 
 def beam_stalls(app, checkpoint: str | None) -> None:
@@ -171,14 +178,16 @@ def beam_stalls(app, checkpoint: str | None) -> None:
             if what == "sample sentence":  # step through: one view per step
                 while not steps[-1].at_end:
                     steps.append(driver.act("step"))
-                stepping = _panel_stalls(app, panel, steps)
+                stepping, _ = _panel_stalls(app, panel, steps)
             ends = [driver.act("reset"), driver.act("run")]
-            run = _panel_stalls(app, panel, ends)[-1]
+            longest, total = _panel_stalls(app, panel, ends)
+            run, run_total = longest[-1], total[-1]
             n_nodes = sum(len(s.kept) + len(s.pruned) for s in ends[-1].steps)
             line = f"== beam {beam}, max length {max_len}, {what}: {len(ends[-1].steps)} steps, {n_nodes} nodes;"
             if what == "sample sentence":
                 line += f" Step: max {1000 * max(stepping):.1f} ms, median {1000 * statistics.median(stepping):.1f} ms;"
-            print(f"{line} Run to end: {1000 * run:.1f} ms (goal: no stall over 50 ms)", flush=True)
+            print(f"{line} Run to end: {1000 * run:.1f} ms ({1000 * run_total:.1f} ms in all) "
+                  "(goal: no stall over 50 ms)", flush=True)  # fmt: skip
     panel.close()
 
 

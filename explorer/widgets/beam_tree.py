@@ -215,6 +215,7 @@ class BeamTreeView(QGraphicsView):
         self._pieces: tuple[str, ...] = ()
         self._eos_id = -1
         self._wanted: tuple[int, int] | None = None  # node to outline (it may not be drawn yet)
+        self._scroll = False  # steps changed: bring the newest column into view when it is drawn
         self._slice = QTimer(self, singleShot=True, interval=0)
         self._slice.timeout.connect(self._draw_pending)
         self.outline = QGraphicsRectItem()
@@ -252,11 +253,13 @@ class BeamTreeView(QGraphicsView):
         same = 0
         while same < min(len(steps), len(self._steps)) and steps[same] is self._steps[same]:
             same += 1
+        removed = len(self._steps) > same
         while len(self._steps) > same:  # Back, or steps computed again (new weights)
             self._steps.pop()
             self._live_rows.pop()
             self.scene().removeItem(self.columns.pop())
         self._pending = list(steps[same:])
+        self._scroll = self._scroll or bool(self._pending) or removed  # show the newest step once drawn
         self._wanted = None
         self.outline.hide()
         self._draw_pending()
@@ -298,7 +301,8 @@ class BeamTreeView(QGraphicsView):
         for column in self.columns:
             rect = rect.united(column.boundingRect())
         self.scene().setSceneRect(rect.adjusted(-10, -10, 10, 10))
-        if not self._pending and len(self.columns) > 1:
+        if self._scroll and not self._pending and len(self.columns) > 1:
+            self._scroll = False
             tops = self._live_rows[-1]
             row = int(tops.min()) if len(tops) else 0
             self.ensureVisible(node_rect(len(self.columns) - 1, row), 40, 40)
