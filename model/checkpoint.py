@@ -8,23 +8,38 @@ refuses any other Python object, so opening a file cannot run code.
 
 Writing goes to a temporary file in the same folder, which is flushed, fsynced
 and then renamed over the old file: a crash or a full disk during a save leaves
-the previous checkpoint whole.
+the previous checkpoint whole. A save also removes the temporary files that
+earlier saves of the same file left behind when their process was killed.
+
+A file that reads is then checked before anything is built from it: its
+configuration against the shapes of its weights (:func:`check_weights`), so a
+file that claims a huge model is refused without allocating it.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
+import socket
 import tempfile
+import time
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
+
+from model.config import ModelConfig
 
 FORMAT = "transformer-explorer-checkpoint"
 FORMAT_VERSION = 1
 REQUIRED = ("format", "format_version", "meta", "model", "src_tokenizer", "tgt_tokenizer")
+MAX_POSITIONS = 65_536  # a larger max_len is refused: its position tables alone would take gigabytes
+MAX_LAYERS = 1_000  # per stack; far beyond any model this program trains
+STALE_AFTER_S = 3600.0  # a temporary file not written for this long belongs to no save in progress
+DAMAGED = "the file was altered or is damaged; use an earlier copy or an autosave"
 
 
 class CheckpointError(ValueError):
@@ -33,14 +48,23 @@ class CheckpointError(ValueError):
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` (plain data and tensors) to ``path`` atomically."""
+    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
+    write_atomically(path, lambda handle: torch.save(payload, handle))
+
+
+def write_atomically(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """Call ``write`` on a temporary file next to ``path``, make it durable, then rename it over ``path``.
+
+    Either the old file or the complete new one is there afterwards, whatever happens in between.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes the file private; a checkpoint is an ordinary file
         with os.fdopen(fd, "wb") as handle:
-            torch.save(payload, handle)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
@@ -48,6 +72,62 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_folder(path.parent)
+
+
+# Temporary files are named ".<name>.<pid>@<host>.<random>.tmp": the writer is known by its process id on its host.
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.{os.getpid()}@{_HOST}."
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary files of earlier saves of ``path`` that can no longer finish; → those deleted.
+
+    Only files named as this module names the temporaries of ``path`` are considered (older versions'
+    ".<name>.<random>.tmp" included). One is stale when the process that wrote it is no longer running on
+    this host, or when it has not been written to for an hour (a save in progress keeps writing to its file,
+    and its rename follows the last write at once; this also covers files from other hosts, whose processes
+    cannot be checked, and process ids that were reused). The file a running save is writing is left alone.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)\.)?[A-Za-z0-9_]+\.tmp")
+    removed = []
+    try:
+        candidates = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:
+        return removed
+    now = time.time()
+    for tmp in candidates:
+        match = pattern.fullmatch(tmp.name)
+        try:
+            idle = now - tmp.stat().st_mtime
+        except OSError:
+            continue  # gone already (its save finished)
+        writer_gone = match["pid"] is not None and match["host"] == _HOST and not _process_running(int(match["pid"]))
+        if writer_gone or idle > STALE_AFTER_S:
+            try:
+                tmp.unlink()
+                removed.append(tmp)
+            except OSError:
+                pass
+    return removed
+
+
+def _process_running(pid: int) -> bool:
+    """Whether a process with this id runs on this host (True when it cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True  # os.kill(pid, 0) would not probe there; such files wait for the age rule
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but belongs to someone else (PermissionError)
+        return True
+    return True
 
 
 def _read_umask() -> int:
@@ -85,10 +165,11 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         data = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
-        if "Unsupported global" in str(exc):
+        # torch names a refused class or function "Unsupported global: GLOBAL x" or "unsupported GLOBAL x"
+        if re.search(r"unsupported global", str(exc), re.IGNORECASE):
             raise CheckpointError(
-                f"{path} was refused: it contains Python objects other than tensors and plain data, which "
-                "could run code when opened. It is not a Transformer Explorer checkpoint (or was tampered with)."
+                f"{path} was refused: it contains code (Python objects other than tensors and plain data, which "
+                "could run when opened). It is not a Transformer Explorer checkpoint, or it was tampered with."
             ) from None
         raise CheckpointError(
             f"{path} is truncated or corrupt, or not a PyTorch checkpoint at all, and cannot be read; "
@@ -102,7 +183,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a Transformer Explorer checkpoint (it is some other PyTorch file)")
     version = data.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise CheckpointError(f"{path}: its format version ({version!r}) is not a version number; {DAMAGED}")
+    if version > FORMAT_VERSION:
         raise CheckpointError(
             f"{path} was written by a newer Transformer Explorer (checkpoint format {version}; this one reads "
             f"up to {FORMAT_VERSION}). Update the program to open it."
@@ -111,3 +194,109 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if missing:
         raise CheckpointError(f"{path} is incomplete (missing {', '.join(missing)}); it cannot be used")
     return data
+
+
+# -- what the weights must be ------------------------------------------------------------------------------------
+def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Name and shape of every tensor in the ``state_dict`` of ``Transformer(cfg)``, worked out without building it.
+
+    (A test pins this to the real model for every architecture option.)
+    """
+    d, f = cfg.d_model, cfg.d_ff
+    shapes: dict[str, tuple[int, ...]] = {
+        "src_embed.weight": (cfg.src_vocab_size, d),
+        "tgt_embed.weight": (cfg.tgt_vocab_size, d),  # the same table as src_embed when shared_vocab
+        "generator.weight": (cfg.tgt_vocab_size, d),
+        "generator.bias": (cfg.tgt_vocab_size,),
+    }
+    if cfg.positional == "learned":
+        shapes["src_pos.weight"] = shapes["tgt_pos.weight"] = (cfg.max_len, d)
+
+    def attention(prefix: str) -> None:
+        shapes[f"{prefix}.in_proj.weight"], shapes[f"{prefix}.in_proj.bias"] = (3 * d, d), (3 * d,)
+        shapes[f"{prefix}.out_proj.weight"], shapes[f"{prefix}.out_proj.bias"] = (d, d), (d,)
+
+    def layer(prefix: str, blocks: tuple[str, ...], norms: int) -> None:
+        for block in blocks:
+            attention(f"{prefix}.{block}")
+        shapes[f"{prefix}.ffn.linear1.weight"], shapes[f"{prefix}.ffn.linear1.bias"] = (f, d), (f,)
+        shapes[f"{prefix}.ffn.linear2.weight"], shapes[f"{prefix}.ffn.linear2.bias"] = (d, f), (d,)
+        for n in range(1, norms + 1):
+            shapes[f"{prefix}.norm{n}.weight"] = shapes[f"{prefix}.norm{n}.bias"] = (d,)
+
+    for i in range(cfg.n_encoder_layers):
+        layer(f"encoder_layers.{i}", ("self_attn",), 2)
+    for i in range(cfg.n_decoder_layers):
+        layer(f"decoder_layers.{i}", ("self_attn", "cross_attn"), 3)
+    if cfg.norm == "pre":
+        for name in ("encoder_norm", "decoder_norm"):
+            shapes[f"{name}.weight"] = shapes[f"{name}.bias"] = (d,)
+    return shapes
+
+
+def check_model_size(path: str | Path, cfg: ModelConfig) -> None:
+    """Refuse sizes that no stored weight vouches for but that would still be allocated (position tables, layers)."""
+    if cfg.max_len > MAX_POSITIONS:
+        raise CheckpointError(
+            f"{path}: its configuration claims max_len = {cfg.max_len:,} positions, more than this program "
+            f"accepts ({MAX_POSITIONS:,}); {DAMAGED}"
+        )
+    layers = max(cfg.n_encoder_layers, cfg.n_decoder_layers)
+    if layers > MAX_LAYERS:
+        raise CheckpointError(
+            f"{path}: its configuration claims {layers:,} layers, more than this program accepts ({MAX_LAYERS:,}); "
+            f"{DAMAGED}"
+        )
+
+
+def check_weights(path: str | Path, cfg: ModelConfig, weights: Any) -> None:
+    """Check stored weights against the model ``cfg`` describes before that model is built.
+
+    Every tensor must be there with the shape the configuration implies (so building the model allocates
+    what the file already holds, no more), be floating point, and be finite.
+    """
+    if not isinstance(weights, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
+        raise CheckpointError(f"{path}: its weights are not a table of named tensors; {DAMAGED}")
+    expected = weight_shapes(cfg)
+    missing = [k for k in expected if k not in weights]
+    unexpected = [k for k in weights if k not in expected]
+    if missing or unexpected:
+        parts = [f"{label} {_some(names)}" for label, names in (("missing", missing), ("unexpected", unexpected))
+                 if names]  # fmt: skip
+        raise CheckpointError(
+            f"{path}: the weights do not fit the model it describes ({'; '.join(parts)}); the file is inconsistent"
+        )
+    for name, shape in expected.items():
+        if tuple(weights[name].shape) != shape:
+            raise CheckpointError(
+                f"{path}: the weights do not fit the model it describes: {name} is "
+                f"{list(weights[name].shape)}, but its configuration ({_describe(cfg)}) needs {list(shape)}; "
+                "the file is inconsistent"
+            )
+    not_float = [k for k, v in weights.items() if not v.is_floating_point()]
+    if not_float:
+        dtypes = sorted({str(weights[k].dtype).removeprefix("torch.") for k in not_float})
+        raise CheckpointError(
+            f"{path}: its weights are stored as {', '.join(dtypes)} ({_some(not_float)}), not as floating-point "
+            f"numbers; {DAMAGED}"
+        )
+    not_finite = [k for k, v in weights.items() if not bool(torch.isfinite(v).all())]
+    if not_finite:
+        raise CheckpointError(
+            f"{path}: its weights contain NaN or infinite values ({_some(not_finite)}), so the model cannot "
+            f"compute anything; {DAMAGED}"
+        )
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _describe(cfg: ModelConfig) -> str:
+    return (
+        f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, "
+        f"vocabularies {cfg.src_vocab_size}/{cfg.tgt_vocab_size}, max_len {cfg.max_len}, {cfg.positional} positions"
+    )

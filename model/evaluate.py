@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.max_sentences is not None and args.max_sentences < 0:
+        ap.error("--max-sentences cannot be negative")
     try:
         session = Session.load(args.checkpoint, device=args.device)
         result = session.evaluate(args.split, args.max_sentences)

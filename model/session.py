@@ -7,7 +7,9 @@ plain Python values and numpy arrays.
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,13 +19,20 @@ import numpy as np
 import torch
 
 from model.attention import NOTES_EXAMPLE, attention_steps
-from model.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from model.checkpoint import (
+    DAMAGED,
+    CheckpointError,
+    check_model_size,
+    check_weights,
+    load_checkpoint,
+    save_checkpoint,
+)
 from model.config import ModelConfig
 from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus
 from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
 from model.device import resolve_device
 from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
-from model.training import TrainConfig, Trainer, evaluate, make_optimizer
+from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 from model.transformer import Transformer
 
 TRAIN_KEYS = ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")
@@ -248,14 +257,19 @@ class Session:
         Returns the records produced: one per update (``step``, ``time``, ``loss``,
         ``lr``, ``token_accuracy``, ``grad_norm``, ``tokens_per_s``) and one per
         evaluation (``split``, ``loss``, ``exact_match``, ``bleu``, …).
-        Raises :class:`~model.training.TrainingDiverged` with the weights of the last good step kept.
+        Raises :class:`~model.training.TrainingDiverged` after going back to the last snapshot taken while
+        training was in range (weights, optimizer state, step and the metrics up to it).
         """
         trainer = self.trainer
         if self._clock is None:
             self._clock = time.perf_counter() - self.elapsed
         records: list[dict[str, Any]] = []
         for _ in range(n):
-            record = trainer.train_step()
+            try:
+                record = trainer.train_step()
+            except TrainingDiverged:
+                self._rewind(trainer.step)
+                raise
             self.step = trainer.step
             self.dirty = True
             record["time"] = time.perf_counter() - self._clock
@@ -266,6 +280,15 @@ class Session:
                 records.append(self.evaluate("valid", self.train_cfg.eval_sentences))
         self.elapsed = time.perf_counter() - self._clock
         return records
+
+    def _rewind(self, step: int) -> None:
+        """The trainer went back to ``step`` (after a divergence): forget the metrics of the steps after it."""
+        self.step = step
+        self.dirty = True
+        keep = bisect.bisect_right(self.history.train["step"], step)
+        for column in self.history.train.values():
+            del column[keep:]
+        self.history.evals = [e for e in self.history.evals if e["step"] <= step]
 
     def pause_clock(self) -> None:
         """Stop counting wall time (while paused); the next train_steps starts it again."""
@@ -486,46 +509,49 @@ class Session:
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto") -> Session:
-        """Open a checkpoint. Raises :class:`CheckpointError` (and changes nothing) when it is unusable."""
+        """Open a checkpoint. Raises :class:`CheckpointError` (and changes nothing) when it is unusable.
+
+        Everything in the file is checked before the model is built: the configuration against the shapes
+        of the stored weights, so a file that claims a huge model is refused without allocating it.
+        """
         data = load_checkpoint(path)
-        try:
-            meta = json.loads(data["meta"])
-            model_cfg = ModelConfig.from_dict(meta["model_config"])
-            train_cfg = TrainConfig.from_dict(meta["train_config"])
-            data_spec = DataSpec.from_dict(meta["data_spec"])
-            tok_spec = TokenizerSpec(**meta["tokenizer_spec"])
-            src_tok = TextTokenizer.from_json(data["src_tokenizer"])
-            tgt_tok = src_tok if meta.get("shared_tokenizer") else TextTokenizer.from_json(data["tgt_tokenizer"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CheckpointError(f"{path}: its settings cannot be read ({exc})") from None
-        if (src_tok.vocab_size, tgt_tok.vocab_size) != (model_cfg.src_vocab_size, model_cfg.tgt_vocab_size):
-            raise CheckpointError(f"{path}: its tokenizers do not match its model; the file is inconsistent")
+        saved = _read_saved_state(path, data)
+        model_cfg, train_cfg = saved["model_cfg"], saved["train_cfg"]
+        check_model_size(path, model_cfg)
+        check_weights(path, model_cfg, data["model"])
+        target = resolve_device(device)  # a ValueError of its own (e.g. no GPU), not the file's fault
         rng_before = torch.get_rng_state()  # building a session seeds the global generator
-        session = cls(
-            model_cfg=model_cfg, train_cfg=train_cfg, data_spec=data_spec, tokenizer_spec=tok_spec,
-            src_tok=src_tok, tgt_tok=tgt_tok, device=resolve_device(device), preset=meta.get("preset", "custom"),
-        )  # fmt: skip
+        try:
+            session = cls(
+                model_cfg=model_cfg, train_cfg=train_cfg, data_spec=saved["data_spec"],
+                tokenizer_spec=saved["tokenizer_spec"], src_tok=saved["src_tok"], tgt_tok=saved["tgt_tok"],
+                device=target, preset=saved["preset"],
+            )  # fmt: skip
+        except (RuntimeError, MemoryError) as exc:
+            torch.set_rng_state(rng_before)
+            raise CheckpointError(f"{path}: its model cannot be built on this machine ({exc})") from None
         try:
             session.model.load_state_dict(data["model"])
-            if data.get("optimizer") is not None:  # fails now, not at the first training step
-                make_optimizer(session.model, train_cfg).load_state_dict(data["optimizer"])
-        except (RuntimeError, TypeError, AttributeError, ValueError, KeyError) as exc:
+        except (RuntimeError, TypeError, ValueError, KeyError) as exc:
             torch.set_rng_state(rng_before)
             raise CheckpointError(f"{path}: the weights do not fit the model it describes ({exc})") from None
-        session.step = int(meta.get("step", 0))
-        session.elapsed = float(meta.get("elapsed", 0.0))
-        session.notes = dict(meta.get("notes") or {})
-        history = data.get("history") or {}
-        for key in TRAIN_KEYS:
-            if key in history:
-                session.history.train[key] = [float(x) for x in history[key].tolist()]
-        session.history.evals = list(meta.get("evals") or [])
-        session._pending = {"optimizer": data.get("optimizer"), "stream": meta.get("stream")}
-        rng = data.get("rng") or {}
-        if isinstance(rng.get("torch"), torch.Tensor):
-            torch.set_rng_state(rng["torch"])
+        try:
+            if data.get("optimizer") is not None:  # fails now, not at the first training step
+                _check_optimizer_state(make_optimizer(session.model, train_cfg), data["optimizer"])
+        except (RuntimeError, TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
+            torch.set_rng_state(rng_before)
+            raise CheckpointError(f"{path}: its optimizer state does not fit its model ({exc}); {DAMAGED}") from None
+        session.step, session.elapsed, session.notes = saved["step"], saved["elapsed"], saved["notes"]
+        session.history.train.update(saved["history"])
+        session.history.evals = saved["evals"]
+        session._pending = {"optimizer": data.get("optimizer"), "stream": saved["stream"]}
+        rng = saved["rng"]
+        torch.set_rng_state(rng["torch"] if "torch" in rng else rng_before)
         if torch.cuda.is_available() and rng.get("cuda"):
-            torch.cuda.set_rng_state_all(rng["cuda"])
+            try:
+                torch.cuda.set_rng_state_all(rng["cuda"])
+            except (RuntimeError, TypeError, ValueError):
+                pass  # another number of GPUs, or another kind: the CUDA generators keep their state
         return session
 
     # -- description -------------------------------------------------------------------
@@ -535,3 +561,131 @@ class Session:
         if self._trainer is not None:
             self._pending = self._trainer.state_dict()
             self._trainer = None
+
+
+# -- reading a checkpoint's contents ------------------------------------------------------------------------------
+def _read_saved_state(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Everything a checkpoint holds besides weights and optimizer state, read and checked.
+
+    Raises :class:`CheckpointError` naming the file and the field for anything of the wrong kind, so that a
+    tampered or damaged file is refused before anything is built or changed.
+    """
+
+    def damaged(what: str) -> CheckpointError:
+        return CheckpointError(f"{path}: {what}; {DAMAGED}")
+
+    try:
+        meta = json.loads(data["meta"])
+    except (TypeError, ValueError):
+        raise damaged("its settings are not readable (not JSON text)") from None
+    if not isinstance(meta, dict):
+        raise damaged("its settings are not a table of named values")
+    out: dict[str, Any] = {}
+    for key, build in (
+        ("model_config", ModelConfig.from_dict),
+        ("train_config", TrainConfig.from_dict),
+        ("data_spec", DataSpec.from_dict),
+        ("tokenizer_spec", lambda d: TokenizerSpec(**d)),
+    ):
+        if key not in meta:
+            raise damaged(f"its settings lack {key}")
+        try:
+            out[key.replace("_config", "_cfg")] = build(meta[key])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{path}: its {key} cannot be used ({exc}); {DAMAGED}") from None
+    shared = meta.get("shared_tokenizer", False)
+    if not isinstance(shared, bool):
+        raise damaged(f"its shared_tokenizer setting ({shared!r}) is not true or false")
+    try:
+        out["src_tok"] = TextTokenizer.from_json(data["src_tokenizer"])
+        out["tgt_tok"] = out["src_tok"] if shared else TextTokenizer.from_json(data["tgt_tokenizer"])
+    except Exception as exc:  # noqa: BLE001 — the tokenizers library raises plain Exception for bad JSON
+        raise CheckpointError(f"{path}: its tokenizers cannot be read ({exc}); {DAMAGED}") from None
+    cfg = out["model_cfg"]
+    if (out["src_tok"].vocab_size, out["tgt_tok"].vocab_size) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
+        raise CheckpointError(f"{path}: its tokenizers do not match its model; the file is inconsistent")
+    out["preset"] = meta.get("preset", "custom")
+    if not isinstance(out["preset"], str):
+        raise damaged(f"its preset name ({out['preset']!r}) is not text")
+
+    out["step"] = meta.get("step", 0)
+    if not _whole(out["step"]):
+        raise damaged(f"its step ({out['step']!r}) is not a whole number ≥ 0")
+    elapsed = meta.get("elapsed", 0.0)
+    if not (isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 <= elapsed < math.inf):
+        raise damaged(f"its training time ({elapsed!r}) is not a number of seconds")
+    out["elapsed"] = float(elapsed)
+    out["notes"] = meta.get("notes") or {}
+    if not isinstance(out["notes"], dict):
+        raise damaged("its notes are not a table of named values")
+    stream = meta.get("stream") or {"epoch": 0, "position": 0}
+    if not (isinstance(stream, dict) and set(stream) == {"epoch", "position"} and all(map(_whole, stream.values()))):
+        raise damaged(f"its position in the training data ({stream!r}) is not an epoch and a batch number")
+    out["stream"] = dict(stream)
+    out["evals"] = meta.get("evals") or []
+    if not (isinstance(out["evals"], list) and all(_is_eval(e) for e in out["evals"])):
+        raise damaged("its list of evaluations is not a list of results (step, split, loss, exact match, BLEU)")
+    out["evals"] = [dict(e) for e in out["evals"]]
+    out["history"] = _read_history(data.get("history"), damaged)
+    rng = data.get("rng") or {}
+    if not isinstance(rng, dict):
+        raise damaged("its random-number state is not a table")
+    generator = rng.get("torch")
+    if generator is not None and not (
+        isinstance(generator, torch.Tensor)
+        and generator.dtype == torch.uint8
+        and generator.shape == torch.get_rng_state().shape
+    ):
+        raise damaged("its random-number state is not one this version of PyTorch can use")
+    out["rng"] = {k: v for k, v in rng.items() if v is not None}
+    return out
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_eval(record: Any) -> bool:
+    numbers = ("loss", "exact_match", "bleu")
+    return (
+        isinstance(record, dict)
+        and _whole(record.get("step"))
+        and isinstance(record.get("split"), str)
+        and all(isinstance(record.get(k), (int, float)) and not isinstance(record.get(k), bool) for k in numbers)
+    )
+
+
+def _read_history(history: Any, damaged) -> dict[str, list[float]]:
+    """The per-step metric columns: all of TRAIN_KEYS, as equally long 1-D tensors of numbers (or none at all)."""
+    if history is None or (isinstance(history, dict) and not history):
+        return {}
+    if not isinstance(history, dict):
+        raise damaged(f"its metric history is a {type(history).__name__}, not a table of columns")
+    columns = {}
+    for key in TRAIN_KEYS:
+        column = history.get(key)
+        if not (isinstance(column, torch.Tensor) and column.dim() == 1 and column.is_floating_point()):
+            raise damaged(f"its metric history has no usable column {key!r}")
+        columns[key] = [float(x) for x in column.tolist()]
+    if len({len(c) for c in columns.values()}) != 1:
+        raise damaged("the columns of its metric history differ in length")
+    return columns
+
+
+def _check_optimizer_state(optimizer: torch.optim.Optimizer, state: Any) -> None:
+    """Load a saved optimizer state into ``optimizer`` (a throwaway one) and check every tensor in it.
+
+    ``load_state_dict`` checks the parameter groups; the moment estimates must also have their
+    parameter's shape and be finite, or the first update would fail or spread NaN.
+    """
+    if not isinstance(state, dict):
+        raise TypeError("the optimizer state is not a table")
+    optimizer.load_state_dict(state)
+    for param, values in optimizer.state.items():
+        for name, value in values.items():
+            if not isinstance(value, torch.Tensor):
+                continue
+            if value.dim() > 0 and value.shape != param.shape:
+                raise ValueError(f"optimizer {name} of shape {list(value.shape)} for a weight {list(param.shape)}")
+            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise ValueError(f"optimizer {name} holds NaN or infinite values")

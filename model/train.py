@@ -7,7 +7,10 @@ Writes ``OUT/metrics.jsonl`` live (one JSON object per line: training steps with
 ``tokens_per_s``; evaluations with ``split``, ``loss``, ``exact_match``, ``bleu``)
 and ``OUT/model.ckpt``, replaced atomically every ``--save-every`` steps and at
 the end. Ctrl-C saves and exits (status 130). ``--resume CKPT`` continues a run
-up to ``--steps`` updates in total.
+up to ``--steps`` updates in total; when CKPT is in OUT, the lines of
+``OUT/metrics.jsonl`` past its step (logged after the last save by a run that was
+killed) are dropped first. A run that diverges saves the weights of the last step
+that was in range and exits with status 1: resume it with a lower rate.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import CheckpointError
+from model.checkpoint import CheckpointError, write_atomically
 from model.cli_common import Progress
 from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
@@ -92,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     o.add_argument("--seed", type=int)
     o.add_argument("--eval-every", type=int)
-    o.add_argument("--eval-sentences", type=int)
+    o.add_argument("--eval-sentences", type=int, help="valid sentences decoded at each evaluation, the final one too")
     o.add_argument("--save-every", type=int, default=500)
     o.add_argument("--batch-size", type=int)
     o.add_argument("--optimizer", choices=OPTIMIZERS)
@@ -185,9 +188,19 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    metrics = out / "metrics.jsonl"
+    if args.resume and Path(args.resume).resolve().parent == out.resolve():  # this run's own log
+        try:
+            dropped = trim_metrics(metrics, session.step)
+        except OSError as exc:
+            print(f"error: {metrics} cannot be rewritten ({exc.strerror})", file=sys.stderr)
+            return 2
+        if dropped:
+            print(f"{metrics}: {dropped} lines past step {session.step} (written after the checkpoint was saved) "
+                  "dropped", file=sys.stderr)  # fmt: skip
     progress = Progress(args.steps, session.step)
     status = 0
-    with open(out / "metrics.jsonl", "a" if args.resume else "w", encoding="utf-8") as log:
+    with open(metrics, "a" if args.resume else "w", encoding="utf-8") as log:
         try:
             while session.step < args.steps:
                 for record in session.train_steps(1):
@@ -205,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.save_every and session.step % args.save_every == 0:
                     session.save(ckpt)
             progress.close()
-            finals = [session.evaluate("valid")] + ([session.evaluate("test")] if args.test else [])
+            n = session.train_cfg.eval_sentences  # decoding every sentence of a large split can take minutes
+            finals = [session.evaluate(split, n) for split in ("valid", "test")[: 2 if args.test else 1]]
             for record in finals:
                 log.write(json.dumps(record) + "\n")
                 print(
@@ -220,10 +234,45 @@ def main(argv: list[str] | None = None) -> int:
         except TrainingDiverged as exc:
             progress.close()
             print(f"error: {exc}", file=sys.stderr)
+            rate = "--noam-factor" if session.train_cfg.schedule == "noam" else "--lr"
+            print(f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out {shlex.quote(str(out))} "
+                  f"--steps {args.steps} {rate} <lower>", file=sys.stderr)  # fmt: skip
             status = 1
     session.save(ckpt, include_optimizer=not args.lean)
     print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
     return status
+
+
+def trim_metrics(path: Path, step: int) -> int:
+    """Drop the lines of a metrics log about steps after ``step``, and a torn last line; → lines dropped.
+
+    A run killed between two saves has logged steps that its checkpoint does not hold; resuming logs
+    them again. The file is rewritten atomically, and only when something changes; lines that are not
+    JSON records are kept as they are.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline; else a line whose writing was cut short
+    kept, dropped = [], 0
+    for n, line in enumerate(lines + ([tail] if tail else [])):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if n == len(lines):  # the unfinished tail: torn by the kill
+                dropped += 1
+            else:
+                kept.append(line)
+            continue
+        past = isinstance(record, dict) and isinstance(record.get("step"), (int, float)) and record["step"] > step
+        dropped += past
+        if not past:
+            kept.append(line)
+    if dropped or tail:  # a kept tail needs its newline before more lines are appended
+        write_atomically(path, lambda handle: handle.write(b"".join(line + b"\n" for line in kept)))
+    return dropped
 
 
 if __name__ == "__main__":

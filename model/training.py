@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from torch import nn
 
 from model.data.batching import BatchStream, EncodedPairs, batches_in_order, collate
 from model.decoding import greedy_decode, output_budget
-from model.device import training_autocast
+from model.device import prepare_optimizers, training_autocast
 from model.tokenization import PAD_ID, TextTokenizer
 from model.transformer import Transformer
 
@@ -44,7 +45,9 @@ class TrainConfig:
     eval_sentences: int = 200  # valid sentences decoded for exact match and BLEU
 
     def __post_init__(self) -> None:
-        problems = []
+        problems = _type_problems(self)
+        if problems:  # the checks below compare numbers
+            raise ValueError("Invalid training configuration: " + "; ".join(problems))
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer must be one of {OPTIMIZERS}")
         if self.schedule not in SCHEDULES:
@@ -75,6 +78,22 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _type_problems(cfg: TrainConfig) -> list[str]:
+    """Each field holds the kind of value its default has (ints whole, floats finite numbers, strings text)."""
+    problems = []
+    for f in dataclasses.fields(cfg):
+        value, kind = getattr(cfg, f.name), type(f.default)
+        if kind is int and not (isinstance(value, int) and not isinstance(value, bool)):
+            problems.append(f"{f.name} must be a whole number (got {value!r})")
+        elif kind is float and not (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ):
+            problems.append(f"{f.name} must be a finite number (got {value!r})")
+        elif kind is str and not isinstance(value, str):
+            problems.append(f"{f.name} must be text (got {value!r})")
+    return problems
 
 
 # Training settings that suit each model preset (warm-up scaled to how long such a model trains).
@@ -115,19 +134,41 @@ def learning_rate(cfg: TrainConfig, step: int, d_model: int) -> float:
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss or the gradient stopped being a finite number. The weights are those of the step before."""
+    """The loss or the gradient stopped being a finite number.
 
-    def __init__(self, step: int, what: str, lr: float) -> None:
-        self.step = step
+    The failing update is not applied, and the weights and optimizer state go back to the last snapshot
+    taken while training was in range (``restored_step``), from which training can continue at a lower rate.
+    """
+
+    def __init__(self, step: int, what: str, lr: float, restored_step: int, advice: list[str]) -> None:
+        self.step, self.restored_step = step, restored_step
         super().__init__(
-            f"Training stopped at step {step}: the {what} became infinite or NaN, so that update was not applied "
-            f"and the weights from step {step - 1} are kept. The likely cause is a learning rate too high for "
-            f"this model (it was {lr:.3g}): lower it (or the Noam factor), lengthen the warm-up, turn on "
-            f"gradient clipping, or try Pre-LN."
+            f"Training stopped at step {step}: the {what} became infinite or NaN, so that update was not applied. "
+            f"The weights and optimizer state are back at step {restored_step}, the last point where the loss "
+            f"and gradients were in range, so training can continue from there. The likely cause is a learning "
+            f"rate too high for this model (it was {lr:.3g}): {_either(advice)}."
         )
 
 
+def divergence_advice(cfg: TrainConfig, norm: str) -> list[str]:
+    """What to change after a divergence, leaving out what is already so (clipping on, Pre-LN)."""
+    advice = [f"lower it (the Noam factor, now {cfg.noam_factor:g})" if cfg.schedule == "noam" else "lower it"]
+    advice.append(f"lengthen the warm-up (now {cfg.warmup_steps} steps)" if cfg.warmup_steps else "add a warm-up")
+    if cfg.clip_norm == 0:
+        advice.append("turn on gradient clipping (1.0 is usual)")
+    elif cfg.clip_norm > 1.0:
+        advice.append(f"clip gradients harder (now at {cfg.clip_norm:g}; 1.0 is usual)")
+    if norm == "post":
+        advice.append("try Pre-LN, which trains more stably")
+    return advice
+
+
+def _either(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    prepare_optimizers()  # the first construction's imports, without collector pauses for other threads
     params = [p for p in model.parameters() if p.requires_grad]
     kw = dict(lr=0.0, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
     if cfg.optimizer == "adamw":
@@ -135,14 +176,47 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, **kw)
 
 
-class Trainer:
-    """One optimizer, one batch stream, one model: ``train_step()`` does one update."""
+@dataclass(frozen=True)
+class Snapshot:
+    """Weights, optimizer state and data position after ``step`` updates, copied to the CPU."""
 
-    def __init__(self, model: Transformer, cfg: TrainConfig, stream: BatchStream, step: int = 0) -> None:
+    step: int
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    stream: dict[str, int]
+    weight_norm: float  # global L2 norm of the weights
+
+
+class Trainer:
+    """One optimizer, one batch stream, one model: ``train_step()`` does one update.
+
+    Divergence guard: every ``snapshot_every`` steps the weights and optimizer state are copied to the CPU.
+    A copy becomes the one to go back to only after the ``snapshot_every`` steps that follow it stayed in
+    range: finite loss no worse than twice that of guessing uniformly (2·ln V + 1), gradient norm at most
+    100× the median of the interval before, weight norm at most 4× that of the copy before. (Weights one
+    update before a NaN are usually ruined already, so the last finite weights are not good enough.)
+    When the loss or the gradient stops being finite, that copy is restored and :class:`TrainingDiverged`
+    raised; the copy taken when training started is the fallback.
+    """
+
+    SNAPSHOT_EVERY = 50  # steps between copies: cheap (a CPU copy of weights and moments every 50 steps)
+    GRAD_SPIKE = 100.0  # a gradient norm this many times the interval's median is out of range
+    WEIGHT_GROWTH = 4.0  # weights whose norm grew this much in one interval are out of range
+
+    def __init__(
+        self, model: Transformer, cfg: TrainConfig, stream: BatchStream, step: int = 0, snapshot_every: int = 0
+    ) -> None:
         self.model, self.cfg, self.stream = model, cfg, stream
         self.optimizer = make_optimizer(model, cfg)
         self.loss_fn = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing)
         self.step = step  # updates done so far
+        self.snapshot_every = snapshot_every or self.SNAPSHOT_EVERY
+        self.loss_limit = 2 * math.log(model.cfg.tgt_vocab_size) + 1
+        self.good: Snapshot | None = None  # what a divergence goes back to (taken at the first step)
+        self._candidate: Snapshot | None = None  # becomes ``good`` if the next interval stays in range
+        self._in_range = True  # every step since the candidate was taken
+        self._grad_norms: list[float] = []  # this interval's
+        self._grad_limit = math.inf
 
     def apply_settings(self) -> None:
         """Put the configuration's betas, eps and weight decay into the optimizer (after loading a state)."""
@@ -158,6 +232,8 @@ class Trainer:
     def train_step(self) -> dict[str, float]:
         """One update. → step, loss, lr, token_accuracy, grad_norm, tokens_per_s."""
         model, device = self.model, self.model.device
+        if self.good is None:  # here, not in __init__: a loaded optimizer state arrives after construction
+            self.good = self.snapshot()
         step = self.step + 1
         lr = self.lr_at(step)
         for group in self.optimizer.param_groups:
@@ -170,32 +246,82 @@ class Trainer:
         logits = logits.float()
         loss = self.loss_fn(logits.view(-1, logits.shape[-1]), batch.tgt_out.view(-1))
         if not torch.isfinite(loss):
-            raise TrainingDiverged(step, "loss", lr)
+            self._diverged(step, "loss", lr)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         clip = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         if not torch.isfinite(grad_norm):
             self.optimizer.zero_grad(set_to_none=True)
-            raise TrainingDiverged(step, "gradient", lr)
+            self._diverged(step, "gradient", lr)
         self.optimizer.step()
         self.step = step
         with torch.no_grad():
             real = batch.tgt_out != PAD_ID
             accuracy = (logits.argmax(-1) == batch.tgt_out)[real].float().mean()
         loss_value, acc_value = loss.item(), accuracy.item()  # note: CPU–GPU sync points
+        grad_value = float(grad_norm)
         seconds = time.perf_counter() - t0
+        self._watch(loss_value, grad_value)
         return {
             "step": step,
             "loss": loss_value,
             "lr": lr,
             "token_accuracy": acc_value,
-            "grad_norm": float(grad_norm),
+            "grad_norm": grad_value,
             "tokens_per_s": batch.n_tokens / seconds,
         }
 
+    # -- divergence guard ----------------------------------------------------------------------------------------
+    def _watch(self, loss: float, grad_norm: float) -> None:
+        """Note whether this step was in range; at the end of an interval, promote or replace the candidate."""
+        self._in_range &= loss <= self.loss_limit and grad_norm <= self._grad_limit
+        self._grad_norms.append(grad_norm)
+        if self.step - (self._candidate or self.good).step < self.snapshot_every:
+            return
+        now = self.snapshot()
+        candidate = self._candidate
+        if candidate is not None and self._in_range and now.weight_norm <= self.WEIGHT_GROWTH * candidate.weight_norm:
+            self.good = candidate  # its next interval stayed in range
+        self._candidate = now
+        self._in_range = math.isfinite(now.weight_norm)
+        self._grad_limit = self.GRAD_SPIKE * statistics.median(self._grad_norms)
+        self._grad_norms = []
+
+    def snapshot(self) -> Snapshot:
+        """A CPU copy of the weights, the optimizer state and the data position, now."""
+        weights = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+        norms = torch.stack([torch.linalg.vector_norm(w.float()) for w in weights.values()])
+        return Snapshot(
+            self.step, weights, _cpu_copy(self.optimizer.state_dict()), self.stream.state_dict(),
+            float(torch.linalg.vector_norm(norms)),
+        )  # fmt: skip
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Go back to ``snapshot``: weights, optimizer state, data position and step."""
+        self.model.load_state_dict(snapshot.model)
+        self.optimizer.load_state_dict(_cpu_copy(snapshot.optimizer))  # a copy: the optimizer updates it in place
+        self.stream = BatchStream(self.stream.data, self.stream.batch_size, self.stream.seed, **snapshot.stream)
+        self.step = snapshot.step
+        self._candidate, self._in_range, self._grad_norms = None, True, []
+
+    def _diverged(self, step: int, what: str, lr: float) -> None:
+        self.restore(self.good)
+        raise TrainingDiverged(step, what, lr, self.step, divergence_advice(self.cfg, self.model.cfg.norm))
+
     def state_dict(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.state_dict(), "step": self.step, "stream": self.stream.state_dict()}
+
+
+def _cpu_copy(value: Any) -> Any:
+    """``value`` with every tensor in it copied to the CPU (dicts, lists and tuples followed)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return {k: _cpu_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cpu_copy(v) for v in value)
+    return value
 
 
 @torch.no_grad()

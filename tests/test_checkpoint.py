@@ -1,10 +1,14 @@
+import itertools
 import os
 import pickle
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, _umask, load_checkpoint, save_checkpoint
+from model.checkpoint import CheckpointError, _umask, load_checkpoint, save_checkpoint, weight_shapes
 from model.session import Session
 
 
@@ -86,7 +90,7 @@ def test_loading_refuses_code_and_runs_none(tmp_path):
     torch.save({"format": "transformer-explorer-checkpoint", "payload": CreatesAFile(victim)}, evil)
     raw = tmp_path / "evil-raw.ckpt"
     raw.write_bytes(pickle.dumps(CreatesAFile(victim)))
-    with pytest.raises(CheckpointError, match="refused: it contains Python objects"):
+    with pytest.raises(CheckpointError, match="refused: it contains code"):
         Session.load(evil, device="cpu")
     with pytest.raises(CheckpointError, match="not a PyTorch checkpoint"):
         Session.load(raw, device="cpu")
@@ -125,3 +129,93 @@ def test_settings_that_do_not_fit_are_refused(copy_session_factory, tmp_path):
         Session.load(tmp_path / "y.ckpt", device="cpu")
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         Session.load(tmp_path / "nothing.ckpt", device="cpu")
+
+
+class RunsAShellCommand:
+    """A pickle payload that, if unpickled, calls os.system (torch refuses it as "unsupported GLOBAL posix.system")."""
+
+    def __init__(self, victim):
+        self.victim = victim
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.victim}",))
+
+
+def test_a_file_that_would_run_a_shell_command_is_refused_as_code(tmp_path):
+    victim = tmp_path / "created-by-the-shell.txt"
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"format": "transformer-explorer-checkpoint", "payload": RunsAShellCommand(victim)}, evil)
+    with pytest.raises(CheckpointError) as info:
+        Session.load(evil, device="cpu")
+    assert str(evil) in str(info.value) and "refused: it contains code" in str(info.value)
+    assert "truncated or corrupt" not in str(info.value)
+    assert not victim.exists()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(positional=p, norm=n, shared_vocab=s, tie_embeddings=t)
+        for p, n, s, t in itertools.product(("sinusoidal", "learned", "rope"), ("post", "pre"), (0, 1), (0, 1))
+    ],
+)
+def test_weight_shapes_are_those_of_the_real_model(options):
+    from model.config import ModelConfig
+    from model.transformer import Transformer
+
+    options = {k: bool(v) if k in ("shared_vocab", "tie_embeddings") else v for k, v in options.items()}
+    cfg = ModelConfig(
+        src_vocab_size=11, tgt_vocab_size=11 if options["shared_vocab"] else 13, d_model=12, n_heads=2, d_ff=20,
+        n_encoder_layers=2, n_decoder_layers=3, max_len=9, **options,
+    )  # fmt: skip
+    real = {name: tuple(t.shape) for name, t in Transformer(cfg).state_dict().items()}
+    assert weight_shapes(cfg) == real
+
+
+def _save_that_gets_killed(path, started):
+    """A process that starts a save of ``path`` and is then killed -9 while writing it."""
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from model.checkpoint import write_atomically\n"
+        "def write(handle):\n"
+        "    handle.write(b'PK half a checkpoint')\n"
+        "    handle.flush()\n"
+        f"    Path({str(started)!r}).touch()\n"
+        "    time.sleep(600)\n"
+        f"write_atomically({str(path)!r}, write)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 120
+    while not started.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert started.exists(), "the save never started"
+    proc.kill()  # SIGKILL: no cleanup runs
+    proc.wait()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the writer's process is only checked on POSIX")
+def test_a_save_removes_what_killed_saves_left_and_nothing_else(copy_session_factory, tmp_path):
+    from model import checkpoint
+
+    path = tmp_path / "model.ckpt"
+    _save_that_gets_killed(path, tmp_path / "started")
+    crashed = [p.name for p in tmp_path.iterdir() if p.name.startswith(".model.ckpt.")]
+    assert len(crashed) == 1 and crashed[0].endswith(".tmp")  # what a kill -9 leaves behind
+    dead = crashed[0].split(".")[3].split("@")[0]  # ".model.ckpt.<pid>@<host>.<random>.tmp": that process is gone
+    stale_old_style = tmp_path / ".model.ckpt.k2j4h5g6.tmp"  # older naming: no writer known; two hours idle
+    stale_old_style.write_bytes(b"x")
+    os.utime(stale_old_style, (time.time() - 7200, time.time() - 7200))
+    keep = {
+        "in progress here": f".model.ckpt.{os.getpid()}@{checkpoint._HOST}.abcd1234.tmp",  # a live writer
+        "recent, writer unknown": ".model.ckpt.q1w2e3r4.tmp",
+        "another host's, recent": f".model.ckpt.{dead}@elsewhere.abcd1234.tmp",
+        "another checkpoint's": f".model.ckpt.bak.{dead}@{checkpoint._HOST}.abcd1234.tmp",
+        "someone's file": "model.ckpt.tmp",
+    }
+    for name in keep.values():
+        (tmp_path / name).write_bytes(b"x")
+    copy_session_factory().save(path)
+    left = {p.name for p in tmp_path.iterdir()} - {"started"}
+    assert left == {"model.ckpt", *keep.values()}
+    assert Session.load(path, device="cpu").step == 0

@@ -1,4 +1,5 @@
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -96,3 +97,67 @@ def test_resume_applies_training_flags_and_refuses_architecture_flags(tmp_path, 
     assert session.history.train["lr"][-1] == pytest.approx(0.0001)
     assert train.main(["--resume", ckpt, "--steps", "6", "--out", str(out), "--d-model", "32"]) == 2
     assert "architecture cannot change: drop --d-model" in capsys.readouterr().err
+
+
+def _training_steps(metrics):
+    return [json.loads(x)["step"] for x in metrics.read_text().splitlines() if "split" not in json.loads(x)]
+
+
+def test_resume_drops_metric_lines_past_the_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert train.main([*COPY, "--steps", "20", "--eval-every", "10", "--eval-sentences", "4", "--out", str(out)]) == 0
+    metrics = out / "metrics.jsonl"
+    # a run killed after the save at step 20 had logged steps 21-23, an evaluation and half of step 24
+    with open(metrics, "a") as log:
+        for step in (21, 22, 23):
+            log.write(json.dumps({"step": step, "time": 1.0, "loss": 9.0, "lr": 0.1, "token_accuracy": 0.0,
+                                  "grad_norm": 1.0, "tokens_per_s": 1.0}) + "\n")  # fmt: skip
+        log.write(json.dumps({"step": 22, "split": "valid", "loss": 9.0, "exact_match": 0, "bleu": 0}) + "\n")
+        log.write('{"step": 24, "time": 1.')
+    before = metrics.read_text().splitlines()[:-5]
+    capsys.readouterr()
+    assert train.main(["--resume", str(out / "model.ckpt"), "--steps", "25", "--out", str(out), "--eval-every", "0",
+                       "--eval-sentences", "4", "--threads", "1"]) == 0  # fmt: skip
+    assert "5 lines past step 20" in capsys.readouterr().err
+    lines = metrics.read_text().splitlines()
+    assert lines[: len(before)] == before  # the run's own lines up to the checkpoint are untouched
+    assert _training_steps(metrics) == list(range(1, 26))
+    assert [json.loads(x)["step"] for x in lines if "split" in x] == [10, 20, 20, 25]
+    assert all(json.loads(x)["loss"] != 9.0 for x in lines)
+
+
+def test_the_final_evaluation_decodes_only_eval_sentences(tmp_path, monkeypatch, capsys):
+    import model.training
+
+    decoded = []
+    real = model.training.greedy_decode
+
+    def counting(model_, src, max_len):
+        decoded.append(src.shape[0])
+        return real(model_, src, max_len)
+
+    monkeypatch.setattr(model.training, "greedy_decode", counting)
+    out = tmp_path / "run"
+    assert train.main([*COPY, "--steps", "3", "--eval-every", "0", "--eval-sentences", "7", "--test",
+                       "--out", str(out)]) == 0  # fmt: skip
+    assert sum(decoded) == 14  # 7 valid + 7 test sentences, of 500 each
+    finals = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if "split" in x]
+    assert [(e["split"], e["sentences"]) for e in finals] == [("valid", 7), ("test", 7)]
+    assert "valid: loss" in capsys.readouterr().err
+
+
+def test_a_diverged_run_can_be_resumed_with_a_lower_rate(tmp_path, capsys):
+    out = tmp_path / "run"
+    ckpt = out / "model.ckpt"
+    assert train.main([*COPY, "--steps", "20", "--eval-every", "0", "--schedule", "constant", "--lr", "1e30",
+                       "--warmup", "0", "--out", str(out)]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "Training stopped at step 2" in err and "back at step 0" in err and "Traceback" not in err
+    assert "to go on: python -m model.train --resume" in err and "--lr <lower>" in err
+    saved = Session.load(ckpt, device="cpu")
+    assert saved.step == 0 and all(bool(w.isfinite().all()) for w in saved.model.state_dict().values())
+    assert train.main(["--resume", str(ckpt), "--steps", "8", "--out", str(out), "--lr", "1e-4",
+                       "--eval-every", "0", "--eval-sentences", "4", "--threads", "1"]) == 0  # fmt: skip
+    resumed = Session.load(ckpt, device="cpu")
+    assert resumed.step == 8 and all(math.isfinite(x) for x in resumed.history.train["loss"])
+    assert _training_steps(out / "metrics.jsonl") == list(range(1, 9))  # the ruinous step 1 was dropped

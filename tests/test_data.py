@@ -271,3 +271,50 @@ def test_utf16_files_with_a_byte_order_mark(tmp_path):
     broken = write(tmp_path, "broken.tsv", b"\xef\xbb\xbfHi.\t\xff\xfe\n")
     with pytest.raises(DataError, match="starts like UTF-8 but is not valid UTF-8"):
         load_pairs_file(broken)
+
+
+@pytest.mark.parametrize("codec, order", [("utf-16-le", "little-endian"), ("utf-16-be", "big-endian")])
+def test_utf16_without_a_byte_order_mark_is_named_with_the_fix(tmp_path, codec, order):
+    text = "".join(f"I have {n} cats.\t我有{n}只猫。\n" for n in range(40))
+    path = write(tmp_path, "no-bom.tsv", text.encode(codec))
+    with pytest.raises(DataError) as info:
+        load_pairs_file(path)
+    message = str(info.value)
+    assert str(path) in message and f"UTF-16 text ({order}) without a byte-order mark" in message
+    assert "save it as UTF-8" in message and "binary" not in message
+    # Chinese-only lines have zero bytes only in their line breaks: still recognised (two aligned files)
+    zh = write(tmp_path, "zh.txt", "".join("我有猫。\n" for _ in range(40)).encode(codec))
+    en = write(tmp_path, "en.txt", "".join("I have cats.\n" for _ in range(40)))
+    with pytest.raises(DataError, match=f"{order}.*save it as UTF-8"):
+        load_pairs_file(en, target_path=zh)
+
+
+def test_real_binary_data_is_not_mistaken_for_utf16(tmp_path):
+    import zlib
+
+    packed = zlib.compress("".join(f"I have {n} cats.\t我有{n}只猫。\n" for n in range(4000)).encode())
+    for content in (packed, bytes(range(256)) * 64):
+        with pytest.raises(DataError, match="looks like a binary file"):
+            load_pairs_file(write(tmp_path, "data.tsv", content))
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl", "parallel"])
+def test_a_nul_byte_past_the_first_64_kb_never_reaches_a_pair(tmp_path, fmt):
+    n, bad = 4000, 3500  # lines of at least 24 bytes: line 3,501 starts past byte 65,536
+    src = [f"sentence number {i} here" for i in range(n)]
+    tgt = [f"第{i}句话" for i in range(n)]
+    src[bad] = "a NUL\x00hides here"
+    if fmt == "tsv":
+        path, target = write(tmp_path, "p.tsv", "".join(f"{s}\t{t}\n" for s, t in zip(src, tgt))), None
+    elif fmt == "jsonl":
+        lines = [json.dumps({"english": s, "chinese": t}, ensure_ascii=False) for s, t in zip(src, tgt)]
+        path, target = write(tmp_path, "p.jsonl", "\n".join(lines) + "\n"), None
+    else:
+        path = write(tmp_path, "src.txt", "".join(s + "\n" for s in src))
+        target = write(tmp_path, "tgt.txt", "".join(t + "\n" for t in tgt))
+    nul = b"\\u0000" if fmt == "jsonl" else b"\x00"  # JSON writes it escaped; it decodes to the same character
+    assert path.read_bytes().index(nul) > 65536
+    pairs, report = load_pairs_file(path, target_path=target)
+    assert not any("\x00" in s or "\x00" in t for s, t in pairs)
+    assert len(pairs) == n - 1 and report.skipped == 1
+    assert report.problems == [f"line {bad + 1}: contains a NUL byte (binary data, not text)"]

@@ -1,9 +1,10 @@
+import dataclasses
 import math
 
 import pytest
 import torch
 
-from model.training import TrainConfig, TrainingDiverged, learning_rate, noam_lr
+from model.training import TrainConfig, TrainingDiverged, divergence_advice, learning_rate, noam_lr
 
 
 @pytest.mark.parametrize("step", [1, 10, 399, 400, 401, 4000, 100000])
@@ -65,18 +66,90 @@ def test_evaluation_runs_on_schedule(copy_session_factory):
     assert session.history.evals == evals
 
 
-def test_diverging_run_stops_and_keeps_the_last_good_weights(copy_session_factory):
+def test_divergence_goes_back_to_weights_that_can_train_on(copy_session_factory):
     session = copy_session_factory(schedule="constant", lr=1e30, warmup_steps=0, clip_norm=0.0)
-    session.train_steps(1)  # first update: finite loss, gigantic step
-    good = {k: v.clone() for k, v in session.model.state_dict().items()}
-    with pytest.raises(TrainingDiverged, match=r"step \d+: the (loss|gradient) .*learning rate") as info:
-        for _ in range(50):
-            good = {k: v.clone() for k, v in session.model.state_dict().items()}
-            session.train_steps(1)
-    assert info.value.step == session.step + 1
+    start = {k: v.clone() for k, v in session.model.state_dict().items()}
+    session.train_steps(1)  # finite loss, then a gigantic update: these weights are ruined though finite
+    ruined = max(v.abs().max().item() for v in session.model.state_dict().values())
+    assert ruined > 1e6 and session.step == 1
+    with pytest.raises(TrainingDiverged, match=r"step 2: the (loss|gradient) .*back at step 0") as info:
+        session.train_steps(5)
+    assert (info.value.step, info.value.restored_step, session.step) == (2, 0, 0)
     for k, v in session.model.state_dict().items():
-        assert torch.equal(v, good[k]), k  # the failing update was not applied
-    assert all(math.isfinite(x) for x in session.history.train["loss"])
+        assert torch.equal(v, start[k]), k  # not the weights one update before the NaN
+    assert session.history.train["loss"] == [] and session.dirty
+    assert session.trainer.optimizer.state == {}  # Adam's moments from the ruinous update are gone too
+    session.with_train_config(lr=1e-4)
+    losses = [r["loss"] for r in session.train_steps(10)]
+    assert [r for r in session.history.train["step"]] == list(range(1, 11))
+    assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
+
+
+def test_divergence_goes_back_to_a_snapshot_whose_next_steps_stayed_in_range(copy_session_factory):
+    session = copy_session_factory(
+        schedule="constant", lr=1e-3, warmup_steps=0, eval_every=5, eval_sentences=4, batch_size=16
+    )
+    trainer = session.trainer
+    trainer.snapshot_every = 5
+    session.train_steps(15)
+    kept = {k: v.clone() for k, v in session.model.state_dict().items()}  # step 15: its next 5 steps are fine
+    session.train_steps(5)
+    weights_at_20 = {k: v.clone() for k, v in session.model.state_dict().items()}
+    trainer.cfg = dataclasses.replace(trainer.cfg, lr=3.0)  # ruins the weights: the loss jumps, stays finite
+    session.train_steps(12)
+    assert max(session.history.train["loss"][-10:]) > trainer.loss_limit
+    trainer.cfg = dataclasses.replace(trainer.cfg, lr=1e30)
+    with pytest.raises(TrainingDiverged) as info:
+        session.train_steps(10)
+    # step 20 came right before the rate went up; its interval (steps 21-25) was out of range, so it was
+    # not kept, and nothing after it was either: step 15, confirmed by steps 16-20, is where training goes back to
+    assert info.value.restored_step == session.step == 15
+    assert all(torch.equal(v, kept[k]) for k, v in session.model.state_dict().items())
+    assert not all(torch.equal(v, weights_at_20[k]) for k, v in session.model.state_dict().items())
+    assert session.history.train["step"] == list(range(1, 16)) and [e["step"] for e in session.history.evals] == [
+        5, 10, 15,
+    ]  # fmt: skip
+    session.with_train_config(lr=1e-4)
+    assert all(math.isfinite(r["loss"]) for r in session.train_steps(5) if "split" not in r)
+
+
+@pytest.mark.parametrize(
+    "norm, clip, says",
+    [
+        ("post", 0.0, {"clipping": True, "Pre-LN": True}),
+        ("pre", 1.0, {"clipping": False, "Pre-LN": False}),
+        ("post", 1.0, {"clipping": False, "Pre-LN": True}),
+        ("pre", 5.0, {"clip gradients harder": True, "Pre-LN": False}),
+    ],
+)
+def test_divergence_advice_leaves_out_what_is_already_on(norm, clip, says):
+    from model.data import DataSpec
+    from model.session import Session
+    from model.tokenization import TokenizerSpec
+    from model.training import train_config_for
+
+    data = DataSpec(task="copy", n_train=300, n_valid=10, n_test=10, length=5, min_length=2, alphabet=6)
+    train = train_config_for(
+        "tiny", eval_every=0, batch_size=16, schedule="constant", lr=1e30, warmup_steps=0, clip_norm=clip
+    )
+    session = Session.create(data, "tiny", train, TokenizerSpec("word"), device="cpu", norm=norm)
+    with pytest.raises(TrainingDiverged) as info:
+        session.train_steps(20)
+    message = str(info.value)
+    assert "lower it" in message and "add a warm-up" in message
+    for phrase, present in says.items():
+        assert (phrase in message) == present, (phrase, message)
+    noam = TrainingDiverged(7, "loss", 0.01, 5, divergence_advice(TrainConfig(), "post"))
+    assert "Noam factor" in str(noam) and "lengthen the warm-up (now 4000 steps)" in str(noam)
+
+
+def test_training_settings_of_the_wrong_kind_are_refused():
+    with pytest.raises(ValueError, match=r"batch_size must be a whole number \(got 1.5\)"):
+        TrainConfig(batch_size=1.5)
+    with pytest.raises(ValueError, match="lr must be a finite number"):
+        TrainConfig(lr="abc")
+    with pytest.raises(ValueError, match="schedule must be text"):
+        TrainConfig(schedule=3)
 
 
 def test_loss_is_label_smoothed_cross_entropy_over_real_tokens(copy_session_factory):

@@ -11,8 +11,8 @@ Formats:
 Encodings: UTF-8 first; a UTF-8 or UTF-16 byte-order mark is honoured; GB18030
 (a superset of GBK/GB2312) is tried when the file is not UTF-8. (A Latin-1 file
 that happens to decode as GB18030 is read as such: check the Data panel.) Empty, binary and
-misaligned files raise :class:`DataError`; bad lines are skipped, counted and
-reported with their line numbers.
+misaligned files, and UTF-16 without a byte-order mark, raise :class:`DataError`; bad lines
+(a NUL byte included) are skipped, counted and reported with their line numbers.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from model.data.errors import DataError
 
 FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel")
 MAX_REPORTED = 20  # problems listed one by one; the rest are counted
+NUL_PROBLEM = "contains a NUL byte (binary data, not text)"  # past the sample that the binary check reads
 
 
 @dataclass
@@ -71,6 +72,12 @@ def read_text(path: str | Path) -> tuple[str, str]:
             except UnicodeDecodeError:
                 raise DataError(f"{path} starts like UTF-16 but is not valid UTF-16; save it as UTF-8") from None
     sample = data[:65536]
+    order = _utf16_order(sample) if b"\x00" in sample else None
+    if order:
+        raise DataError(
+            f"{path} is probably UTF-16 text ({order}) without a byte-order mark, which cannot be read "
+            "reliably; save it as UTF-8 (in most editors: Save As, encoding UTF-8) and try again"
+        )
     controls = sum(b < 32 and b not in (9, 10, 13) for b in sample)
     if b"\x00" in sample or controls > len(sample) * 0.01:
         raise DataError(
@@ -96,6 +103,29 @@ def read_text(path: str | Path) -> tuple[str, str]:
                 f"{path} is neither UTF-8 nor GB18030 (first undecodable byte on line {line}); "
                 "save it as UTF-8 and try again"
             ) from None
+
+
+def _utf16_order(sample: bytes) -> str | None:
+    """ "little-endian" or "big-endian" when ``sample`` reads as UTF-16 text in that byte order, else None.
+
+    Text means: it decodes, holds no control character but tab and line breaks, has a tab or a line break,
+    and its zero bytes are (nearly all) the high bytes of characters below U+0100, as in ASCII text.
+    """
+    even = sample[: len(sample) // 2 * 2]
+    for codec, high, order in (("utf-16-le", 1, "little-endian"), ("utf-16-be", 0, "big-endian")):
+        try:
+            text = even.decode(codec)
+        except UnicodeDecodeError as exc:
+            if exc.start < len(even) - 4:  # not just a character pair cut by the sample's end
+                continue
+            text = even[: exc.start].decode(codec)
+        if (
+            ("\n" in text or "\t" in text)
+            and all(c >= " " or c in "\t\n\r" for c in text)
+            and even[high::2].count(0) >= 0.9 * even.count(0)
+        ):
+            return order
+    return None
 
 
 def detect_format(path: str | Path, text: str) -> str:
@@ -137,6 +167,8 @@ def load_pairs_file(
         if not line.strip():
             continue
         pair = _parse_tsv(line) if fmt == "tsv" else _parse_json(line, src_key, tgt_key)
+        if not isinstance(pair, str) and ("\x00" in pair[0] or "\x00" in pair[1]):
+            pair = NUL_PROBLEM
         if isinstance(pair, str):
             report.skip(line_no, pair)
         else:
@@ -189,6 +221,8 @@ def _load_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[tup
             report.skip(line_no, "both lines empty")
         elif not src or not tgt:
             report.skip(line_no, "empty " + ("source" if not src else "target"))
+        elif "\x00" in src or "\x00" in tgt:
+            report.skip(line_no, NUL_PROBLEM)
         else:
             pairs.append((src, tgt))
     return _finish(pairs, report, "parallel")
