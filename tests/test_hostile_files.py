@@ -65,6 +65,7 @@ LIES = {  # name → (change, what the message must say)
     ),
     "weights not tensors": (lambda d, m: d.update(model=[1, 2]), "not a table of named tensors"),
     "batch size 1.5": (lambda d, m: m["train_config"].update(batch_size=1.5), "batch_size must be a whole number"),
+    "data size 'abc'": (lambda d, m: m["data_spec"].update(n_train="abc"), "n_train cannot be 'abc'"),
     "settings not JSON": (lambda d, m: d.update(meta="{not json"), "settings are not readable"),
     "evals not results": (lambda d, m: m.update(evals=["x"]), "evaluations is not a list of results"),
     "tokenizer garbage": (lambda d, m: d.update(src_tokenizer='{"kind": "word", "tokenizer": 5}'), "tokenizers"),

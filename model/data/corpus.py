@@ -50,6 +50,9 @@ class DataSpec:
     held_out_fraction: float = 0.05  # files: share of pairs for valid and for test (each)
 
     def __post_init__(self) -> None:
+        wrong = _wrong_kinds(self)
+        if wrong:  # e.g. a tampered checkpoint; the checks below compare values
+            raise DataError("Invalid data description: " + "; ".join(wrong))
         if (self.task is None) == (self.path is None):
             raise DataError("give either a task name or a data file")
         if self.task is not None and self.task not in TASKS:
@@ -68,6 +71,28 @@ class DataSpec:
     def from_dict(cls, data: dict[str, Any]) -> DataSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _wrong_kinds(spec: DataSpec) -> list[str]:
+    """Fields that do not hold the kind of value their default has (or None, where the field allows it)."""
+    wrong = []
+    for f in dataclasses.fields(spec):
+        value, default = getattr(spec, f.name), f.default
+        if value is None:
+            ok = "None" in str(f.type)  # annotations are strings here: "str | None"
+        elif default is None:
+            ok = isinstance(value, str)
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            wrong.append(f"{f.name} cannot be {value!r}")
+    return wrong
 
 
 @dataclass
