@@ -59,6 +59,10 @@ def test_the_bundled_model_translates_held_out_sentences():
         "Will she buy two red cars tomorrow?": "她明天会买两辆红色的车吗？",
         "Li Hua's cat is very small.": "李华的猫非常小。",
         "They did not drink coffee in the cafe last week.": "他们上个星期没在咖啡馆喝咖啡。",
+        # the past is read from the verb, not from a time word; none is added where there was none
+        "Li Hua bought an interesting book.": "李华买了一本有意思的书。",
+        "Did Anna read a novel in the library?": "安娜在图书馆看了一本小说吗？",
+        "I will buy a book.": "我会买一本书。",
     }
     for english, chinese in typed.items():
         assert session.translate(english).text == chinese, english
