@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
         e.status_changed.connect(self._on_status)
         e.metrics_logged.connect(self._on_metrics)
         e.run_described.connect(self._on_run)
+        e.data_described.connect(self.data_panel.on_data)
         e.engine_failed.connect(self._on_failed)
         e.saved.connect(self._on_saved)
         e.decode_stepped.connect(self._on_decode_view)

@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,9 @@ from model.tokenization import TokenizerSpec
 from model.training import TrainConfig, TrainingDiverged
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
-# Idle this long with a model loaded, the engine loads what the first training step will need.
-PREPARE_AFTER_S = 1.0
+# Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
+# loading what training needs) waits until no command has come for this long.
+QUIET_S = 0.5
 # Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
 LATEST_ONLY = {"translate", "inspect", "explain", "positional"}
 LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
@@ -103,13 +105,20 @@ class RunInfo:
     parameters: dict[str, int]  # per component
     total_parameters: int
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
-    corpus: dict[str, Any]  # sizes, languages, load report
-    samples: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (source pieces, target pieces)
     src_pieces: tuple[str, ...]  # display text of every source id
     tgt_pieces: tuple[str, ...]  # display text of every target id (the GUI names decoded ids with it)
     history_steps: dict[str, np.ndarray]  # metrics already in the session (e.g. from a checkpoint)
     history_evals: tuple[dict[str, Any], ...]
     origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run's corpus, described once the first screen is done (reading and encoding it takes a second)."""
+
+    run_id: int
+    corpus: dict[str, Any]  # sizes, languages, load report; or "error"
+    samples: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (source pieces, target pieces)
 
 
 @dataclass(frozen=True)
@@ -151,6 +160,7 @@ class Engine(QThread):
     status_changed = Signal(object)  # EngineStatus
     metrics_logged = Signal(object)  # MetricsBatch
     run_described = Signal(object)  # RunInfo: a new run (new model, checkpoint, reset) or new settings of one
+    data_described = Signal(object)  # RunData: the corpus of the current run
     translation_ready = Signal(int, object)  # request id, model.session.Translation
     inspection_ready = Signal(int, object)  # request id, model.session.Inspection
     decode_stepped = Signal(int, object)  # request id, explorer.decoding_driver.DecodeView
@@ -176,6 +186,7 @@ class Engine(QThread):
         self._last_flush = 0.0
         self._stop = False
         self._decoder: DecodeDriver | None = None
+        self._later: list[Callable[[], None]] = []  # done once commands stop coming (see QUIET_S)
         self._probe: dict[str, Any] = {"source": None, "target": None, "every": 50}
         self._pause_at: dict[str, float | None] = {"step": None, "loss": None}  # presenter's auto-pause
         self.device_label = "…"
@@ -219,9 +230,9 @@ class Engine(QThread):
                     self._train_one()
                 else:
                     self._flush_metrics(force=True)
-                    quiet_since = time.perf_counter() if commands else quiet_since
-                    if self.session is not None and time.perf_counter() - quiet_since > PREPARE_AFTER_S:
-                        prepare_optimizers()  # once the first screen is done, so a first Start does not wait
+                quiet_since = time.perf_counter() if commands else quiet_since
+                if self._later and time.perf_counter() - quiet_since > QUIET_S:
+                    self._later.pop(0)()
             except Exception as exc:  # noqa: BLE001 — everything becomes a message, the thread lives on
                 self._fail(0, exc)
 
@@ -342,9 +353,14 @@ class Engine(QThread):
         self._state = IDLE
         self._decoder = None
         self.run_described.emit(replace(self._run_info(session), origin=origin))
-        self._default_probe(session)
-        self._record_probe()
         self._publish_status()
+        # after the first screen (the panels' requests for the new model come first):
+        self._later = [self._describe_data, self._first_probe, prepare_optimizers]
+
+    def _first_probe(self) -> None:
+        if self.session is not None:
+            self._default_probe(self.session)
+            self._record_probe()
 
     def _default_probe(self, session: Session) -> None:
         """Unless the person chose one, probe with the first test sentence and its reference."""
@@ -399,7 +415,10 @@ class Engine(QThread):
     def _cmd_positional(self, c: Command) -> None:
         self.positional_ready.emit(c.request_id, self._need_session().positional_tables())
 
-    def _run_info(self, s: Session) -> RunInfo:
+    def _describe_data(self) -> None:
+        s = self.session
+        if s is None:
+            return
         try:
             corpus = s.corpus
             info = {
@@ -417,6 +436,9 @@ class Engine(QThread):
         except Exception as exc:  # noqa: BLE001 — a moved data file must not stop the model from opening
             info = {"name": s.data_spec.name, "error": str(exc)}
             samples = ()
+        self.data_described.emit(RunData(self._run_id, info, samples))
+
+    def _run_info(self, s: Session) -> RunInfo:
         t = s.train_cfg
         horizon = max(2 * s.step, 5 * t.warmup_steps, 2000, t.total_steps if t.schedule == "cosine" else 0)
         return RunInfo(
@@ -430,8 +452,6 @@ class Engine(QThread):
             parameters=s.model.parameter_breakdown(),
             total_parameters=s.model.num_parameters(),
             schedule=_frozen(s.lr_schedule(horizon)),
-            corpus=info,
-            samples=samples,
             src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
             tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
             history_steps=_columns(s.history.train),

@@ -320,8 +320,12 @@ class Session:
         return output_budget(n_source, self.model_cfg.max_len)
 
     def reference_for(self, text: str) -> str | None:
+        """The corpus translation of ``text``, looked up only once the corpus is in memory: a translation
+        never waits for its data to be read (a second for the teaching grammar)."""
+        if self._corpus is None:
+            return None
         try:
-            return self.corpus.reference_for(text)
+            return self._corpus.reference_for(text)
         except Exception:  # the data may be gone (a moved file); a reference is optional
             return None
 
@@ -333,7 +337,7 @@ class Session:
         length_penalty: float = 0.6,
         with_reference: bool = True,
     ) -> Translation:
-        """Translate one sentence; ``with_reference`` also looks it up in the corpus (which loads the corpus)."""
+        """Translate one sentence; ``with_reference`` also looks it up in the corpus, if that is in memory."""
         encoded, ids, truncated = self._source(text)
         max_len = max_len or self.default_max_len(len(ids))
         src = torch.tensor(ids, device=self.device)

@@ -56,7 +56,8 @@ def test_window_has_its_panels_and_names(make_window, qtbot):
     assert window.device_label.text() == "CPU"
     assert "Parameters" in window.model_panel.summary.text()
     assert window.model_panel.table.rowCount() >= 5
-    assert window.data_panel.strips and window.data_panel.strips[0][0].tokens  # tokenised samples
+    qtbot.waitUntil(lambda: bool(window.data_panel.strips), timeout=10000)  # described after the first screen
+    assert window.data_panel.strips[0][0].tokens  # tokenised samples
     for name in ("decode_input", "decode_mode_combo", "beam_size_spin", "decode_step_button", "decode_back_button",
                  "decode_run_button", "decode_reset_button", "decode_output", "candidates_plot", "beam_tree_view",
                  "attention_kind_combo", "attention_layer_spin", "attention_head_spin", "attention_heatmap",

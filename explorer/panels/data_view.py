@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
@@ -10,7 +11,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWi
 from explorer.i18n import tr
 from explorer.panels.model_info import tokenizer_text
 from explorer.widgets.token_strip import TokenStrip
-from explorer.worker import RunInfo
+from explorer.worker import RunData, RunInfo
 
 
 class DataPanel(QWidget):
@@ -18,6 +19,7 @@ class DataPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("data_panel")
         self.info: RunInfo | None = None
+        self.data: RunData | None = None
         self.summary = QLabel(objectName="data_summary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.RichText)
@@ -38,10 +40,14 @@ class DataPanel(QWidget):
         if self.info is None:
             self.summary.setText(tr("No data yet."))
         else:
-            self._summarise(self.info)
+            self._summarise()
 
-    def _summarise(self, info: RunInfo) -> None:
-        c = info.corpus
+    def _summarise(self) -> None:
+        info, c = self.info, self.data.corpus if self.data is not None else None
+        if c is None:  # described a moment after the model opens
+            name = html.escape(info.data.get("task") or Path(info.data.get("path") or "").name)
+            self.summary.setText(f"<b>{name}</b><br>{tr('Reading the data…')}")
+            return
         if "error" in c:
             name, error = html.escape(c["name"]), html.escape(c["error"])  # a file's name and what went wrong
             self.summary.setText(f"<b>{name}</b><br><span style='color:#c62828'>{error}</span>")
@@ -59,12 +65,24 @@ class DataPanel(QWidget):
         self.summary.setText(text)
 
     def on_run(self, info: RunInfo) -> None:
+        if self.info is None or info.run_id != self.info.run_id:
+            self.data = None
+            self._show_samples(())
         self.info = info
-        self._summarise(info)
+        self._summarise()
+
+    def on_data(self, data: RunData) -> None:
+        if self.info is None or data.run_id != self.info.run_id:
+            return  # about a run that has been replaced
+        self.data = data
+        self._summarise()
+        self._show_samples(data.samples)
+
+    def _show_samples(self, samples) -> None:
         while self.grid.count():
             self.grid.takeAt(0).widget().deleteLater()
         self.strips = []
-        for row, (src, tgt) in enumerate(info.samples):
+        for row, (src, tgt) in enumerate(samples):
             a = TokenStrip(list(src), {i for i, t in enumerate(src) if t == "<unk>"})
             b = TokenStrip(list(tgt), {i for i, t in enumerate(tgt) if t == "<unk>"})
             self.grid.addWidget(a, row, 0)
