@@ -184,6 +184,8 @@ ZH = {
     "Type a sentence and press Enter": "输入一个句子后按回车",
     "Type a sentence first.": "请先输入一个句子。",
     "Type a source sentence (and, if you like, a target) and press Show.": "输入原文（也可以输入译文），然后点击“显示”。",
+    "The bundled model is open instead.": "已改为打开自带的模型。",
+    "Reading the data…": "正在读取数据…",
     "Unsaved work": "未保存的工作",
     "Unsaved work from an earlier session was kept ({when}). Restore it?": "上次未保存的工作已被保留（{when}）。要恢复吗？",
     "Vocabulary size": "词表大小",
