@@ -274,7 +274,6 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     import numpy as np
     from PySide6.QtCore import QPointF
 
-    from explorer.panels.data_view import DataPanel
     from explorer.widgets.heatmap import Heatmap
     from explorer.widgets.message_bar import MessageBar
 
@@ -288,7 +287,3 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     heatmap._on_move(heatmap.image.mapToScene(QPointF(1.5, 0.5)))
     assert "“<b>”" in visible(heatmap.hover_label) and "“<unk>”" in visible(heatmap.hover_label)
     assert visible(heatmap.title) == TRICKY
-    data = DataPanel()
-    qtbot.addWidget(data)
-    data._summarise(SimpleNamespace(corpus={"name": f"{TRICKY}.tsv", "error": f"line 3: {TRICKY}"}))
-    assert visible(data.summary) == f"{TRICKY}.tsv\nline 3: {TRICKY}"

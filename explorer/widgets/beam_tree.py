@@ -9,8 +9,8 @@ Beam 16 considers up to 256 continuations a step, so the tree can hold tens of
 thousands of nodes. Rather than one graphics item per node (and per edge and
 label), each column is one item that paints only the nodes and edges in view,
 columns already drawn are kept when the next step arrives, and many new columns
-at once (Run to end) are added a few at a time between events, so the GUI never
-waits long for the tree.
+at once (Run to end) are added a few at a time between events, after the rest of
+the panel has been painted, so the GUI never waits long for the tree.
 """
 
 from __future__ import annotations
@@ -262,7 +262,10 @@ class BeamTreeView(QGraphicsView):
         self._scroll = self._scroll or bool(self._pending) or removed  # show the newest step once drawn
         self._wanted = None
         self.outline.hide()
-        self._draw_pending()
+        if len(self._pending) > 1:
+            self._slice.start()  # many steps at once (Run to end): drawn after the rest of the panel is painted
+        else:
+            self._draw_pending()
 
     def _clear(self) -> None:
         self._slice.stop()

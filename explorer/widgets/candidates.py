@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QWidget
+from PySide6.QtGui import QColor, QTransform
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem, QWidget
 
 from explorer.appearance import foreground
 from explorer.i18n import N_, tr
@@ -37,7 +38,9 @@ class CandidateBars(QWidget):
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.plot.addItem(self.bars)
-        self.value_labels: list[pg.TextItem] = []  # made once, reused: making them each step is slow
+        # plain text items that keep their size when the plot scales: made once and reused (pyqtgraph's
+        # TextItem re-lays itself out while painting, which costs a second paint of the plot every step)
+        self.value_labels: list[QGraphicsSimpleTextItem] = []
         self.title, _ = titled_view(self, self.plot, "candidates", self.export, ("PNG", "SVG", "CSV"))
         self.title.setTextFormat(Qt.PlainText)  # the title quotes the model's prefix: never markup
         self._title_source = N_("Next-token candidates")
@@ -58,16 +61,18 @@ class CandidateBars(QWidget):
         self.bars.setOpts(x0=np.zeros(n), y=np.arange(n), height=0.7, width=self.probs, brushes=brushes)
         self.plot.getAxis("left").setTicks([[(i, t.replace(" ", "␣")) for i, t in enumerate(self.tokens)]])
         while len(self.value_labels) < n:
-            label = pg.TextItem("", anchor=(0, 0.5))
-            self.plot.addItem(label)
+            label = QGraphicsSimpleTextItem()
+            label.setFlag(QGraphicsItem.ItemIgnoresTransformations)
+            self.plot.getViewBox().addItem(label, ignoreBounds=True)
             self.value_labels.append(label)
-        color = foreground()
+        color = QColor(foreground())
         for i, label in enumerate(self.value_labels):
             label.setVisible(i < n)
             if i < n:
-                label.setColor(color)
+                label.setBrush(color)
                 label.setText(f"{self.probs[i]:.3f}")
-                label.setPos(min(self.probs[i], 0.82) + 0.01, i)
+                label.setTransform(QTransform.fromTranslate(4, -label.boundingRect().height() / 2))  # centred
+                label.setPos(min(self.probs[i], 0.82), i)
         self.plot.setYRange(-0.6, max(n, 5) - 0.4, padding=0)
 
     def export(self, path: str | Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -29,26 +29,44 @@ class TokenStrip(QWidget):
         super().__init__(parent)
         self.tokens: list[str] = []
         self.highlight: set[int] = set()
+        self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
+        self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
         self.set_tokens(tokens or [], highlight)
 
     def set_tokens(self, tokens: list[str], highlight: set[int] | None = None) -> None:
-        self.tokens, self.highlight = list(tokens), set(highlight or ())
+        tokens, highlight = list(tokens), set(highlight or ())
+        if tokens == self.tokens and highlight == self.highlight and self._widths is not None:
+            return  # the same sentence (every decoding step shows it again): nothing to lay out or paint
+        self.tokens, self.highlight = tokens, highlight
         self.setToolTip(plain_tooltip(" ".join(f"[{t}]" for t in self.tokens)) if self.tokens else "")
+        self._measure()
         self.updateGeometry()
         self.update()
 
-    def _layout(self, width: int) -> list[QRectF]:
+    def _measure(self) -> None:
         fm = QFontMetrics(self.font())
-        h = fm.height() + 2 * self.PAD_Y
+        self._widths = [fm.horizontalAdvance(self._shown(t)) + 2 * self.PAD_X for t in self.tokens]
+        self._laid_out = (-1, [])
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        if event.type() == QEvent.FontChange:
+            self._measure()
+            self.updateGeometry()
+        super().changeEvent(event)
+
+    def _layout(self, width: int) -> list[QRectF]:
+        if self._laid_out[0] == width:
+            return self._laid_out[1]
+        h = QFontMetrics(self.font()).height() + 2 * self.PAD_Y
         x = y = 0.0
         rects = []
-        for t in self.tokens:
-            w = fm.horizontalAdvance(self._shown(t)) + 2 * self.PAD_X
+        for w in self._widths:
             if x > 0 and x + w > width:
                 x, y = 0.0, y + h + self.GAP
             rects.append(QRectF(x, y, w, h))
             x += w + self.GAP
+        self._laid_out = (width, rects)
         return rects
 
     @staticmethod
