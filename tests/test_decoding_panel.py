@@ -274,8 +274,10 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     import numpy as np
     from PySide6.QtCore import QPointF
 
+    from explorer.panels.data_view import DataPanel
     from explorer.widgets.heatmap import Heatmap
     from explorer.widgets.message_bar import MessageBar
+    from explorer.worker import RunData
 
     bar = MessageBar()
     qtbot.addWidget(bar)
@@ -287,3 +289,10 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     heatmap._on_move(heatmap.image.mapToScene(QPointF(1.5, 0.5)))
     assert "“<b>”" in visible(heatmap.hover_label) and "“<unk>”" in visible(heatmap.hover_label)
     assert visible(heatmap.title) == TRICKY
+    data = DataPanel()
+    qtbot.addWidget(data)
+    name = "<b>pairs & <unk> &amp;.tsv"  # a file name can hold all but the slash
+    data.on_run(SimpleNamespace(run_id=1, data={"task": None, "path": f"/data/{name}"}))
+    assert visible(data.summary).startswith(f"{name}\n")
+    data.on_data(RunData(1, {"name": name, "error": f"line 3: {TRICKY}"}, ()))
+    assert visible(data.summary) == f"{name}\nline 3: {TRICKY}"
