@@ -163,7 +163,7 @@ def beam_stalls(app, checkpoint: str | None) -> None:
 
     session = Session.load(checkpoint or default_model(), device="cpu")
     cfg = session.model_cfg
-    info = SimpleNamespace(model_config=cfg.to_dict(), tgt_pieces=tuple(
+    info = SimpleNamespace(run_id=1, model_config=cfg.to_dict(), tgt_pieces=tuple(
         session.tgt_tok.display_token(i) for i in range(session.tgt_tok.vocab_size)))  # fmt: skip
     panel = DecodingPanel()
     panel.resize(1400, 1000)

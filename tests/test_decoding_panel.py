@@ -44,7 +44,7 @@ def session(copy_session_factory):
 def run_info(session, pieces=None):
     """What the panel reads of a run (the engine's RunInfo carries more)."""
     tok = session.tgt_tok
-    return SimpleNamespace(model_config=session.model_cfg.to_dict(),
+    return SimpleNamespace(run_id=id(session), model_config=session.model_cfg.to_dict(),
                            tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
 
 
@@ -135,10 +135,14 @@ def test_max_length_offers_what_the_model_can_write(qtbot, session):
     with pytest.raises(ValueError, match="max_len"):
         DecodeDriver(session).start(DecodeSettings("1 2", max_len=limit + 1))
     panel.max_len.setValue(limit)
+    panel.show_view(DecodeDriver(session).start(DecodeSettings("1 2")))
+    panel.on_run(run_info(session))  # new training settings of the same model: the sentence stays
+    assert panel.view is not None and visible(panel.output)
     shorter = run_info(session)
-    shorter.model_config = {**shorter.model_config, "max_len": limit // 2}
+    shorter.run_id, shorter.model_config = -1, {**shorter.model_config, "max_len": limit // 2}
     panel.on_run(shorter)  # another model: the bound follows it
     assert panel.max_len.maximum() == panel.max_len.value() == limit // 2
+    assert panel.view is None and visible(panel.output) == ""  # nothing of the old model's sentence
     assert str(limit // 2) in panel.max_len.toolTip()
 
 

@@ -286,12 +286,17 @@ class DecodingPanel(QWidget):
 
     # -- answers ---------------------------------------------------------------------------------
     def on_run(self, info: RunInfo) -> None:
+        """A new model (clears the sentence), or new training settings of the same one (keeps it)."""
+        new_model = self.info is None or info.run_id != self.info.run_id
         self.info = info
-        self.cross_layer.setRange(1, info.model_config["n_decoder_layers"])
-        self.cross_layer.setValue(info.model_config["n_decoder_layers"])
         self.max_len.setMaximum(info.model_config["max_len"])  # a longer output has no decoder positions
         self._describe_max_len()
-        self.clear()
+        if new_model:
+            self.cross_layer.setRange(1, info.model_config["n_decoder_layers"])
+            self.cross_layer.setValue(info.model_config["n_decoder_layers"])
+            self.clear()
+        elif self.view is not None:
+            self.show_view(self.view)
 
     def _describe_max_len(self) -> None:
         self.max_len.setToolTip(
