@@ -116,6 +116,8 @@ class MainWindow(QMainWindow):
                 QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable
             )
             self.docks[key] = dock
+            if hasattr(self.panels[key], "set_on_screen"):  # panels that draw only what is looked at
+                dock.visibilityChanged.connect(self.panels[key].set_on_screen)
         centre = QWidget()
         centre.setMaximumSize(0, 0)
         self.setCentralWidget(centre)

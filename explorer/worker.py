@@ -187,6 +187,7 @@ class Engine(QThread):
         self._stop = False
         self._decoder: DecodeDriver | None = None
         self._later: list[Callable[[], None]] = []  # done once commands stop coming (see QUIET_S)
+        self._probe_step = -1  # step of the last probe snapshot
         self._probe: dict[str, Any] = {"source": None, "target": None, "every": 50}
         self._pause_at: dict[str, float | None] = {"step": None, "loss": None}  # presenter's auto-pause
         self.device_label = "…"
@@ -276,6 +277,9 @@ class Engine(QThread):
                 self.session.pause_clock()
         self._steps_left = 0
         self._flush_metrics(force=True)
+        if isinstance(exc, TrainingDiverged) and self.session is not None:
+            self._pending_steps, self._pending_evals = [], []
+            self.run_described.emit(self._run_info(self.session))  # rolled back: the history up to the kept step
         self.engine_failed.emit(request_id, message)
         self._publish_status()
 
@@ -342,6 +346,7 @@ class Engine(QThread):
             **spec.model_overrides,
         )  # fmt: skip
         self._install(session, path=None, origin=c.request_id)
+        self._first_probe()  # a new model has its corpus in memory already: the timeline starts at step 0
 
     def _install(self, session: Session, path: str | None, origin: int = 0) -> None:
         self._flush_metrics(force=True)  # the old run's last steps belong to the old run
@@ -352,13 +357,14 @@ class Engine(QThread):
         self._run_id += 1
         self._state = IDLE
         self._decoder = None
+        self._probe_step = -1
         self.run_described.emit(replace(self._run_info(session), origin=origin))
         self._publish_status()
         # after the first screen (the panels' requests for the new model come first):
         self._later = [self._describe_data, self._first_probe, prepare_optimizers]
 
     def _first_probe(self) -> None:
-        if self.session is not None:
+        if self.session is not None and self._probe_step < 0:  # nothing recorded for this run yet
             self._default_probe(self.session)
             self._record_probe()
 
@@ -381,6 +387,7 @@ class Engine(QThread):
         except ValueError:
             return  # an empty or unusable probe sentence: nothing to record
         entropy = {name: attention_entropy(getattr(inspection, name)) for name in ("encoder", "decoder_self", "cross")}
+        self._probe_step = s.step
         self.probe_recorded.emit(
             ProbeSnapshot(self._run_id, s.step, probe["source"], probe["target"], inspection, entropy)
         )

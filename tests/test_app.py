@@ -161,6 +161,9 @@ def test_a_diverging_run_is_stopped_with_advice(make_window, qtbot):
     text = window.message_bar.label.text()
     assert "Training stopped at step" in text and "learning rate" in text
     assert window.status.state == "error"
+    qtbot.wait(200)
+    shown, _ = window.training.plots["loss_plot"].data(window.training.current.run_id, "train")
+    assert len(shown) == 0 or shown[-1] <= window.status.step  # the curve ends where the kept weights are
 
 
 def test_invalid_settings_are_refused_in_the_form(make_window, qtbot):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
@@ -96,7 +96,8 @@ class PositionalPanel(QWidget):
         self.setObjectName("positional_panel")
         self.info: RunInfo | None = None
         self.model_tables: dict | None = None
-        self._stale = True  # drawn on the next showEvent
+        self._stale = True  # drawn once on screen
+        self._on_screen = True  # False while the dock is a tab behind another (see set_on_screen)
         self.d_model = QSpinBox(objectName="pe_dim_spin")
         self.d_model.setRange(2, 4096)
         self.d_model.setSingleStep(2)
@@ -205,11 +206,19 @@ class PositionalPanel(QWidget):
     # -- drawing ------------------------------------------------------------------------------------
     def showEvent(self, event) -> None:  # noqa: N802 — drawn when first looked at, not at start-up
         super().showEvent(event)
+        QTimer.singleShot(0, self._redraw_if_stale)  # after the dock has said whether it is on screen
+
+    def set_on_screen(self, on: bool) -> None:
+        """Told by the dock: a tab behind another one is 'visible' to Qt but not on screen."""
+        self._on_screen = on
+        self._redraw_if_stale()
+
+    def _redraw_if_stale(self) -> None:
         if self._stale:
             self.redraw()
 
     def redraw(self) -> None:
-        if not self.isVisible():
+        if not (self.isVisible() and self._on_screen):
             self._stale = True
             return
         self._stale = False

@@ -488,6 +488,7 @@ class TrainingPanel(QWidget):
         self.timer.timeout.connect(self._tick)
         self.timer.start()
         self._ticks = 0
+        self._on_screen = True
         self.retranslate()
         self._update_buttons()
 
@@ -581,11 +582,15 @@ class TrainingPanel(QWidget):
             self.form.show_run(info)
         lr = self.plots["lr_plot"]
         lr.replace(info.run_id, "schedule", np.arange(1, len(info.schedule) + 1), info.schedule)
-        if new:
+        if new or self._rolled_back(info):
+            for plot in self.plots.values():
+                for name in [k[1] for k in plot.series if k[0] == info.run_id and k[1] != "schedule"]:
+                    plot.remove(info.run_id, name)
             h = info.history_steps
             if len(h.get("step", [])):
                 self._add_steps(info.run_id, h)
             self._add_evals(info.run_id, info.history_evals)
+        if new:
             item = QListWidgetItem()
             item.setData(Qt.UserRole, info.run_id)
             item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
@@ -609,6 +614,12 @@ class TrainingPanel(QWidget):
                 item.setFont(f)
         self._on_run_toggled()
         self._update_buttons()
+
+    def _rolled_back(self, info: RunInfo) -> bool:
+        """True when the run's history ends before what the plots show (training went back to good weights)."""
+        shown, _ = self.plots["loss_plot"].data(info.run_id, "train")
+        kept = info.history_steps.get("step", np.empty(0))
+        return len(shown) > 0 and (len(kept) == 0 or shown[-1] > kept[-1])
 
     def _forget_old_runs(self) -> None:
         """Keep the list (and the curves kept for overlays) bounded: beyond MAX_RUNS the oldest
@@ -690,7 +701,15 @@ class TrainingPanel(QWidget):
         super().resizeEvent(event)
         self._arrange_plots(2 if self.width() < 1150 else 3)
 
+    def set_on_screen(self, on: bool) -> None:
+        """Told by the dock: behind another tab the plots keep their data but are not redrawn."""
+        self._on_screen = on
+        if on:
+            self.redraw()
+
     def _tick(self) -> None:
+        if not self._on_screen:
+            return
         self._ticks += 1
         for i, plot in enumerate(self.plots.values()):
             if i % 2 == self._ticks % 2:
