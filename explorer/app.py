@@ -74,6 +74,8 @@ def _measure_startup(app, window) -> None:
     the window's thread ran until the engine, idle, has loaded what training will need."""
     from PySide6.QtCore import Qt, QTimer
 
+    from model.device import optimizers_prepared
+
     app.processEvents()
     print(f"window shown after {time.perf_counter() - T0:.2f} s", flush=True)
     stamps: list[float] = []
@@ -88,7 +90,7 @@ def _measure_startup(app, window) -> None:
             print(f"attention map shown after {shown['map'] - T0:.2f} s", flush=True)
 
     def check() -> None:
-        prepared = "torch._dynamo" in sys.modules
+        prepared = optimizers_prepared()
         if prepared and "prepared" not in shown:
             shown["prepared"] = time.perf_counter()
         if "prepared" in shown and time.perf_counter() - shown["prepared"] > 0.5 or time.perf_counter() - T0 > 30:

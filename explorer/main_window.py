@@ -368,6 +368,8 @@ class MainWindow(QMainWindow):
         self._rebuild_recent()
 
     def _build_status_bar(self) -> None:
+        self._labels_timer = QTimer(self, singleShot=True, interval=200)
+        self._labels_timer.timeout.connect(self._update_status_labels)
         self.device_label = QLabel(objectName="status_device")
         self.state_label = QLabel(objectName="status_state")
         self.step_label = QLabel(objectName="status_step")
@@ -415,19 +417,30 @@ class MainWindow(QMainWindow):
     # -- engine events --------------------------------------------------------------------------------
     def _on_status(self, status: EngineStatus) -> None:
         path_changed = status.path and status.path != self.status.path
+        changed = (status.state, status.dirty, status.path, status.device, status.run_id) != (
+            self.status.state,
+            self.status.dirty,
+            self.status.path,
+            self.status.device,
+            self.status.run_id,
+        )
         self.status = status
         self.training.on_status(status)
         if path_changed:
             self._remember_recent(status.path)
-        self._update_title()
-        self._update_status_labels()
+        if changed:
+            self._update_title()
+            self._update_status_labels()
+        elif not self._labels_timer.isActive():  # only the step moved: at most 5 times a second
+            self._labels_timer.start()
 
     def _on_metrics(self, batch: MetricsBatch) -> None:
         self.training.on_metrics(batch)
         if len(batch.steps["loss"]):
             self._last_loss = float(batch.steps["loss"][-1])
             self._last_speed = float(batch.steps["tokens_per_s"][-1])
-        self._update_status_labels()
+        if not self._labels_timer.isActive():  # the status bar follows at most 5 times a second
+            self._labels_timer.start()
 
     def _request(self, kind: str, /, **args) -> int:
         rid = self.engine.submit(kind, **args)
@@ -652,6 +665,7 @@ class MainWindow(QMainWindow):
 
     def _restore(self, path: Path) -> None:
         self._person_takes_over()
+
         def load() -> None:
             self._restoring = (self.engine.submit("load", path=str(path), kind="autosave"), path)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import sys
 from collections.abc import Iterator
 
 import torch
@@ -67,7 +66,16 @@ def without_collector_pauses() -> Iterator[None]:
 def prepare_optimizers() -> None:
     """Load what the first optimizer construction loads (``torch._dynamo``: 1–2 s of imports), so that
     it can be done ahead of time on a background thread, without stalling the window. Idempotent."""
-    if "torch._dynamo" in sys.modules:
+    global _optimizers_prepared
+    if _optimizers_prepared:
         return
     with without_collector_pauses():
         import torch._dynamo  # noqa: F401 — torch.optim imports it on first use
+    _optimizers_prepared = True
+
+
+def optimizers_prepared() -> bool:
+    return _optimizers_prepared
+
+
+_optimizers_prepared = False

@@ -185,6 +185,7 @@ def test_timeline_scrubs_through_training_snapshots(make_window, qtbot):
     assert a.heatmap.image.image == pytest.approx(a.snapshots[-1].inspection.cross[0, 0])
     assert not np.allclose(first, a.heatmap.image.image)
     assert window.training.probe_marker.value() == a.snapshots[-1].step
+    a.lower.setCurrentWidget(a.over_training)  # the entropy plot is drawn when its tab is opened
     entropy_x, entropy_y = a.entropy.data(1, "head0")
     assert list(entropy_x) == steps
     row = a.snapshots[0].inspection.cross[0, 0]

@@ -239,6 +239,8 @@ class AttentionPanel(QWidget):
         self.lower.addTab(main, "")
         self.lower.addTab(self.over_training, "")
         self.lower.addTab(self.explainer, "")
+        self._entropy_stale = False
+        self.lower.currentChanged.connect(lambda _: self._entropy_stale and self._update_entropy())
         self.timeline_title = QLabel()
         time_row.insertWidget(0, self.timeline_title)
         layout = QVBoxLayout(self)
@@ -469,6 +471,10 @@ class AttentionPanel(QWidget):
     def _update_entropy(self) -> None:
         if not self.snapshots or self.info is None:
             return
+        if self.lower.currentWidget() is not self.over_training:
+            self._entropy_stale = True  # drawn when its tab is opened
+            return
+        self._entropy_stale = False
         kind = self.kind.currentData()
         layer = min(self.layer.value() - 1, self.snapshots[-1].entropy[kind].shape[0] - 1)
         steps = np.array([s.step for s in self.snapshots], dtype=float)

@@ -34,6 +34,8 @@ class DataPanel(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(scroll, 1)
         self.strips: list[tuple[TokenStrip, TokenStrip]] = []
+        self._on_screen = True  # False while the dock is a tab behind another
+        self._samples_shown = False
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -76,9 +78,18 @@ class DataPanel(QWidget):
             return  # about a run that has been replaced
         self.data = data
         self._summarise()
-        self._show_samples(data.samples)
+        self._samples_shown = False
+        if self._on_screen:
+            self._show_samples(data.samples)
+
+    def set_on_screen(self, on: bool) -> None:
+        """Told by the dock; the sentences are laid out once the panel is looked at."""
+        self._on_screen = on
+        if on and self.data is not None and not self._samples_shown:
+            self._show_samples(self.data.samples)
 
     def _show_samples(self, samples) -> None:
+        self._samples_shown = True
         while self.grid.count():
             self.grid.takeAt(0).widget().deleteLater()
         self.strips = []

@@ -250,6 +250,11 @@ class MetricPlot(QWidget):
         for s in self.series.values():
             s.dirty = True
 
+    @property
+    def stale(self) -> bool:
+        """Data arrived (or the view changed) since the last redraw."""
+        return any(s.dirty for s in self.series.values())
+
     def redraw(self) -> None:
         for s in self.series.values():
             if not s.dirty:
