@@ -296,7 +296,11 @@ class MetricPlot(QWidget):
         style = self.styles.get(s.name, dict(label=s.name, shift=0, dashed=False, symbol=None))
         colour = pg.mkColor(RUN_COLOURS[(s.run_id - 1 + style["shift"]) % len(RUN_COLOURS)])
         current = s.run_id == self.current_run
-        pen = pg.mkPen(colour, width=2 if current else 1.3, style=Qt.DashLine if style["dashed"] else Qt.SolidLine)
+        # one-pixel lines: a wider pen makes Qt stroke every segment, which cost ~40 ms per repaint of a long
+        # curve against ~4 ms (measured on Xvfb); earlier runs are told apart by their colour and fainter line
+        if not current:
+            colour.setAlpha(170)
+        pen = pg.mkPen(colour, width=1, style=Qt.DashLine if style["dashed"] else Qt.SolidLine)
         kw = dict(pen=pen, name=self._legend_text(s))
         if style["symbol"]:
             kw.update(symbol=style["symbol"], symbolSize=6, symbolBrush=colour, symbolPen=colour)
