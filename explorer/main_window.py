@@ -461,10 +461,8 @@ class MainWindow(QMainWindow):
         self.engine.submit("decode", action=action, **args)
 
     def _on_decode_view(self, request_id: int, view) -> None:
-        if self.decoding.view is not None and view.decode_id < self.decoding.view.decode_id:
-            return  # an answer about a sentence that has been replaced
-        self.decoding.show_view(view)
-        self.attention.on_decode(view)
+        if self.decoding.show_view(view):  # the decoding panel's rule decides what is stale, for both panels
+            self.attention.on_decode(view)
 
     def _on_run(self, info: RunInfo) -> None:
         automatic = info.origin != 0 and info.origin == self._auto_load

@@ -300,3 +300,16 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     assert visible(data.summary).startswith(f"{name}\n")
     data.on_data(RunData(1, {"name": name, "error": f"line 3: {TRICKY}"}, ()))
     assert visible(data.summary) == f"{name}\nline 3: {TRICKY}"
+
+
+def test_an_answer_about_a_replaced_sentence_reaches_neither_panel(make_window, session):
+    window = make_window()
+    driver = DecodeDriver(session)
+    first = driver.start(DecodeSettings("1 2 3"))
+    window._on_decode_view(0, first)
+    window.decoding.input.setText("4 4 2")
+    window.decoding.start()  # the person submits another sentence; its answer is on its way
+    late = driver.act("step", None)  # an answer about the first sentence, sent before the new one arrived
+    window._on_decode_view(0, late)
+    assert window.decoding.view is not late
+    assert window.attention.inspections["decoding"] is first.inspection

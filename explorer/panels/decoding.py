@@ -315,9 +315,10 @@ class DecodingPanel(QWidget):
         pieces = self.info.tgt_pieces if self.info else ()
         return pieces[token] if 0 <= token < len(pieces) else f"#{token}"
 
-    def show_view(self, view: DecodeView) -> None:
+    def show_view(self, view: DecodeView) -> bool:
+        """Show a decoding step; False (and nothing shown) for an answer about a replaced sentence."""
         if view.decode_id < self._shown_id or (self._starting and view.decode_id == self._shown_id):
-            return  # an answer about a sentence that has been replaced
+            return False  # an answer about a sentence that has been replaced
         self._starting, self._shown_id = False, view.decode_id
         self.view, self.waiting = view, False
         self.chips.set_tokens(list(view.source_tokens), set(view.unknown))
@@ -352,6 +353,7 @@ class DecodingPanel(QWidget):
         self._draw_cross()
         self._update_buttons()
         self.view_shown.emit(view)
+        return True
 
     def export_nbest(self, path: str) -> None:
         if path.lower().endswith(".csv"):
