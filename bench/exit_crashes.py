@@ -116,6 +116,8 @@ def main() -> None:
         if problem:
             crashes[(condition, moment)] += 1
             print(f"  cycle {i}: {condition}, closed {moment}: {problem}", flush=True)
+        if (i + 1) % 10 == 0:
+            print(f"  {i + 1} cycles, {sum(crashes.values())} crashes, {time.perf_counter() - t0:.0f} s", flush=True)
     print(f"== {args.cycles} launch/close cycles in {time.perf_counter() - t0:.0f} s (python -X faulthandler)")
     for key in sorted(counts):
         print(f"  {key[0]:<16} closed {key[1]:<13} {crashes[key]} crashes in {counts[key]}")

@@ -10,8 +10,8 @@
 2. Lateness while training: a fresh window with its default panels (the attention-over-training
    probe at its default rate) trains the tiny preset on the copy task (hundreds of steps a second)
    and the small preset on the grammar; a 16 ms timer on the GUI thread measures how late it runs.
-   The first seconds after Start (the engine builds the first optimizer, loading torch._dynamo) are
-   reported on their own. Goal for both presets: p99 ≤ 10 ms, max ≤ 50 ms.
+   Reported on their own: the seconds before Start (the idle engine loads what training needs) and
+   the first seconds after it (the model is built). Goal for both presets: p99 ≤ 10 ms, max ≤ 50 ms.
 
 Uses the display in $DISPLAY when there is one (run under xvfb-run for a real X11 window), else
 Qt's offscreen platform.
@@ -32,6 +32,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 START_S = 3.0  # the seconds after Start reported on their own
+IDLE_S = 5.0  # the seconds between the window and Start
 
 
 def _first_launch_env() -> dict[str, str]:
@@ -112,7 +113,8 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
             app.processEvents()
             time.sleep(0.001)
 
-    run_for(1.0)
+    shown = time.perf_counter()
+    run_for(IDLE_S)  # a person choosing settings; the idle engine prepares training meanwhile
     clicked = time.perf_counter()
     window.training.start_button.click()
     deadline = clicked + 120
@@ -125,12 +127,14 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
     timer.stop()
     s = np.array(stamps)
     late = (np.diff(s) - 0.016) * 1000
+    before = late[(s[1:] > shown + 1.0) & (s[1:] <= clicked)]  # after the window's first paint
     at_start = late[(s[1:] > clicked) & (s[1:] <= measured_from)]
     steady = late[s[:-1] >= measured_from]
     window.close()
     print(f"== GUI timer lateness while training: {preset} preset, {task} "
           f"({QApplication.platformName()} platform, engine threads {threads or os.cpu_count()})")  # fmt: skip
-    print(f"  first {START_S:.0f} s after Start (the first optimizer is built): max {at_start.max():.1f} ms")
+    print(f"  {IDLE_S - 1:.0f} s before Start (the idle engine prepares training): max {before.max():.1f} ms; first "
+          f"{START_S:.0f} s after Start (the model is built): max {at_start.max():.1f} ms  (goal <= 50)")  # fmt: skip
     p50, p99 = np.percentile(steady, [50, 99])
     print(f"  then {seconds:.0f} s at {steps / seconds:.0f} steps/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
           f"max {steady.max():.2f} ms  (goal: p99 <= 10, max <= 50)")  # fmt: skip

@@ -232,8 +232,11 @@ class Engine(QThread):
                 else:
                     self._flush_metrics(force=True)
                 quiet_since = time.perf_counter() if commands else quiet_since
-                if self._later and time.perf_counter() - quiet_since > QUIET_S:
+                quiet = time.perf_counter() - quiet_since
+                if self._later and quiet > QUIET_S:
                     self._later.pop(0)()
+                elif self.session is None and quiet > 6 * QUIET_S:  # no model yet (--new): the person is choosing
+                    prepare_optimizers()  # settings; get ready for their Start (nothing is done twice)
             except Exception as exc:  # noqa: BLE001 — everything becomes a message, the thread lives on
                 self._fail(0, exc)
 
