@@ -417,13 +417,7 @@ class MainWindow(QMainWindow):
     # -- engine events --------------------------------------------------------------------------------
     def _on_status(self, status: EngineStatus) -> None:
         path_changed = status.path and status.path != self.status.path
-        changed = (status.state, status.dirty, status.path, status.device, status.run_id) != (
-            self.status.state,
-            self.status.dirty,
-            self.status.path,
-            self.status.device,
-            self.status.run_id,
-        )
+        changed = dataclasses.replace(status, step=0) != dataclasses.replace(self.status, step=0)
         self.status = status
         self.training.on_status(status)
         if path_changed:
@@ -431,15 +425,19 @@ class MainWindow(QMainWindow):
         if changed:
             self._update_title()
             self._update_status_labels()
-        elif not self._labels_timer.isActive():  # only the step moved: at most 5 times a second
-            self._labels_timer.start()
+        else:  # only the step moved
+            self._update_status_labels_soon()
 
     def _on_metrics(self, batch: MetricsBatch) -> None:
         self.training.on_metrics(batch)
         if len(batch.steps["loss"]):
             self._last_loss = float(batch.steps["loss"][-1])
             self._last_speed = float(batch.steps["tokens_per_s"][-1])
-        if not self._labels_timer.isActive():  # the status bar follows at most 5 times a second
+        self._update_status_labels_soon()
+
+    def _update_status_labels_soon(self) -> None:
+        """The status bar follows the step and the loss at most 5 times a second."""
+        if not self._labels_timer.isActive():
             self._labels_timer.start()
 
     def _request(self, kind: str, /, **args) -> int:
