@@ -281,7 +281,6 @@ class Engine(QThread):
         self._steps_left = 0
         self._flush_metrics(force=True)
         if isinstance(exc, TrainingDiverged) and self.session is not None:
-            self._pending_steps, self._pending_evals = [], []
             self.run_described.emit(self._run_info(self.session))  # rolled back: the history up to the kept step
         self.engine_failed.emit(request_id, message)
         self._publish_status()
