@@ -268,22 +268,22 @@ class MetricPlot(QWidget):
                 s.raw_curve.setVisible(show and self.weight > 0)
             if not show:
                 continue
-            x, y = s.buffer.x, s.buffer.y
-            if self.smoothable and self.weight > 0 and self.styles.get(s.name, {}).get("symbol") is None:
+            smoothed = self.smoothable and self.weight > 0 and self.styles.get(s.name, {}).get("symbol") is None
+            if smoothed:
+                x, y = s.buffer.x, s.buffer.y
                 new_y, s.smooth_state = ema(y[s.smoothed_upto :], self.weight, s.smooth_state)
                 s.smooth.extend(x[s.smoothed_upto :], new_y)
                 s.smoothed_upto = len(y)
-                if s.buffer.n > MAX_POINTS:
-                    s.buffer.thin()
+            if s.buffer.n > MAX_POINTS:
+                s.buffer.thin()
+                if smoothed:
                     s.smooth.thin()
                     s.smoothed_upto = s.buffer.n
+            if smoothed:
                 s.curve.setData(s.smooth.x, s.smooth.y)
                 s.raw_curve.setData(s.buffer.x, s.buffer.y)
             else:
-                if s.buffer.n > MAX_POINTS:
-                    s.buffer.thin()
-                    x, y = s.buffer.x, s.buffer.y
-                s.curve.setData(x, y)
+                s.curve.setData(s.buffer.x, s.buffer.y)
                 if s.raw_curve is not None:
                     s.raw_curve.setData([], [])
         self._follow()
