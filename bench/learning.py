@@ -28,8 +28,14 @@ RUNS = {
 }
 
 
-def run(name: str, threads: int, device: str = "cpu", budget: float | None = None,
-        every: float | None = None, stop_at_goal: bool = False) -> float | None:
+def run(
+    name: str,
+    threads: int,
+    device: str = "cpu",
+    budget: float | None = None,
+    every: float | None = None,
+    stop_at_goal: bool = False,
+) -> float | None:
     """Train task ``name`` from scratch for its time budget; → seconds of training when the goal was reached."""
     spec = {**RUNS[name], **({"budget": budget} if budget else {}), **({"every": every} if every else {})}
     torch.set_num_threads(threads)

@@ -94,17 +94,22 @@ def training_flops(cfg: ModelConfig, batch: int, src_len: int, tgt_len: int) -> 
     d, f, v = cfg.d_model, cfg.d_ff, cfg.tgt_vocab_size
     S, T = src_len, tgt_len
     encoder = cfg.n_encoder_layers * (S * (4 * d * d + 2 * d * f) + 2 * S * S * d)
-    decoder = cfg.n_decoder_layers * (
-        T * (4 * d * d) + 2 * T * T * d  # self-attention
-        + T * 2 * d * d + S * 2 * d * d + 2 * T * S * d  # cross-attention: Q, O on T; K, V on S
-        + T * 2 * d * f  # feed-forward
-    )
+    self_attention = T * 4 * d * d + 2 * T * T * d
+    cross_attention = T * 2 * d * d + S * 2 * d * d + 2 * T * S * d  # Q, O on T positions; K, V on S
+    decoder = cfg.n_decoder_layers * (self_attention + cross_attention + T * 2 * d * f)
     forward = 2 * batch * (encoder + decoder + T * d * v)  # 2 operations per multiply–add
     return 3.0 * forward
 
 
-def compare(preset: str = "small", device: str = "cpu", batch: int = BATCH, length: int = LENGTH,
-            vocab: int = VOCAB, repeats: int = 40, bf16: bool = False) -> tuple[dict[str, float], ModelConfig, int]:
+def compare(
+    preset: str = "small",
+    device: str = "cpu",
+    batch: int = BATCH,
+    length: int = LENGTH,
+    vocab: int = VOCAB,
+    repeats: int = 40,
+    bf16: bool = False,
+) -> tuple[dict[str, float], ModelConfig, int]:
     """Medians of ours, nn.Transformer and a second nn.Transformer; the config; our parameter count."""
     torch.manual_seed(0)
     dev = torch.device(device)
