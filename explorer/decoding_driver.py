@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from explorer.i18n import tr
-from model.decoding import DecodeStep
-from model.session import Inspection, Session
 from model.tokenization import UNK_ID
+
+if TYPE_CHECKING:  # types only: PyTorch is loaded by the engine, after the window shows
+    from model.decoding import DecodeStep
+    from model.session import Inspection, Session
 
 
 @dataclass(frozen=True)

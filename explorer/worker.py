@@ -18,25 +18,27 @@ import itertools
 import os
 import queue
 import sys
+import threading
 import time
 import traceback
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from PySide6.QtCore import QThread, Signal
 
 from explorer.decoding_driver import DecodeDriver
 from explorer.i18n import tr
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
-from model.session import Session
 from model.tokenization import TokenizerSpec
-from model.training import TrainConfig, TrainingDiverged
+from model.train_config import TrainConfig, TrainingDiverged
+
+if TYPE_CHECKING:
+    from model.session import Session
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
 # Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
@@ -45,6 +47,7 @@ QUIET_S = 0.5
 # Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
 LATEST_ONLY = {"translate", "inspect", "explain", "positional"}
 LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+_LOADED = threading.Event()  # set once an engine thread has imported PyTorch and the engine
 _ids = itertools.count(1)
 
 
@@ -149,6 +152,24 @@ def _columns(history: dict[str, list[float]]) -> dict[str, np.ndarray]:
     return {k: _frozen(np.array(v, dtype=np.float64)) for k, v in history.items()}
 
 
+def load_engine() -> None:
+    """Import PyTorch and the engine (most of a launch's work), taking what the imports made, which
+    lives as long as the program, out of the garbage collector's walks (see
+    :func:`model.device.without_collector_pauses`). The engine thread does this first, after the
+    window is on screen; the window's own modules do not import PyTorch."""
+    from model.device import without_collector_pauses
+
+    with without_collector_pauses():
+        import model.session  # noqa: F401 — torch, the model, data batching, training
+    _LOADED.set()
+
+
+def engine_loaded() -> bool:
+    """Whether the window can use PyTorch-backed code now without waiting for an engine thread that is
+    still importing it (Python makes a second importer wait for the first)."""
+    return _LOADED.is_set() or not any(e.isRunning() for e in list(LIVE_ENGINES))
+
+
 def run_label(s: Session) -> str:
     c, t = s.model_cfg, s.train_cfg
     return f"{s.data_spec.name} · {s.preset} · {c.norm}-LN · {c.positional} · ls {t.label_smoothing:g} · {t.schedule}"
@@ -171,8 +192,15 @@ class Engine(QThread):
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
 
-    def __init__(self, device: str = "auto", threads: int | None = None, parent=None) -> None:
+    def __init__(
+        self, device: str = "auto", threads: int | None = None, parent=None, wait_for_window: bool = False
+    ) -> None:
         super().__init__(parent)
+        # At launch the engine's first work (importing PyTorch, ~1–2 s of the GIL) waits until the window has
+        # painted (see release); the window would otherwise share the GIL with it and show later.
+        self._released = threading.Event()
+        if not wait_for_window:
+            self._released.set()
         self._queue: queue.Queue[Command] = queue.Queue()
         self._device_name = device
         self._threads = threads or max(1, os.cpu_count() or 1)
@@ -200,14 +228,23 @@ class Engine(QThread):
         self._queue.put(command)
         return command.request_id
 
+    def release(self) -> None:
+        """Let an engine made with ``wait_for_window`` begin (the window is on screen)."""
+        self._released.set()
+
     def shutdown(self, autosave_path: str | None = None, timeout_ms: int = 2000) -> bool:
         """Stop within one step, save unsaved work to ``autosave_path``, and join the thread."""
         self._stop = True
+        self._released.set()
         self._queue.put(Command("shutdown", {"autosave": autosave_path}))
         return self.wait(timeout_ms)
 
     # -- engine thread -------------------------------------------------------------------------
     def run(self) -> None:
+        self._released.wait(timeout=5.0)  # never forever: a window that failed to paint still gets its engine
+        load_engine()
+        import torch
+
         torch.set_num_threads(self._threads)  # must be set on the thread that computes
         try:
             device = resolve_device(self._device_name)
@@ -343,6 +380,8 @@ class Engine(QThread):
             return  # the program's own start-up plan: the person's model came first
         spec: NewModelSpec = c.args["spec"]
         self._state = IDLE
+        from model.session import Session
+
         session = Session.create(
             spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
             **spec.model_overrides,
@@ -513,6 +552,8 @@ class Engine(QThread):
         if c.args.get("if_no_model") and self.session is not None:
             return  # the program's own start-up plan: the person's model came first
         path, kind = str(c.args["path"]), c.args.get("kind", "file")
+        from model.session import Session
+
         session = Session.load(path, device=self._device.type)  # raises before anything changes
         self._install(session, path=path if kind == "file" else None, origin=c.request_id)
         if kind == "autosave":

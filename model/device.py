@@ -5,14 +5,18 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
 def resolve_device(name: str = "auto") -> torch.device:
     """``"auto"`` picks CUDA, then MPS, then CPU; a named device must be available."""
+    import torch  # here, not above: the window imports this module before the engine has loaded torch
+
     if name not in DEVICE_CHOICES and not name.startswith("cuda:"):
         raise ValueError(f"Unknown device {name!r}; choose one of {DEVICE_CHOICES}")
     if name == "auto":
@@ -30,6 +34,8 @@ def resolve_device(name: str = "auto") -> torch.device:
 
 def device_description(device: torch.device) -> str:
     """A short human name: "CPU", the GPU's name, or "Apple GPU (MPS)"."""
+    import torch
+
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
@@ -39,6 +45,8 @@ def device_description(device: torch.device) -> str:
 
 def training_autocast(device: torch.device) -> contextlib.AbstractContextManager:
     """bf16 autocast for training on CUDA (where it is supported); full precision elsewhere."""
+    import torch
+
     if device.type == "cuda" and torch.cuda.is_bf16_supported():
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 import time
@@ -17,137 +16,18 @@ from model.data.batching import BatchStream, EncodedPairs, batches_in_order, col
 from model.decoding import greedy_decode, output_budget
 from model.device import prepare_optimizers, training_autocast
 from model.tokenization import PAD_ID, TextTokenizer
+from model.train_config import (  # noqa: F401 — the settings, re-exported where they were
+    OPTIMIZERS,
+    SCHEDULES,
+    TRAIN_PRESETS,
+    TrainConfig,
+    TrainingDiverged,
+    either,
+    learning_rate,
+    noam_lr,
+    train_config_for,
+)
 from model.transformer import Transformer
-
-OPTIMIZERS = ("adam", "adamw")
-SCHEDULES = ("noam", "constant", "cosine")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """How to train. The defaults are the paper's, scaled to small models."""
-
-    batch_size: int = 64  # sentence pairs per step
-    optimizer: str = "adam"  # "adam" (the paper) | "adamw" (decoupled weight decay)
-    beta1: float = 0.9
-    beta2: float = 0.98  # the paper's β2
-    eps: float = 1e-9  # the paper's ε
-    weight_decay: float = 0.0  # AdamW only
-    schedule: str = "noam"  # "noam" | "constant" | "cosine"
-    noam_factor: float = 1.0  # Noam: lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
-    lr: float = 5e-4  # constant / cosine: the rate after warm-up
-    warmup_steps: int = 4000  # the paper's 4000; smaller for small models
-    total_steps: int = 10000  # cosine: the step where the rate reaches zero
-    label_smoothing: float = 0.1  # the paper's ε_ls
-    clip_norm: float = 1.0  # gradient clipping by global norm; 0 turns it off
-    seed: int = 0  # weights, dropout and batch order
-    eval_every: int = 500  # steps between evaluations on the valid split
-    eval_sentences: int = 200  # valid sentences decoded for exact match and BLEU
-
-    def __post_init__(self) -> None:
-        problems = _type_problems(self)
-        if problems:  # the checks below compare numbers
-            raise ValueError("Invalid training configuration: " + "; ".join(problems))
-        if self.optimizer not in OPTIMIZERS:
-            problems.append(f"optimizer must be one of {OPTIMIZERS}")
-        if self.schedule not in SCHEDULES:
-            problems.append(f"schedule must be one of {SCHEDULES}")
-        if self.batch_size < 1:
-            problems.append("batch_size must be at least 1")
-        if self.warmup_steps < 1 and self.schedule == "noam":
-            problems.append("the Noam schedule needs warmup_steps ≥ 1")
-        if self.warmup_steps < 0:
-            problems.append("warmup_steps cannot be negative")
-        if not 0 <= self.label_smoothing < 1:
-            problems.append("label_smoothing must be in [0, 1)")
-        if self.clip_norm < 0:
-            problems.append("clip_norm must be ≥ 0 (0 = no clipping)")
-        if self.lr <= 0 or self.noam_factor <= 0:
-            problems.append("learning rates must be positive")
-        if self.schedule == "cosine" and self.total_steps <= self.warmup_steps:
-            problems.append("the cosine schedule needs total_steps > warmup_steps")
-        if self.eval_every < 0 or self.eval_sentences < 0:
-            problems.append("eval_every and eval_sentences must be ≥ 0")
-        if problems:
-            raise ValueError("Invalid training configuration: " + "; ".join(problems))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def _type_problems(cfg: TrainConfig) -> list[str]:
-    """Each field holds the kind of value its default has (ints whole, floats finite numbers, strings text)."""
-    problems = []
-    for f in dataclasses.fields(cfg):
-        value, kind = getattr(cfg, f.name), type(f.default)
-        if kind is int and not (isinstance(value, int) and not isinstance(value, bool)):
-            problems.append(f"{f.name} must be a whole number (got {value!r})")
-        elif kind is float and not (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        ):
-            problems.append(f"{f.name} must be a finite number (got {value!r})")
-        elif kind is str and not isinstance(value, str):
-            problems.append(f"{f.name} must be text (got {value!r})")
-    return problems
-
-
-# Training settings that suit each model preset (warm-up scaled to how long such a model trains).
-TRAIN_PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": dict(warmup_steps=400, batch_size=64, eval_every=200),
-    "small": dict(warmup_steps=1000, batch_size=64, eval_every=500),
-    "paper_base": dict(warmup_steps=4000, batch_size=64, eval_every=1000),
-    "paper_big": dict(warmup_steps=4000, batch_size=64, eval_every=1000),
-}
-
-
-def train_config_for(preset: str, **overrides: Any) -> TrainConfig:
-    """Training settings for a model preset, with any field overridden."""
-    return TrainConfig(**{**TRAIN_PRESETS.get(preset, {}), **overrides})
-
-
-def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
-    """lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), step counted from 1.
-
-    (At step 0 the formula would divide by zero; the first update is step 1.)
-    """
-    if step < 1:
-        raise ValueError("steps are counted from 1")
-    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
-def learning_rate(cfg: TrainConfig, step: int, d_model: int) -> float:
-    """The learning rate used for update number ``step`` (from 1)."""
-    if cfg.schedule == "noam":
-        return noam_lr(step, d_model, cfg.warmup_steps, cfg.noam_factor)
-    warm = min(1.0, step / cfg.warmup_steps) if cfg.warmup_steps else 1.0
-    if cfg.schedule == "constant":
-        return cfg.lr * warm
-    if step <= cfg.warmup_steps:
-        return cfg.lr * warm
-    progress = min(1.0, (step - cfg.warmup_steps) / (cfg.total_steps - cfg.warmup_steps))
-    return cfg.lr * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss or the gradient stopped being a finite number.
-
-    The failing update is not applied, and the weights and optimizer state go back to the last snapshot
-    taken while training was in range (``restored_step``), from which training can continue at a lower rate.
-    """
-
-    def __init__(self, step: int, what: str, lr: float, restored_step: int, advice: list[str]) -> None:
-        self.step, self.restored_step = step, restored_step
-        super().__init__(
-            f"Training stopped at step {step}: the {what} became infinite or NaN, so that update was not applied. "
-            f"The weights and optimizer state are back at step {restored_step}, the last point where the loss "
-            f"and gradients were in range, so training can continue from there. The likely cause is a learning "
-            f"rate too high for this model (it was {lr:.3g}): {_either(advice)}."
-        )
 
 
 def divergence_advice(cfg: TrainConfig, norm: str) -> list[str]:
@@ -161,10 +41,6 @@ def divergence_advice(cfg: TrainConfig, norm: str) -> list[str]:
     if norm == "post":
         advice.append("try Pre-LN, which trains more stably")
     return advice
-
-
-def _either(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,7 +33,9 @@ from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.widgets.metric_plot import MetricPlot
 from explorer.worker import ProbeSnapshot, RunInfo
-from model.session import AttentionExplanation, Inspection
+
+if TYPE_CHECKING:  # types only: PyTorch is loaded by the engine, after the window shows
+    from model.session import AttentionExplanation, Inspection
 
 KINDS = (
     ("encoder", N_("Encoder self-attention")),

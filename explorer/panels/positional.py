@@ -28,8 +28,7 @@ from explorer.i18n import N_, tr
 from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.metric_plot import RUN_COLOURS
-from explorer.worker import RunInfo
-from model.positional import inverse_frequencies, relative_shift_matrix, sinusoidal_table
+from explorer.worker import RunInfo, engine_loaded
 
 # The similarity tab divides PE(p)·PE(q) by d/2, its value at p = q (each (sin, cos) pair adds
 # sin² + cos² = 1), so the diagonal reads 1; the title says so.
@@ -221,7 +220,13 @@ class PositionalPanel(QWidget):
         if not (self.isVisible() and self._on_screen):
             self._stale = True
             return
+        if not engine_loaded():  # the tables are the engine's own: drawn once it has loaded PyTorch
+            self._stale = True
+            QTimer.singleShot(100, self._redraw_if_stale)
+            return
         self._stale = False
+        from model.positional import relative_shift_matrix, sinusoidal_table
+
         d = self.d_model.value() + self.d_model.value() % 2  # sin/cos pairs need an even width
         n = self.positions.value()
         pe = sinusoidal_table(n, d).numpy().astype(np.float64)
@@ -283,6 +288,8 @@ class PositionalPanel(QWidget):
         else:
             head = info.model_config["d_model"] // info.model_config["n_heads"]
             n = self.positions.value()
+            from model.positional import inverse_frequencies
+
             omega = inverse_frequencies(head).numpy()
             angles = np.mod(np.arange(n)[:, None] * omega[None, :], 2 * np.pi)
             self.rope_angles.set_data(angles, [str(p) for p in range(n)], [str(i) for i in range(len(omega))])

@@ -36,7 +36,7 @@ from explorer.worker import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch,
 from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
 from model.data import TASK_DESCRIPTIONS, TASKS, DataError, DataSpec
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
-from model.training import SCHEDULES, TRAIN_PRESETS, TrainConfig
+from model.train_config import SCHEDULES, TRAIN_PRESETS, TrainConfig
 
 FILE_ITEM = "file"
 ARCH_FIELDS = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "positional", "norm",

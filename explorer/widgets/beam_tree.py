@@ -19,7 +19,7 @@ import math
 import time
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, QTimer, Signal
@@ -35,7 +35,9 @@ from PySide6.QtWidgets import (
 
 from explorer.widgets.export import render_scene, write_rows
 from explorer.widgets.token_strip import plain_tooltip
-from model.decoding import DecodeStep
+
+if TYPE_CHECKING:  # types only: PyTorch is loaded by the engine, after the window shows
+    from model.decoding import DecodeStep
 
 NODE_W, NODE_H, COL_GAP, ROW_GAP = 112, 40, 44, 8
 PITCH_X, PITCH_Y = NODE_W + COL_GAP, NODE_H + ROW_GAP

@@ -1,0 +1,52 @@
+"""The window shows before PyTorch is loaded: its modules do not import it, and at launch the engine
+thread starts loading it only once the window has painted."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_window_modules_do_not_import_torch():
+    code = (
+        "import sys\n"
+        "import explorer.app, explorer.main_window, explorer.worker\n"
+        "import model, model.data, model.device, model.train_config\n"
+        "loaded = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
+        "print('torch modules:', loaded[:5])\n"
+        "sys.exit(1 if loaded else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_lazy_names_of_the_engine_packages_still_resolve():
+    import model
+    import model.data
+
+    assert model.Transformer.__name__ == "Transformer"
+    assert callable(model.data.collate) and model.data.BatchStream.__name__ == "BatchStream"
+    with pytest.raises(AttributeError):
+        model.data.no_such_name  # noqa: B018
+
+
+def test_an_engine_waiting_for_its_window_begins_when_released(qtbot):
+    pytest.importorskip("pytestqt")
+    from explorer.worker import Engine
+
+    engine = Engine("cpu", threads=1, wait_for_window=True)
+    statuses = []
+    engine.status_changed.connect(statuses.append)
+    engine.start()
+    try:
+        qtbot.wait(400)
+        assert statuses == []  # started, but waiting for the window
+        engine.release()
+        qtbot.waitUntil(lambda: len(statuses) > 0, timeout=20000)
+    finally:
+        engine.shutdown(None, timeout_ms=20000)
+    assert engine.isFinished()
