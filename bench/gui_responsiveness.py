@@ -102,9 +102,12 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
     _, MainWindow, Engine = import_window()  # noqa: N806 — as the application does it
 
     folder = Path(tempfile.mkdtemp())
-    window = MainWindow(engine=Engine("cpu", threads), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
-                        data_dir=folder, start_default=False)  # fmt: skip
+    torch_loaded = "torch" in sys.modules
+    window = MainWindow(engine=Engine("cpu", threads, wait_for_window=True), data_dir=folder, start_default=False,
+                        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat))  # fmt: skip
     window.show()
+    app.processEvents()
+    window.engine.release()  # as the application does: the engine begins once the window has painted
     form = window.training.form
     form.task_combo.setCurrentIndex(form.task_combo.findData(task))
     form.preset_combo.setCurrentText(preset)
@@ -139,7 +142,8 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
     window.close()
     print(f"== GUI timer lateness while training: {preset} preset, {task} "
           f"({QApplication.platformName()} platform, engine threads {threads or os.cpu_count()})")  # fmt: skip
-    print(f"  {IDLE_S - 1:.0f} s before Start (the idle engine prepares training): max {before.max():.1f} ms; first "
+    idle = "prepares training" if torch_loaded else "loads PyTorch, then prepares training"
+    print(f"  {IDLE_S - 1:.0f} s before Start (the idle engine {idle}): max {before.max():.1f} ms; first "
           f"{START_S:.0f} s after Start (the model is built): max {at_start.max():.1f} ms  (goal <= 50)")  # fmt: skip
     p50, p99 = np.percentile(steady, [50, 99])
     print(f"  then {seconds:.0f} s at {steps / seconds:.0f} steps/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
