@@ -84,6 +84,7 @@ ZH = {
     "No data yet.": "还没有数据。",
     "No model loaded.": "尚未载入模型。",
     "No model yet: choose a task in the Training panel and press Start.": "还没有模型：在“训练”面板中选择任务并点击“开始”。",
+    "Loading the trained model that comes with the program…": "正在加载程序自带的已训练模型……",
     "Noam factor": "Noam 系数",
     "Normalisation": "归一化",
     "Not expanded yet: press Step to see its candidates": "尚未展开：点击“单步”查看它的候选",

@@ -213,11 +213,13 @@ class MainWindow(QMainWindow):
             self.engine.submit("new", spec=self.training.form.spec(), if_no_model=True)
             return
         self._auto_load = self.engine.submit("load", path=str(bundled), kind="bundled", if_no_model=True)
+        self.model_panel.set_loading(True)
 
     def _person_takes_over(self) -> None:
         """The person acted (trained, opened, restored, made a model): the start-up's own plans are dropped."""
         self._person_acted = True
         self._auto_load = None
+        self.model_panel.set_loading(False)
 
     def _welcome(self) -> None:
         if self.settings.value("welcomed", False, type=bool) or self.message_bar.showing:
@@ -481,6 +483,8 @@ class MainWindow(QMainWindow):
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
+        if request_id == self._auto_load:
+            self.model_panel.set_loading(False)
         if request_id == self._startup_open:  # the command line's file cannot be opened: never no model at all
             self._startup_open = None
             if self.training.current is None and not self._person_acted and self._start_default:

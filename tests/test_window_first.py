@@ -50,3 +50,18 @@ def test_an_engine_waiting_for_its_window_begins_when_released(qtbot):
     finally:
         engine.shutdown(None, timeout_ms=20000)
     assert engine.isFinished()
+
+
+def test_the_model_panel_says_the_bundled_model_is_loading_until_it_arrives(make_window, qtbot):
+    pytest.importorskip("pytestqt")
+    from resources import default_model
+
+    if default_model() is None:
+        pytest.skip("the bundled model is missing")
+    window = make_window(start_default=True)
+    qtbot.waitUntil(lambda: window._auto_load is not None, timeout=5000)
+    if window.model_panel.info is None:  # not arrived yet (it usually has not)
+        assert window.model_panel.summary.text().startswith("Loading the trained model")
+    qtbot.waitUntil(lambda: window.model_panel.info is not None, timeout=30000)
+    assert "Encoder" in window.model_panel.summary.text()
+    assert "Loading" not in window.model_panel.summary.text()

@@ -20,6 +20,7 @@ class ModelPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("model_panel")
         self.info: RunInfo | None = None
+        self.loading = False  # a model asked for at start-up is on its way
         self.summary = QLabel(objectName="model_summary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.RichText)
@@ -34,10 +35,18 @@ class ModelPanel(QWidget):
 
     def retranslate(self) -> None:
         self.table.setHorizontalHeaderLabels([tr("Component"), tr("Parameters"), tr("Share")])
-        if self.info is None:
+        if self.info is None and self.loading:
+            self.summary.setText(tr("Loading the trained model that comes with the program…"))
+        elif self.info is None:
             self.summary.setText(tr("No model yet: choose a task in the Training panel and press Start."))
         else:
             self.on_run(self.info)
+
+    def set_loading(self, loading: bool) -> None:
+        """Say that the start-up's model is on its way (until it, or a failure, arrives)."""
+        self.loading = loading
+        if self.info is None:
+            self.retranslate()
 
     def on_run(self, info: RunInfo) -> None:
         self.info = info
