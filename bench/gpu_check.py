@@ -186,11 +186,15 @@ def main() -> int:
     t0 = time.perf_counter()
     run_part("GPU", describe_gpu, failures)
     run_part("CUDA tests", lambda: run_tests(timeout=100), failures)
-    peak: list[float] = []
-    run_part("bf16 matrix product, 8192³", lambda: (peak.append(matmul_rate()),
-             print(f"  {peak[-1] / 1e12:.0f} TFLOP/s")), failures)  # fmt: skip
-    run_part("training step, ours / nn.Transformer", lambda: train_step_figures(peak[-1] if peak else None, repeats),
-             failures)  # fmt: skip
+    measured: dict[str, float] = {}
+
+    def measure_peak() -> None:
+        measured["peak"] = matmul_rate()
+        print(f"  {measured['peak'] / 1e12:.0f} TFLOP/s")
+
+    run_part("bf16 matrix product, 8192³", measure_peak, failures)
+    run_part("training step, ours / nn.Transformer",
+             lambda: train_step_figures(measured.get("peak"), repeats), failures)  # fmt: skip
     run_part("greedy decoding, cached / recomputed", lambda: decoding_figures(max(3, repeats // 3)), failures)
     run_part("grammar task to 95% exact match", lambda: grammar_to_goal(40 if args.quick else 120), failures)
     run_part("command-line training", lambda: command_line_training(timeout=60), failures)

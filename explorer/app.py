@@ -95,10 +95,11 @@ def _measure_startup(app, window) -> None:
             shown["prepared"] = time.perf_counter()
         if "prepared" in shown and time.perf_counter() - shown["prepared"] > 0.5 or time.perf_counter() - T0 > 30:
             after = shown.get("map", T0)
-            loading = [(b - a - 0.016) * 1000 for a, b in zip(stamps, stamps[1:]) if a < after]
+            ticks = [(a, (b - a - 0.016) * 1000) for a, b in zip(stamps, stamps[1:])]
+            loading = [ms for a, ms in ticks if a < after]
             print(f"timer lateness from the window until the map (the engine loads PyTorch and the model): "
                   f"max {max(loading, default=0):.0f} ms over {len(loading)} ticks", flush=True)  # fmt: skip
-            late = [(b - a - 0.016) * 1000 for a, b in zip(stamps, stamps[1:]) if a >= after]
+            late = [ms for a, ms in ticks if a >= after]
             print(f"timer lateness from the map until idle: max {max(late, default=0):.0f} ms over {len(late)} "
                   f"ticks; training prepared: {'yes' if prepared else 'no'}", flush=True)  # fmt: skip
             window.close()

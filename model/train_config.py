@@ -137,10 +137,10 @@ class TrainingDiverged(RuntimeError):
             f"Training stopped at step {step}: the {what} became infinite or NaN, so that update was not applied. "
             f"The weights and optimizer state are back at step {restored_step}, the last point where the loss "
             f"and gradients were in range, so training can continue from there. The likely cause is a learning "
-            f"rate too high for this model (it was {lr:.3g}): {either(advice)}."
+            f"rate too high for this model (it was {lr:.3g}): {_either(advice)}."
         )
 
 
-def either(items: list[str]) -> str:
+def _either(items: list[str]) -> str:
     """'a', 'a or b', 'a, b or c'."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]

@@ -22,7 +22,6 @@ from model.train_config import (  # noqa: F401 — the settings, re-exported whe
     TRAIN_PRESETS,
     TrainConfig,
     TrainingDiverged,
-    either,
     learning_rate,
     noam_lr,
     train_config_for,

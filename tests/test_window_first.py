@@ -35,7 +35,6 @@ def test_the_lazy_names_of_the_engine_packages_still_resolve():
 
 
 def test_an_engine_waiting_for_its_window_begins_when_released(qtbot):
-    pytest.importorskip("pytestqt")
     from explorer.worker import Engine
 
     engine = Engine("cpu", threads=1, wait_for_window=True)
@@ -53,7 +52,6 @@ def test_an_engine_waiting_for_its_window_begins_when_released(qtbot):
 
 
 def test_the_model_panel_says_the_bundled_model_is_loading_until_it_arrives(make_window, qtbot):
-    pytest.importorskip("pytestqt")
     from resources import default_model
 
     if default_model() is None:
