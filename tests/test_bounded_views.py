@@ -1,13 +1,15 @@
 """The window's work and memory do not grow with the step rate or the length of a run."""
 
 import dataclasses
+import os
+import sys
 
 import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
 
-from explorer.widgets.metric_plot import MAX_POINTS, Buffer, MetricPlot  # noqa: E402
+from explorer.widgets.metric_plot import MAX_POINTS, Buffer, MetricPlot, nice_bounds, nice_ceiling  # noqa: E402
 
 
 def test_thinning_keeps_each_groups_extremes_in_order():
@@ -39,6 +41,43 @@ def test_a_long_fast_run_keeps_a_bounded_curve_with_its_spikes(qtbot):
     assert len(raw_x) <= MAX_POINTS and raw_y.max() == 40.0 and raw_x[raw_y.argmax()] == spike_at + 1
     assert raw_y.min() == y.min()
     assert np.all(np.diff(raw_x) > 0) and raw_x[-1] == n  # in order, up to the newest step
+
+
+def test_round_view_ends():
+    assert [nice_ceiling(v) for v in (0.7, 1.0, 1.05, 3.6, 10.0, 1.2e-4, 51.0)] == [1, 1, 2, 5, 10, 2e-4, 100]
+    lo, hi = nice_bounds(0.55, 3.4)  # the step is 1 (a quarter of the span, rounded up)
+    assert (lo, hi) == (0.0, 4.0)
+
+
+def _view_changes_over_a_run(qtbot, monkeypatch, name, y_domain, values):
+    plot = MetricPlot("Plot", name, y_domain=y_domain)
+    qtbot.addWidget(plot)
+    plot.define("train", "train")
+    plot.set_runs(1, {1})
+    vb = plot.plot.getPlotItem().vb
+    ranges = []
+    set_range = vb.setRange
+    monkeypatch.setattr(vb, "setRange", lambda **kw: (ranges.append(kw), set_range(**kw)))
+    for start in range(0, len(values), 4):  # the engine's batches at ~25 redraws a second
+        plot.append(1, "train", np.arange(start + 1, start + 5, dtype=float), values[start : start + 4])
+        plot.redraw()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        shown = values[: start + 4]
+        assert x1 >= start + 4 and y0 <= shown.min() and shown.max() <= y1  # every point in view, always
+    return ranges
+
+
+def test_a_falling_loss_and_a_rising_accuracy_re_range_their_plots_only_now_and_then(qtbot, monkeypatch):
+    """Each change of view re-renders the plot's axes (3–10 ms on Xvfb): while the tiny preset trains,
+    the loss plot used to change its view about once a second, for every new low."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(3000)
+    loss = 0.6 + 2.8 * np.exp(-steps / 300) + 0.05 * rng.standard_normal(3000)
+    # the step axis alone needs 9 views for 3,000 steps: 10, 20, 50, …, 5000 (the old rule needed 40 in all)
+    assert len(_view_changes_over_a_run(qtbot, monkeypatch, "loss_plot", None, loss)) <= 10
+    accuracy = np.clip(1 - 0.9 * np.exp(-steps / 300) + 0.01 * rng.standard_normal(3000), 0, 1)
+    ranges = _view_changes_over_a_run(qtbot, monkeypatch, "accuracy_plot", (0.0, 1.0), accuracy)
+    assert len(ranges) <= 10 and all(r["yRange"] == ranges[0]["yRange"] for r in ranges)  # the whole 0–1 scale
 
 
 def _snapshots(session, n: int):
@@ -116,3 +155,29 @@ def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_
     assert list(x) == list(kept.history_steps["step"]) and x[-1] == 20
     assert list(y) == list(kept.history_steps["loss"])
     assert panel.plots["lr_plot"].data(1, "schedule")[0].size  # the schedule drawn ahead stays
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")
+def test_the_engine_thread_gives_way_to_the_window(qtbot, monkeypatch):
+    import explorer.worker as worker
+
+    seen = {}
+    favour = worker.favour_the_window
+
+    def recording():
+        favour()
+        seen["engine"] = os.getpriority(os.PRIO_PROCESS, 0)  # on Linux: the calling thread's own nice
+        seen["interval"] = sys.getswitchinterval()
+
+    monkeypatch.setattr(worker, "favour_the_window", recording)
+    before = sys.getswitchinterval()
+    engine = worker.Engine("cpu", threads=1)
+    engine.start()
+    try:
+        qtbot.waitUntil(lambda: "engine" in seen, timeout=20000)
+    finally:
+        engine.shutdown(None, timeout_ms=20000)
+        sys.setswitchinterval(before)
+    window = os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen["engine"] >= min(19, window + 10) and window < 19  # the window's thread keeps its priority
+    assert seen["interval"] == pytest.approx(0.001)

@@ -439,7 +439,8 @@ class TrainingPanel(QWidget):
         grid = self.plot_grid = QGridLayout()
         self._columns = 0
         for name, title, ylabel in self.PLOTS:
-            self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",))
+            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0)}.get(name)
+            self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",), y_domain=domain)
         self._arrange_plots(3)
         self.plots["loss_plot"].define("train", N_("train"))
         self.plots["loss_plot"].define("valid", N_("valid"), dashed=True, symbol="o")

@@ -88,6 +88,24 @@ def ema(y: np.ndarray, weight: float, state: tuple[float, int] = (0.0, 0)) -> tu
     return out, (last, count)
 
 
+def nice_ceiling(x: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k that is at least ``x`` (> 0)."""
+    power = 10.0 ** np.floor(np.log10(x))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if m * power >= x * (1 - 1e-12):
+            return m * power
+    return 10.0 * power
+
+
+def nice_bounds(lo: float, hi: float) -> tuple[float, float]:
+    """A view of ``lo``..``hi`` with a margin, its ends on a grid of a round step (a quarter of the
+    span, rounded up to 1, 2 or 5 × 10^k). The snapped ends leave room, so a curve that keeps
+    creeping down (a loss) changes the view, and makes the axes re-render, only now and then."""
+    span = max(hi - lo, 1e-9)
+    step = nice_ceiling(span / 4)
+    return float(np.floor((lo - 0.05 * span) / step) * step), float(np.ceil((hi + 0.05 * span) / step) * step)
+
+
 @dataclass
 class Series:
     """One named line of one run: raw buffer, smoothed copy, and the curves showing them."""
@@ -106,8 +124,10 @@ class Series:
 class MetricPlot(QWidget):
     """A titled plot of one or more metrics against the training step, for several runs."""
 
-    def __init__(self, title: str, object_name: str, y_label: str = "", smoothable: bool = True, parent=None):
+    def __init__(self, title: str, object_name: str, y_label: str = "", smoothable: bool = True,
+                 y_domain: tuple[float, float] | None = None, parent=None):  # fmt: skip
         super().__init__(parent)
+        self.y_domain = y_domain  # the values' whole scale, e.g. (0, 1) for an accuracy
         self.setObjectName(object_name)
         self._title_source = title
         self.smoothable = smoothable
@@ -124,8 +144,7 @@ class MetricPlot(QWidget):
         item = self.plot.getPlotItem()
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
-        # Ranges that grow in steps (see _follow): a range change makes pyqtgraph re-render the
-        # axes, which cost ~5 ms per plot per frame when every new point widened the range.
+        # ranges that grow in steps (see _follow)
         item.vb.disableAutoRange()
         self.follow = True  # keep the data in view; off once the person zooms or pans
         self._range: tuple[float, float, float, float] | None = None
@@ -214,7 +233,9 @@ class MetricPlot(QWidget):
         self._follow()
 
     def _follow(self) -> None:
-        """Keep all shown data in view, changing the range only in coarse steps."""
+        """Keep all shown data in view, changing the range only in coarse steps: a range change makes
+        pyqtgraph re-render the axes (3–10 ms a plot on Xvfb), so ends are round numbers with room to
+        grow (x to the next 1, 2, 5 × 10^k)."""
         if not self.follow:
             return
         log = self.plot.getPlotItem().ctrl.logYCheck.isChecked()
@@ -237,12 +258,22 @@ class MetricPlot(QWidget):
         slack = old is not None and (old[3] - old[2]) > 3 * span  # the data now use a small part of the view
         if not (grow_x or outside or slack):
             return
-        x_top = old[1] if old is not None and not grow_x else max(10.0, x_hi * 1.25)
-        y_lo, y_hi = (
-            (old[2], old[3]) if old is not None and not (outside or slack) else (lo - 0.1 * span, hi + 0.1 * span)
-        )
+        x_top = old[1] if old is not None and not grow_x else nice_ceiling(max(10.0, x_hi * 1.05))
+        y_lo, y_hi = (old[2], old[3]) if old is not None and not (outside or slack) else self._y_view(lo, hi, log)
+        if (0.0, x_top, y_lo, y_hi) == old:  # e.g. a flat curve in a view that starts at zero
+            return
         self._range = (0.0, x_top, y_lo, y_hi)
         self.plot.getPlotItem().vb.setRange(xRange=(0, x_top), yRange=(y_lo, y_hi), padding=0)
+
+    def _y_view(self, lo: float, hi: float, log: bool) -> tuple[float, float]:
+        if log:
+            return nice_bounds(lo, hi)
+        if self.y_domain is not None and self.y_domain[0] <= lo and hi <= self.y_domain[1]:
+            d0, d1 = self.y_domain  # a share or a percentage: the whole scale, never re-ranged
+            return d0, d1 + 0.02 * (d1 - d0)
+        if lo >= 0:  # a loss, a norm, a rate: from zero, the top grows as 1, 2, 5 × 10^k
+            return 0.0, nice_ceiling(hi * 1.05)
+        return nice_bounds(lo, hi)
 
     def set_runs(self, current: int, visible: set[int]) -> None:
         self.current_run, self.visible_runs = current, set(visible) | {current}
