@@ -214,22 +214,30 @@ class MainWindow(QMainWindow):
             return
         self._auto_load = self.engine.submit("load", path=str(bundled), kind="bundled", if_no_model=True)
         self.model_panel.set_loading(True)
+        # now, not when the model arrives: the bar moves every panel down, and that re-layout and repaint
+        # (~30 + 30 ms on two cores) would come just as the first answers are drawn
+        self._welcome()
 
     def _person_takes_over(self) -> None:
         """The person acted (trained, opened, restored, made a model): the start-up's own plans are dropped."""
         self._person_acted = True
         self._auto_load = None
         self.model_panel.set_loading(False)
+        if self.message_bar.showing and self.message_bar.label.text() == self._welcome_text():
+            self.message_bar.hide()  # it speaks of the bundled model, which is no longer coming
 
     def _welcome(self) -> None:
         if self.settings.value("welcomed", False, type=bool) or self.message_bar.showing:
             return
         self.settings.setValue("welcomed", True)
-        self.show_message(
-            tr("Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
-               "Type a sentence in the Decoding panel and step through its translation, or train one yourself."),
-            "info", [(tr("Train from scratch"), self.train_from_scratch)],
-        )  # fmt: skip
+        self.show_message(self._welcome_text(), "info", [(tr("Train from scratch"), self.train_from_scratch)])
+
+    @staticmethod
+    def _welcome_text() -> str:
+        return tr(
+            "Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
+            "Type a sentence in the Decoding panel and step through its translation, or train one yourself."
+        )
 
     def train_from_scratch(self) -> None:
         """A fresh model with the Training panel's settings, training at once."""

@@ -60,6 +60,8 @@ def test_the_model_panel_says_the_bundled_model_is_loading_until_it_arrives(make
     qtbot.waitUntil(lambda: window._auto_load is not None, timeout=5000)
     if window.model_panel.info is None:  # not arrived yet (it usually has not)
         assert window.model_panel.summary.text().startswith("Loading the trained model")
+        # the welcome bar is up already: showing it as the model arrives re-laid out the whole window then
+        assert window.message_bar.showing and "Welcome" in window.message_bar.label.text()
     qtbot.waitUntil(lambda: window.model_panel.info is not None, timeout=30000)
     assert "Encoder" in window.model_panel.summary.text()
     assert "Loading" not in window.model_panel.summary.text()
