@@ -28,7 +28,8 @@ from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
 from explorer.panels.model_info import ModelPanel
 from explorer.panels.positional import PositionalPanel
-from explorer.panels.training import TrainingPanel, needs_new_model
+from explorer.panels.settings_form import needs_new_model
+from explorer.panels.training import TrainingPanel
 from explorer.samples import SAMPLES
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
@@ -244,7 +245,7 @@ class MainWindow(QMainWindow):
         self.new_model(start=True)
 
     def _decode_sample(self, info: RunInfo) -> None:
-        task = info.data.get("task") or ""
+        task = info.data.task or ""
         sentence = SAMPLES.get(task)
         if sentence is None:
             return
@@ -252,7 +253,7 @@ class MainWindow(QMainWindow):
         d.mode.setCurrentIndex(d.mode.findData("greedy"))
         d.input.setText(sentence)
         a.kind.setCurrentIndex(a.kind.findData("cross"))
-        a.layer.setValue(info.model_config["n_decoder_layers"])
+        a.layer.setValue(info.model_config.n_decoder_layers)
         a.average.setChecked(True)
         d.start()
         d.decode_requested.emit("run", {})
@@ -461,7 +462,7 @@ class MainWindow(QMainWindow):
 
     def _refresh_positional(self) -> None:
         info = self.training.current
-        if (self.status.state == TRAINING and info is not None and info.model_config["positional"] == "learned"
+        if (self.status.state == TRAINING and info is not None and info.model_config.positional == "learned"
                 and self.positional.isVisible()):  # fmt: skip
             self._request("positional")
 
@@ -537,7 +538,7 @@ class MainWindow(QMainWindow):
                 go()
             return
         current = info.train_config
-        changes = {k: v for k, v in dataclasses.asdict(spec.train).items() if current.get(k) != v}
+        changes = {k: v for k, v in dataclasses.asdict(spec.train).items() if getattr(current, k) != v}
         if changes:
             self.engine.submit("train_settings", changes=changes)
         go()

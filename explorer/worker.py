@@ -32,6 +32,7 @@ from PySide6.QtCore import QThread, Signal
 
 from explorer.decoding_driver import DecodeDriver
 from explorer.i18n import tr
+from model.config import ModelConfig
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
 from model.tokenization import TokenizerSpec
@@ -101,10 +102,11 @@ class RunInfo:
     run_id: int
     label: str  # short description: task, preset, norm, positions, smoothing
     preset: str
-    model_config: dict[str, Any]
-    train_config: dict[str, Any]
-    data: dict[str, Any]
-    tokenizer: str
+    model_config: ModelConfig
+    train_config: TrainConfig
+    data: DataSpec
+    tokenizer: TokenizerSpec
+    vocab_sizes: tuple[int, int]  # source, target pieces
     parameters: dict[str, int]  # per component
     total_parameters: int
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
@@ -515,10 +517,11 @@ class Engine(QThread):
             run_id=self._run_id,
             label=run_label(s),
             preset=s.preset,
-            model_config=s.model_cfg.to_dict(),
-            train_config=s.train_cfg.to_dict(),
-            data=s.data_spec.to_dict(),
-            tokenizer=f"{s.tokenizer_spec.kind} ({s.src_tok.vocab_size} / {s.tgt_tok.vocab_size} pieces)",
+            model_config=s.model_cfg,
+            train_config=s.train_cfg,
+            data=s.data_spec,
+            tokenizer=s.tokenizer_spec,
+            vocab_sizes=(s.src_tok.vocab_size, s.tgt_tok.vocab_size),
             parameters=s.model.parameter_breakdown(),
             total_parameters=s.model.num_parameters(),
             schedule=_frozen(s.lr_schedule(horizon)),

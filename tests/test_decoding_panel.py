@@ -44,7 +44,7 @@ def session(copy_session_factory):
 def run_info(session, pieces=None):
     """What the panel reads of a run (the engine's RunInfo carries more)."""
     tok = session.tgt_tok
-    return SimpleNamespace(run_id=id(session), model_config=session.model_cfg.to_dict(),
+    return SimpleNamespace(run_id=id(session), model_config=session.model_cfg,
                            tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
 
 
@@ -139,7 +139,7 @@ def test_max_length_offers_what_the_model_can_write(qtbot, session):
     panel.on_run(run_info(session))  # new training settings of the same model: the sentence stays
     assert panel.view is not None and visible(panel.output)
     shorter = run_info(session)
-    shorter.run_id, shorter.model_config = -1, {**shorter.model_config, "max_len": limit // 2}
+    shorter.run_id, shorter.model_config = -1, dataclasses.replace(shorter.model_config, max_len=limit // 2)
     panel.on_run(shorter)  # another model: the bound follows it
     assert panel.max_len.maximum() == panel.max_len.value() == limit // 2
     assert panel.view is None and visible(panel.output) == ""  # nothing of the old model's sentence
@@ -296,7 +296,7 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     data = DataPanel()
     qtbot.addWidget(data)
     name = "<b>pairs & <unk> &amp;.tsv"  # a file name can hold all but the slash
-    data.on_run(SimpleNamespace(run_id=1, data={"task": None, "path": f"/data/{name}"}))
+    data.on_run(SimpleNamespace(run_id=1, data=SimpleNamespace(task=None, path=f"/data/{name}")))
     assert visible(data.summary).startswith(f"{name}\n")
     data.on_data(RunData(1, {"name": name, "error": f"line 3: {TRICKY}"}, ()))
     assert visible(data.summary) == f"{name}\nline 3: {TRICKY}"

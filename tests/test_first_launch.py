@@ -71,7 +71,7 @@ def test_the_bundled_model_translates_held_out_sentences():
 def test_first_launch_opens_the_bundled_model_with_an_attention_map(make_window, qtbot):
     window = make_window(start_default=True)
     qtbot.waitUntil(lambda: window.decoding.view is not None and window.decoding.view.at_end, timeout=20000)
-    assert window.training.current.data["task"] == "grammar-en-zh"
+    assert window.training.current.data.task == "grammar-en-zh"
     assert window.decoding.input.text() and window.decoding.view.hypotheses[0][0].endswith("？")
     a = window.attention
     assert a.source.currentData() == "decoding" and a.kind.currentData() == "cross"

@@ -316,6 +316,6 @@ def test_learned_position_table_is_shown_live(make_window, qtbot):
     qtbot.waitUntil(lambda: p.model_tables["step"] > first, timeout=20000)  # refreshed while training
     qtbot.mouseClick(window.training.stop_button, Qt.LeftButton)
     session_table = p.model_tables["target"]
-    assert not p.learned.isHidden() and p.learned.values.shape[1] == window.training.current.model_config["d_model"]
+    assert not p.learned.isHidden() and p.learned.values.shape[1] == window.training.current.model_config.d_model
     assert p.learned.values == pytest.approx(session_table[: p.learned.values.shape[0]])
     assert "step" in p.learned.title.text()

@@ -30,7 +30,7 @@ def _settle(qtbot, window, seconds: float = 1.5) -> None:
 
 def _assert_the_persons_run_trains(window) -> None:
     current = window.training.current
-    assert current is not None and current.data["task"] == "copy" and current.preset == "tiny"
+    assert current is not None and current.data.task == "copy" and current.preset == "tiny"
     assert window.status.run_id == current.run_id and window.status.state == TRAINING
     ticked = [window.training.run_list.item(i) for i in range(window.training.run_list.count())]
     checked = [i.data(Qt.UserRole) for i in ticked if i.checkState() == Qt.Checked]
@@ -47,7 +47,7 @@ def test_start_before_the_bundled_model_is_even_asked_for(make_window, qtbot):
     qtbot.waitUntil(lambda: window.status.state == TRAINING and window.training.current is not None, timeout=20000)
     _settle(qtbot, window)
     _assert_the_persons_run_trains(window)
-    assert all(info.data.get("task") != "grammar-en-zh" for info in window.training.runs.values())
+    assert all(info.data.task != "grammar-en-zh" for info in window.training.runs.values())
 
 
 def test_start_while_the_bundled_model_loads(make_window, qtbot):
@@ -55,7 +55,7 @@ def test_start_while_the_bundled_model_loads(make_window, qtbot):
     qtbot.waitUntil(lambda: window._auto_load is not None, timeout=5000)  # asked for, not yet answered
     _choose_copy_tiny(window)
     window.training.start_button.click()
-    qtbot.waitUntil(lambda: window.training.current is not None and window.training.current.data["task"] == "copy",
+    qtbot.waitUntil(lambda: window.training.current is not None and window.training.current.data.task == "copy",
                     timeout=20000)  # fmt: skip
     qtbot.waitUntil(lambda: window.status.state == TRAINING, timeout=20000)
     _settle(qtbot, window)
@@ -70,7 +70,7 @@ def test_settings_edited_while_the_bundled_model_loads_are_kept(make_window, qtb
     form.dropout.setValue(0.25)
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=20000)
     _settle(qtbot, window, 0.5)
-    assert window.training.current.data["task"] == "grammar-en-zh"  # the bundled model is open…
+    assert window.training.current.data.task == "grammar-en-zh"  # the bundled model is open…
     assert form.d_model.value() == 96 and form.dropout.value() == pytest.approx(0.25)  # …and the edits stay
 
 
@@ -79,7 +79,7 @@ def test_a_checkpoint_that_cannot_be_opened_falls_back_to_the_bundled_model(make
     bad.write_bytes(b"this is not a checkpoint")
     window = make_window(open_path=str(bad), start_default=True)
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=20000)
-    assert window.training.current.data["task"] == "grammar-en-zh"
+    assert window.training.current.data.task == "grammar-en-zh"
     text = window.message_bar.label.text()
     assert "broken.ckpt" in text and "bundled model is open instead" in text
 

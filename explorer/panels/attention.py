@@ -293,8 +293,8 @@ class AttentionPanel(QWidget):
         new_run = self.info is None or info.run_id != self.info.run_id
         self.info = info
         m = info.model_config
-        self.layer.setMaximum(max(m["n_encoder_layers"], m["n_decoder_layers"]))
-        self.head.setMaximum(m["n_heads"])
+        self.layer.setMaximum(max(m.n_encoder_layers, m.n_decoder_layers))
+        self.head.setMaximum(m.n_heads)
         if new_run:
             self.snapshots = []
             self.inspections = {"decoding": None, "pair": None}
@@ -390,7 +390,7 @@ class AttentionPanel(QWidget):
         kind = self.kind.currentData()
         if self.info is not None:
             m = self.info.model_config
-            self.layer.setMaximum(m["n_encoder_layers"] if kind == "encoder" else m["n_decoder_layers"])
+            self.layer.setMaximum(m.n_encoder_layers if kind == "encoder" else m.n_decoder_layers)
         self.head.setEnabled(not self.average.isChecked() and not self.all_heads.isChecked())
         if inspection is None:
             self.heatmap.set_data(np.zeros((0, 0)), [], [])

@@ -289,11 +289,11 @@ class DecodingPanel(QWidget):
         """A new model (clears the sentence), or new training settings of the same one (keeps it)."""
         new_model = self.info is None or info.run_id != self.info.run_id
         self.info = info
-        self.max_len.setMaximum(info.model_config["max_len"])  # a longer output has no decoder positions
+        self.max_len.setMaximum(info.model_config.max_len)  # a longer output has no decoder positions
         self._describe_max_len()
         if new_model:
-            self.cross_layer.setRange(1, info.model_config["n_decoder_layers"])
-            self.cross_layer.setValue(info.model_config["n_decoder_layers"])
+            self.cross_layer.setRange(1, info.model_config.n_decoder_layers)
+            self.cross_layer.setValue(info.model_config.n_decoder_layers)
             self.clear()
         elif self.view is not None:
             self.show_view(self.view)
@@ -307,7 +307,7 @@ class DecodingPanel(QWidget):
 
     @property
     def eos_id(self) -> int:
-        return self.info.model_config["eos_id"] if self.info else 2
+        return self.info.model_config.eos_id if self.info else 2
 
     def piece(self, token: int) -> str:
         if token == self.eos_id:

@@ -11,8 +11,8 @@ from explorer.worker import RunInfo
 
 def tokenizer_text(info: RunInfo) -> str:
     """The tokenizer's kind and both vocabulary sizes, in the interface language."""
-    kind = info.tokenizer.split()[0]
-    return tr("{kind} ({src} / {tgt} pieces)").format(kind=kind, src=len(info.src_pieces), tgt=len(info.tgt_pieces))
+    src, tgt = info.vocab_sizes
+    return tr("{kind} ({src} / {tgt} pieces)").format(kind=info.tokenizer.kind, src=src, tgt=tgt)
 
 
 class ModelPanel(QWidget):
@@ -51,19 +51,19 @@ class ModelPanel(QWidget):
     def on_run(self, info: RunInfo) -> None:
         self.info = info
         m = info.model_config
-        norm = tr("Post-LN (as in the paper)") if m["norm"] == "post" else tr("Pre-LN (final norms)")
+        norm = tr("Post-LN (as in the paper)") if m.norm == "post" else tr("Pre-LN (final norms)")
         tied = []
-        if m["shared_vocab"]:
+        if m.shared_vocab:
             tied.append(tr("one vocabulary for source and target"))
-        if m["tie_embeddings"]:
+        if m.tie_embeddings:
             tied.append(tr("output projection tied to the target embedding"))
         lines = [
             f"<b>{tr('Encoder–decoder Transformer')}</b> — {tr('preset')} <i>{info.preset}</i>",
-            f"N = {m['n_encoder_layers']} {tr('encoder layers')} + {m['n_decoder_layers']} {tr('decoder layers')}; "
-            f"d_model = {m['d_model']}, h = {m['n_heads']} {tr('heads')} (d_k = d_v = {m['d_model'] // m['n_heads']}), "
-            f"d_ff = {m['d_ff']}, P_drop = {m['dropout']:g}",
-            f"{norm}; {tr('positional encoding')}: {m['positional']}; {tr('activation')}: {m['activation']}; "
-            f"max_len = {m['max_len']}",
+            f"N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}; "
+            f"d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} (d_k = d_v = {m.d_model // m.n_heads}), "
+            f"d_ff = {m.d_ff}, P_drop = {m.dropout:g}",
+            f"{norm}; {tr('positional encoding')}: {m.positional}; {tr('activation')}: {m.activation}; "
+            f"max_len = {m.max_len}",
             f"{tr('Tokenizer')}: {tokenizer_text(info)}" + (f"; {', '.join(tied)}" if tied else ""),
             f"<b>{tr('Parameters')}: {info.total_parameters:,}</b>",
         ]

@@ -180,7 +180,7 @@ class PositionalPanel(QWidget):
 
     def on_run(self, info: RunInfo) -> None:
         self.info = info
-        d = info.model_config["d_model"] + info.model_config["d_model"] % 2
+        d = info.model_config.d_model + info.model_config.d_model % 2
         self.d_model.blockSignals(True)
         self.d_model.setValue(d)
         self.d_model.blockSignals(False)
@@ -259,7 +259,7 @@ class PositionalPanel(QWidget):
 
     def _draw_model(self) -> None:
         info, tables = self.info, self.model_tables
-        kind = info.model_config["positional"] if info else None
+        kind = info.model_config.positional if info else None
         self.learned.setVisible(kind == "learned")
         self.rope_angles.setVisible(kind == "rope")
         self.rope_scores.setVisible(kind == "rope")
@@ -286,7 +286,7 @@ class PositionalPanel(QWidget):
                 title = tr("The model's learned position table (target side)")
                 self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables['step'])}")
         else:
-            head = info.model_config["d_model"] // info.model_config["n_heads"]
+            head = info.model_config.d_model // info.model_config.n_heads
             n = self.positions.value()
             from model.positional import inverse_frequencies
 
