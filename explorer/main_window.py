@@ -21,6 +21,21 @@ from PySide6.QtWidgets import (
 
 from explorer import dialogs
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
+from explorer.commands import (
+    ChangeTraining,
+    Command,
+    Decode,
+    Explain,
+    ExplainWorkedExample,
+    Inspect,
+    Load,
+    NewModel,
+    Positional,
+    Save,
+    SetProbe,
+    Start,
+    Step,
+)
 from explorer.help import HelpBox
 from explorer.i18n import LANGUAGES, N_, language, tr
 from explorer.panels.attention import AttentionPanel
@@ -32,7 +47,7 @@ from explorer.panels.settings_form import needs_new_model
 from explorer.panels.training import TrainingPanel
 from explorer.samples import SAMPLES
 from explorer.widgets.message_bar import MessageBar
-from explorer.worker import TRAINING, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+from explorer.worker import TRAINING, DecodeStepped, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
 from resources import default_model, resource_path
 
 MAX_RECENT = 8
@@ -94,7 +109,7 @@ class MainWindow(QMainWindow):
             "model": self.model_panel,
             "data": self.data_panel,
         }
-        self._latest: dict[str, int] = {}  # newest request id per kind: older answers are dropped
+        self._latest: dict[type[Command], int] = {}  # newest request id per kind: older answers are dropped
         # a learned position table changes while the model trains: refresh the lab's copy now and then
         self.positional_timer = QTimer(self)
         self.positional_timer.setInterval(2000)
@@ -147,9 +162,15 @@ class MainWindow(QMainWindow):
         e.engine_failed.connect(self._on_failed)
         e.saved.connect(self._on_saved)
         e.decode_stepped.connect(self._on_decode_view)
-        e.inspection_ready.connect(lambda rid, insp: self._fresh("inspect", rid) and self.attention.on_inspection(insp))
-        e.explained.connect(lambda rid, ex: self._fresh("explain", rid) and self.attention.on_explanation(ex))
-        e.positional_ready.connect(lambda rid, t: self._fresh("positional", rid) and self.positional.on_tables(t))
+        e.inspection_ready.connect(
+            lambda r: self._fresh(Inspect, r.request_id) and self.attention.on_inspection(r.inspection)
+        )
+        e.explained.connect(
+            lambda r: self._fresh(Explain, r.request_id) and self.attention.on_explanation(r.explanation)
+        )
+        e.positional_ready.connect(
+            lambda r: self._fresh(Positional, r.request_id) and self.positional.on_tables(r.tables)
+        )
         e.probe_recorded.connect(self.attention.on_probe)
         e.paused_at.connect(
             lambda step, loss: self.show_message(
@@ -159,14 +180,15 @@ class MainWindow(QMainWindow):
         self.training.start_requested.connect(self._on_start_requested)
         self.training.scratch_requested.connect(self.train_from_scratch)
         self.training.control_requested.connect(self._on_control)
+        self.training.reset_requested.connect(self._on_reset)
         self.decoding.decode_requested.connect(self._on_decode_requested)
         self.attention.inspect_requested.connect(
-            lambda a: self._request("inspect", source=a["source"], target=a["target"])
+            lambda a: self._request(Inspect(source=a["source"], target=a["target"]))
         )
-        self.attention.explain_requested.connect(lambda a: self._request("explain", **a))
-        self.attention.probe_requested.connect(lambda a: self.engine.submit("probe", **a))
+        self.attention.explain_requested.connect(self._on_explain_requested)
+        self.attention.probe_requested.connect(lambda a: self.engine.submit(SetProbe(**a)))
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
-        self.positional.model_table_requested.connect(lambda: self._request("positional"))
+        self.positional.model_table_requested.connect(lambda: self._request(Positional()))
         language.changed.connect(self.retranslate)
 
         geometry = self.settings.value("window/geometry")
@@ -202,7 +224,7 @@ class MainWindow(QMainWindow):
 
     def _open_at_start(self, path: str) -> None:
         if not self._person_acted:
-            self._startup_open = self.engine.submit("load", path=str(path))
+            self._startup_open = self.engine.submit(Load(str(path)))
 
     def open_default_model(self) -> None:
         """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence.
@@ -211,9 +233,9 @@ class MainWindow(QMainWindow):
             return
         bundled = default_model()
         if bundled is None:
-            self.engine.submit("new", spec=self.training.form.spec(), if_no_model=True)
+            self.engine.submit(NewModel(self.training.form.spec(), if_no_model=True))
             return
-        self._auto_load = self.engine.submit("load", path=str(bundled), kind="bundled", if_no_model=True)
+        self._auto_load = self.engine.submit(Load(str(bundled), kind="bundled", if_no_model=True))
         self.model_panel.set_loading(True)
         # now, not when the model arrives: the bar moves every panel down, and that re-layout and repaint
         # (~30 + 30 ms on two cores) would come just as the first answers are drawn
@@ -451,25 +473,34 @@ class MainWindow(QMainWindow):
         if not self._labels_timer.isActive():
             self._labels_timer.start()
 
-    def _request(self, kind: str, /, **args) -> int:
-        rid = self.engine.submit(kind, **args)
-        self._latest[kind] = rid
+    def _request(self, command: Command) -> int:
+        rid = self.engine.submit(command)
+        self._latest[type(command)] = rid
         return rid
 
-    def _fresh(self, kind: str, request_id: int) -> bool:
+    def _fresh(self, kind: type[Command], request_id: int) -> bool:
         """True for the answer to the newest request of its kind (a panel drops the others)."""
         return request_id >= self._latest.get(kind, 0)
+
+    def _on_explain_requested(self, a: dict) -> None:
+        if a.get("preset") == "notes":
+            self._request(ExplainWorkedExample())
+        else:
+            target = a.get("target_ids")
+            self._request(Explain(source=a["source"], target_ids=None if target is None else tuple(target),
+                                  kind=a["kind"], layer=a["layer"], head=a["head"]))  # fmt: skip
 
     def _refresh_positional(self) -> None:
         info = self.training.current
         if (self.status.state == TRAINING and info is not None and info.model_config.positional == "learned"
                 and self.positional.isVisible()):  # fmt: skip
-            self._request("positional")
+            self._request(Positional())
 
     def _on_decode_requested(self, action: str, args: dict) -> None:
-        self.engine.submit("decode", action=action, **args)
+        self.engine.submit(Decode(action=action, settings=args.get("settings"), position=args.get("position")))
 
-    def _on_decode_view(self, request_id: int, view) -> None:
+    def _on_decode_view(self, reply: DecodeStepped) -> None:
+        view = reply.view
         if self.decoding.show_view(view):  # the decoding panel's rule decides what is stale, for both panels
             self.attention.on_decode(view)
 
@@ -517,46 +548,37 @@ class MainWindow(QMainWindow):
         self.message_bar.show_message(text, level, actions)
 
     # -- commands ----------------------------------------------------------------------------------------
-    def _on_start_requested(self, spec: NewModelSpec, kind: str) -> None:
+    def _on_start_requested(self, spec: NewModelSpec, steps: int) -> None:
+        """Start (``steps`` 0) or train ``steps`` updates, with a new model when the settings need one."""
         self._person_takes_over()
         self.docks["training"].raise_()
         info = self.training.current
 
         def go() -> None:
-            if kind == "start":
-                self.engine.submit("start")
-            else:
-                self.engine.submit("step", n=int(kind.split(":")[1]))
+            self.engine.submit(Step(n=steps) if steps else Start())
 
         if needs_new_model(spec, info):
             if info is not None and self.status.step > 0:
                 question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
-                self._when_discarded(lambda: (self.engine.submit("new", spec=spec), go()),
+                self._when_discarded(lambda: (self.engine.submit(NewModel(spec)), go()),
                                      question.format(step=self.status.step), always_ask=True)  # fmt: skip
             else:
-                self.engine.submit("new", spec=spec)
+                self.engine.submit(NewModel(spec))
                 go()
             return
-        current = info.train_config
-        changes = {k: v for k, v in dataclasses.asdict(spec.train).items() if getattr(current, k) != v}
-        if changes:
-            self.engine.submit("train_settings", changes=changes)
+        if spec.train != info.train_config:
+            self.engine.submit(ChangeTraining(spec.train))
         go()
 
-    def _on_control(self, kind: str, args: dict) -> None:
+    def _on_control(self, command: Command) -> None:
         self._person_takes_over()
-        if kind == "pause_at":
-            self.engine.submit("pause_at", **args)
-            return
-        if kind == "reset":
-            spec = args["spec"]
-            question = tr(
-                "Reset starts a new model with fresh weights. The current model (step {step}) will be replaced."
-            )
-            self._when_discarded(lambda: self.engine.submit("new", spec=spec), question.format(step=self.status.step),
-                                 always_ask=self.status.step > 0)  # fmt: skip
-        else:
-            self.engine.submit(kind)
+        self.engine.submit(command)
+
+    def _on_reset(self, spec: NewModelSpec) -> None:
+        self._person_takes_over()
+        question = tr("Reset starts a new model with fresh weights. The current model (step {step}) will be replaced.")
+        self._when_discarded(lambda: self.engine.submit(NewModel(spec)), question.format(step=self.status.step),
+                             always_ask=self.status.step > 0)  # fmt: skip
 
     def _when_discarded(self, then, question: str, always_ask: bool = False) -> None:
         """Run ``then`` once the current model may be replaced: ask first when work would be lost."""
@@ -585,9 +607,9 @@ class MainWindow(QMainWindow):
             return
 
         def replace() -> None:
-            self.engine.submit("new", spec=spec)
+            self.engine.submit(NewModel(spec))
             if start:
-                self.engine.submit("start")
+                self.engine.submit(Start())
 
         question = (
             N_("Training from scratch replaces the current model.")
@@ -607,14 +629,14 @@ class MainWindow(QMainWindow):
         target = str(path)
         if confirm:
             self._when_discarded(
-                lambda: self.engine.submit("load", path=target), tr("Opening a checkpoint replaces the current model.")
+                lambda: self.engine.submit(Load(target)), tr("Opening a checkpoint replaces the current model.")
             )
         else:
-            self.engine.submit("load", path=target)
+            self.engine.submit(Load(target))
 
     def save(self, then=None) -> None:
         if self.status.path:
-            rid = self.engine.submit("save", path=self.status.path)
+            rid = self.engine.submit(Save(self.status.path))
             if then:
                 self._after_save[rid] = then
         else:
@@ -627,7 +649,7 @@ class MainWindow(QMainWindow):
             return
         if not Path(path).suffix:
             path += ".ckpt"
-        rid = self.engine.submit("save", path=path)
+        rid = self.engine.submit(Save(path))
         if then:
             self._after_save[rid] = then
 
@@ -676,7 +698,7 @@ class MainWindow(QMainWindow):
         self._person_takes_over()
 
         def load() -> None:
-            self._restoring = (self.engine.submit("load", path=str(path), kind="autosave"), path)
+            self._restoring = (self.engine.submit(Load(str(path), kind="autosave")), path)
 
         self._when_discarded(load, tr("Restoring the autosave replaces the current model."))
 

@@ -1,20 +1,19 @@
 """The engine thread: the only code that touches the model, the optimizer and the data.
 
-The GUI sends :class:`Command`s through a thread-safe queue; the engine drains it
-between optimizer steps (or, when not training, waits on it with a short
-timeout). Of the commands that ask for a view of the model (translate,
-inspect, decode), only the newest of each kind is served. Answers go back as
-Qt signals carrying immutable snapshots — frozen dataclasses of numpy arrays
-and plain values, never tensors or modules — each tagged with the id of the
-request it answers, so a panel can drop answers to requests it no longer cares
-about. An exception becomes an ``engine_failed`` message and pauses training;
-the thread keeps running.
+The window hands it commands (one frozen dataclass each, :mod:`explorer.commands`) through
+:meth:`Engine.submit`, which queues them; the engine drains the queue between optimizer steps (or,
+when not training, waits on it with a short timeout) and dispatches each command on its type
+(:meth:`Engine._dispatch`). Of the commands that ask for a view of the model (inspect, explain,
+positional), only the newest of each kind is served. Answers go back as typed Qt signals carrying
+immutable snapshots — frozen dataclasses of numpy arrays and plain values, never tensors or
+modules — and an answer to a request carries its request id, so that the window can drop answers
+to requests it no longer cares about. An exception becomes an ``engine_failed`` message and pauses
+training; the thread keeps running.
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import queue
 import sys
@@ -23,44 +22,54 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QThread, Signal
 
+from explorer.commands import (
+    LATEST_ONLY,
+    ChangeTraining,
+    Command,
+    Decode,
+    Explain,
+    ExplainWorkedExample,
+    FailOnPurpose,
+    Inspect,
+    Load,
+    NewModel,
+    Pause,
+    PauseAt,
+    Positional,
+    Resume,
+    Save,
+    SetProbe,
+    Shutdown,
+    Start,
+    Step,
+    Stop,
+)
 from explorer.decoding_driver import DecodeDriver
 from explorer.i18n import tr
 from model.config import ModelConfig
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
-from model.tokenization import TokenizerSpec
+from model.tokenization import UNK_ID, Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
 
 if TYPE_CHECKING:
-    from model.session import Session
+    from model.snapshots import DecodeView
+
+    from model.session import AttentionExplanation, Inspection, Session
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
 # Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
 # loading what training needs) waits until no command has come for this long.
 QUIET_S = 0.5
-# Requests for a view of the model: a newer one of the same kind replaces an older one still queued.
-LATEST_ONLY = {"translate", "inspect", "explain", "positional"}
 LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 _LOADED = threading.Event()  # set once an engine thread has imported PyTorch and the engine
-_ids = itertools.count(1)
-
-
-def next_request_id() -> int:
-    return next(_ids)
-
-
-@dataclass(frozen=True)
-class Command:
-    kind: str
-    args: dict[str, Any] = field(default_factory=dict)
-    request_id: int = field(default_factory=next_request_id)
 
 
 @dataclass(frozen=True)
@@ -118,12 +127,76 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class CorpusSummary:
+    """Sizes, languages and the load report of a run's corpus; or why it could not be read."""
+
+    name: str
+    description: str = ""  # untranslated: the window translates it
+    train: int = 0
+    valid: int = 0
+    test: int = 0
+    src_lang: str = ""
+    tgt_lang: str = ""
+    report: str = ""  # bad lines skipped and the like (may quote the file)
+    truncated: int = 0  # training pairs longer than the model accepts, cut
+    error: str | None = None  # the corpus could not be read (e.g. a moved file)
+
+
+@dataclass(frozen=True)
+class PiecesOf:
+    """A sentence as its tokenizer split it: the pieces, and which of them are unknown (``<unk>``)."""
+
+    pieces: tuple[str, ...]
+    unknown: frozenset[int]  # indexes of pieces whose id is the unknown id
+
+
+@dataclass(frozen=True)
 class RunData:
     """A run's corpus, described once the first screen is done (reading and encoding it takes a second)."""
 
     run_id: int
-    corpus: dict[str, Any]  # sizes, languages, load report; or "error"
-    samples: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (source pieces, target pieces)
+    corpus: CorpusSummary
+    samples: tuple[tuple[PiecesOf, PiecesOf], ...]  # training pairs: source, target
+
+
+@dataclass(frozen=True)
+class PositionalTables:
+    """What the positional-encoding lab shows of the current model."""
+
+    kind: str  # sinusoidal | learned | rope
+    d_model: int
+    max_len: int
+    head_dim: int
+    step: int  # training step of the weights
+    source: np.ndarray | None = None  # learned tables [max_len, d_model]; None for the other kinds
+    target: np.ndarray | None = None
+
+
+# -- answers to requests (each carries the id of the request it answers) ----------------------------
+
+
+@dataclass(frozen=True)
+class InspectionReady:
+    request_id: int
+    inspection: Inspection
+
+
+@dataclass(frozen=True)
+class Explained:
+    request_id: int
+    explanation: AttentionExplanation
+
+
+@dataclass(frozen=True)
+class DecodeStepped:
+    request_id: int
+    view: DecodeView
+
+
+@dataclass(frozen=True)
+class PositionalReady:
+    request_id: int
+    tables: PositionalTables
 
 
 @dataclass(frozen=True)
@@ -152,6 +225,10 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 def _columns(history: dict[str, list[float]]) -> dict[str, np.ndarray]:
     return {k: _frozen(np.array(v, dtype=np.float64)) for k, v in history.items()}
+
+
+def _pieces(encoded: Encoded) -> PiecesOf:
+    return PiecesOf(tuple(encoded.tokens), frozenset(i for i, t in enumerate(encoded.ids) if t == UNK_ID))
 
 
 def load_engine() -> None:
@@ -201,17 +278,16 @@ def run_label(s: Session) -> str:
 class Engine(QThread):
     """Owns one :class:`~model.session.Session` and runs it on its own thread."""
 
-    status_changed = Signal(object)  # EngineStatus
-    metrics_logged = Signal(object)  # MetricsBatch
-    run_described = Signal(object)  # RunInfo: a new run (new model, checkpoint, reset) or new settings of one
-    data_described = Signal(object)  # RunData: the corpus of the current run
-    translation_ready = Signal(int, object)  # request id, model.session.Translation
-    inspection_ready = Signal(int, object)  # request id, model.session.Inspection
-    decode_stepped = Signal(int, object)  # request id, explorer.decoding_driver.DecodeView
-    probe_recorded = Signal(object)  # ProbeSnapshot: the probe sentence's attention at one step
-    explained = Signal(int, object)  # request id, model.session.AttentionExplanation
+    status_changed = Signal(EngineStatus)
+    metrics_logged = Signal(MetricsBatch)
+    run_described = Signal(RunInfo)  # a new run (new model, checkpoint, reset) or new settings of one
+    data_described = Signal(RunData)  # the corpus of the current run
+    inspection_ready = Signal(InspectionReady)
+    decode_stepped = Signal(DecodeStepped)
+    probe_recorded = Signal(ProbeSnapshot)  # the probe sentence's attention at one step
+    explained = Signal(Explained)
     paused_at = Signal(int, float)  # the auto-pause fired: step, loss
-    positional_ready = Signal(int, object)  # request id, dict from Session.positional_tables
+    positional_ready = Signal(PositionalReady)
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
 
@@ -245,9 +321,8 @@ class Engine(QThread):
         LIVE_ENGINES.add(self)
 
     # -- GUI side ----------------------------------------------------------------------------
-    def submit(self, kind: str, /, **args: Any) -> int:
-        """Queue a command; returns its request id (answers carry it)."""
-        command = Command(kind, args)
+    def submit(self, command: Command) -> int:
+        """Queue a command (see :mod:`explorer.commands`); returns its request id (answers carry it)."""
         self._queue.put(command)
         return command.request_id
 
@@ -259,7 +334,7 @@ class Engine(QThread):
         """Stop within one step, save unsaved work to ``autosave_path``, and join the thread."""
         self._stop = True
         self._released.set()
-        self._queue.put(Command("shutdown", {"autosave": autosave_path}))
+        self._queue.put(Shutdown(autosave=autosave_path))
         return self.wait(timeout_ms)
 
     # -- engine thread -------------------------------------------------------------------------
@@ -284,8 +359,8 @@ class Engine(QThread):
             try:
                 commands = self._take_commands()
                 for command in commands:
-                    if command.kind == "shutdown":
-                        self._do_shutdown(command.args.get("autosave"))
+                    if isinstance(command, Shutdown):
+                        self._do_shutdown(command.autosave)
                         return
                     self._handle(command)
                 if self._state == TRAINING and not self._stop:
@@ -313,17 +388,57 @@ class Engine(QThread):
         except queue.Empty:
             pass
         # keep only the newest of each view request; controls stay in order
-        newest: dict[str, int] = {}
+        newest: dict[type[Command], int] = {}
         for i, c in enumerate(commands):
-            if c.kind in LATEST_ONLY:
-                newest[c.kind] = i
-        return [c for i, c in enumerate(commands) if c.kind not in LATEST_ONLY or newest[c.kind] == i]
+            if isinstance(c, LATEST_ONLY):
+                newest[type(c)] = i
+        return [c for i, c in enumerate(commands) if not isinstance(c, LATEST_ONLY) or newest[type(c)] == i]
 
     def _handle(self, c: Command) -> None:
         try:
-            getattr(self, f"_cmd_{c.kind}")(c)
+            self._dispatch(c)
         except Exception as exc:  # noqa: BLE001
             self._fail(c.request_id, exc)
+
+    def _dispatch(self, c: Command) -> None:  # noqa: C901 — one line per command
+        """The one place a command meets its handler."""
+        match c:
+            case NewModel():
+                self._new(c)
+            case Load():
+                self._load(c)
+            case Save():
+                self._save(c)
+            case Start():
+                self._start()
+            case Resume():
+                self._resume()
+            case Pause():
+                self._pause()
+            case Stop():
+                self._stop_training()
+            case Step():
+                self._step(c)
+            case ChangeTraining():
+                self._change_training(c)
+            case PauseAt():
+                self._pause_at = {"step": c.step, "loss": c.loss}
+            case Inspect():
+                self._inspect(c)
+            case Explain():
+                self._explain(c)
+            case ExplainWorkedExample():
+                self._explain_worked_example(c)
+            case Positional():
+                self._positional(c)
+            case Decode():
+                self._decode(c)
+            case SetProbe():
+                self._set_probe(c)
+            case FailOnPurpose():
+                raise RuntimeError(c.message)
+            case _:
+                raise TypeError(f"the engine has no handler for {type(c).__name__}")
 
     def _fail(self, request_id: int, exc: Exception) -> None:
         if isinstance(exc, (ValueError, TrainingDiverged, OSError)):
@@ -399,10 +514,10 @@ class Engine(QThread):
         self._pending_steps, self._pending_evals = [], []
         self._publish_status()
 
-    def _cmd_new(self, c: Command) -> None:
-        if c.args.get("if_no_model") and self.session is not None:
+    def _new(self, c: NewModel) -> None:
+        if c.if_no_model and self.session is not None:
             return  # the program's own start-up plan: the person's model came first
-        spec: NewModelSpec = c.args["spec"]
+        spec = c.spec
         self._state = IDLE
         from model.session import Session
 
@@ -457,35 +572,33 @@ class Engine(QThread):
             ProbeSnapshot(self._run_id, s.step, probe["source"], probe["target"], inspection, entropy)
         )
 
-    def _cmd_probe(self, c: Command) -> None:
+    def _set_probe(self, c: SetProbe) -> None:
         """Choose the probe sentence (and target) and how often it is re-run while training."""
-        source = (c.args.get("source") or "").strip()
+        source = c.source.strip()
         before = (self._probe["source"], self._probe["target"])
-        self._probe.update(source=source or None, target=(c.args.get("target") or "").strip() or None,
-                           every=int(c.args.get("every", self._probe["every"])), chosen=bool(source))  # fmt: skip
+        self._probe.update(source=source or None, target=c.target.strip() or None, every=c.every,
+                           chosen=bool(source))  # fmt: skip
         if not source and self.session is not None:
             self._default_probe(self.session)
         if (self._probe["source"], self._probe["target"]) != before:  # a new sentence starts a new timeline
             self._record_probe()
 
-    def _cmd_pause_at(self, c: Command) -> None:
-        """Pause by itself once the step reaches ``step`` or the loss falls to ``loss`` (None: off)."""
-        self._pause_at = {"step": c.args.get("step"), "loss": c.args.get("loss")}
+    def _explain(self, c: Explain) -> None:
+        """Spell out one head."""
+        target = None if c.target_ids is None else list(c.target_ids)
+        explanation = self._need_session().explain_attention(c.source, target, c.kind, c.layer, c.head)
+        self.explained.emit(Explained(c.request_id, explanation))
 
-    def _cmd_explain(self, c: Command) -> None:
-        """Spell out one head (or the worked example from the notes)."""
+    def _explain_worked_example(self, c: ExplainWorkedExample) -> None:
         from model.session import notes_example
 
-        if c.args.get("preset") == "notes":
-            self.explained.emit(c.request_id, notes_example())
-            return
-        s = self._need_session()
-        a = c.args
-        self.explained.emit(c.request_id, s.explain_attention(a["source"], a.get("target_ids"), a["kind"],
-                                                              a["layer"], a["head"]))  # fmt: skip
+        self.explained.emit(Explained(c.request_id, notes_example()))
 
-    def _cmd_positional(self, c: Command) -> None:
-        self.positional_ready.emit(c.request_id, self._need_session().positional_tables())
+    def _positional(self, c: Positional) -> None:
+        t = self._need_session().positional_tables()
+        tables = PositionalTables(t["kind"], t["d_model"], t["max_len"], t["head_dim"], t["step"], t.get("source"),
+                                  t.get("target"))  # fmt: skip
+        self.positional_ready.emit(PositionalReady(c.request_id, tables))
 
     def _describe_data(self) -> None:
         s = self.session
@@ -493,21 +606,15 @@ class Engine(QThread):
             return
         try:
             corpus = s.corpus
-            info = {
-                "name": s.data_spec.name,
-                "description": TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"),
-                "train": len(corpus.train), "valid": len(corpus.valid), "test": len(corpus.test),
-                "src_lang": corpus.src_lang, "tgt_lang": corpus.tgt_lang,
-                "report": corpus.report.summary() if corpus.report else "",
-                "truncated": s.encoded("train").truncated,
-            }  # fmt: skip
-            samples = tuple(
-                (tuple(s.src_tok.encode(src).tokens), tuple(s.tgt_tok.encode(tgt).tokens))
-                for src, tgt in corpus.train[:40]
-            )
+            info = CorpusSummary(
+                s.data_spec.name, TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"), len(corpus.train),
+                len(corpus.valid), len(corpus.test), corpus.src_lang, corpus.tgt_lang,
+                corpus.report.summary() if corpus.report else "", s.encoded("train").truncated,
+            )  # fmt: skip
+            samples = tuple((_pieces(s.src_tok.encode(src)), _pieces(s.tgt_tok.encode(tgt)))
+                            for src, tgt in corpus.train[:40])  # fmt: skip
         except Exception as exc:  # noqa: BLE001 — a moved data file must not stop the model from opening
-            info = {"name": s.data_spec.name, "error": str(exc)}
-            samples = ()
+            info, samples = CorpusSummary(s.data_spec.name, error=str(exc)), ()
         self.data_described.emit(RunData(self._run_id, info, samples))
 
     def _run_info(self, s: Session) -> RunInfo:
@@ -531,26 +638,26 @@ class Engine(QThread):
             history_evals=tuple(dict(e) for e in s.history.evals),
         )
 
-    def _cmd_start(self, c: Command) -> None:
+    def _start(self) -> None:
         self._need_session()
         self._steps_left = 0
         self._state = TRAINING
         self._publish_status()
 
-    def _cmd_resume(self, c: Command) -> None:
+    def _resume(self) -> None:
         """Continue after a pause or an error; an unfinished Step N keeps counting."""
         self._need_session()
         self._state = TRAINING
         self._publish_status()
 
-    def _cmd_pause(self, c: Command) -> None:
+    def _pause(self) -> None:
         if self._state in (TRAINING, ERROR):
             self._state = PAUSED
             self.session.pause_clock()
             self._flush_metrics(force=True)
         self._publish_status()
 
-    def _cmd_stop(self, c: Command) -> None:
+    def _stop_training(self) -> None:
         self._steps_left = 0
         self._state = IDLE
         if self.session is not None:
@@ -558,25 +665,28 @@ class Engine(QThread):
         self._flush_metrics(force=True)
         self._publish_status()
 
-    def _cmd_step(self, c: Command) -> None:
+    def _step(self, c: Step) -> None:
         self._need_session()
-        self._steps_left = max(1, int(c.args.get("n", 1)))
+        self._steps_left = max(1, c.n)
         self._state = TRAINING
         self._publish_status()
 
-    def _cmd_train_settings(self, c: Command) -> None:
+    def _change_training(self, c: ChangeTraining) -> None:
         """Change training settings of the current model (learning rate, batch size…)."""
         s = self._need_session()
-        s.with_train_config(**c.args["changes"])
+        changes = {f.name: getattr(c.train, f.name) for f in fields(c.train)
+                   if getattr(c.train, f.name) != getattr(s.train_cfg, f.name)}  # fmt: skip
+        if changes:
+            s.with_train_config(**changes)
         self.run_described.emit(self._run_info(s))  # same run id: the schedule and label update
         self._publish_status()
 
-    def _cmd_load(self, c: Command) -> None:
+    def _load(self, c: Load) -> None:
         """Open a checkpoint: a person's file (it becomes the file Save writes), an autosave or the
         bundled model (neither of which Save may overwrite)."""
-        if c.args.get("if_no_model") and self.session is not None:
+        if c.if_no_model and self.session is not None:
             return  # the program's own start-up plan: the person's model came first
-        path, kind = str(c.args["path"]), c.args.get("kind", "file")
+        path, kind = c.path, c.kind
         from model.session import Session
 
         session = Session.load(path, device=self._device.type)  # raises before anything changes
@@ -585,39 +695,30 @@ class Engine(QThread):
             session.dirty = True  # restored work is not yet saved anywhere the person chose
             self._publish_status()
 
-    def _cmd_save(self, c: Command) -> None:
+    def _save(self, c: Save) -> None:
         s = self._need_session()
-        path = str(c.args["path"])
+        path = c.path
         s.save(path)
         self._path = path
         self._publish_status()  # first, so the window's state is current when "saved" arrives
         self.saved.emit(c.request_id, path)
 
-    def _cmd_translate(self, c: Command) -> None:
+    def _inspect(self, c: Inspect) -> None:
         s = self._need_session()
-        result = s.translate(c.args["text"], c.args.get("beam_size", 1), c.args.get("max_len"),
-                             c.args.get("length_penalty", 0.6))  # fmt: skip
-        self.translation_ready.emit(c.request_id, result)
+        self.inspection_ready.emit(InspectionReady(c.request_id, s.inspect(c.source, c.target)))
 
-    def _cmd_inspect(self, c: Command) -> None:
-        s = self._need_session()
-        self.inspection_ready.emit(c.request_id, s.inspect(c.args["source"], c.args.get("target")))
-
-    def _cmd_decode(self, c: Command) -> None:
+    def _decode(self, c: Decode) -> None:
         """Step-through decoding: action start (with settings), step, back, run, reset, goto, show."""
         session = self._need_session()
         if self._decoder is None:  # _install drops the driver of an old session
             self._decoder = DecodeDriver(session)
-        action = c.args.get("action", "step")
-        if action == "start":
-            view = self._decoder.start(c.args["settings"])
+        if c.action == "start":
+            if c.settings is None:
+                raise ValueError("a decoding start needs its settings")
+            view = self._decoder.start(c.settings)
         else:
-            view = self._decoder.act(action, c.args.get("position"))
-        self.decode_stepped.emit(c.request_id, view)
-
-    def _cmd_raise(self, c: Command) -> None:
-        """Fail on purpose (the tests check that the window survives an engine error)."""
-        raise RuntimeError(c.args.get("message", "a deliberate failure"))
+            view = self._decoder.act(c.action, c.position)
+        self.decode_stepped.emit(DecodeStepped(c.request_id, view))
 
     def _do_shutdown(self, autosave: str | None) -> None:
         """Stop; unsaved work goes to ``autosave`` (never over an autosave nobody has answered for)."""

@@ -14,6 +14,7 @@ from PySide6.QtGui import QImage  # noqa: E402
 from PySide6.QtWidgets import QComboBox, QPushButton, QWidget  # noqa: E402
 
 from explorer import dialogs  # noqa: E402
+from explorer.commands import Decode, FailOnPurpose, Inspect  # noqa: E402
 
 OBJECT_NAMES = ["main_window", "task_combo", "preset_combo", "train_start_button", "train_pause_button",
                 "train_stop_button", "train_reset_button", "loss_plot", "lr_plot"]  # fmt: skip
@@ -137,7 +138,7 @@ def test_engine_error_becomes_a_message_and_the_window_survives(make_window, qtb
     small_copy_task(window)
     click(qtbot, window, "train_start_button")
     qtbot.waitUntil(lambda: window.status.step > 3, timeout=20000)
-    window.engine.submit("raise", message="simulated failure")
+    window.engine.submit(FailOnPurpose(message="simulated failure"))
     qtbot.waitUntil(lambda: window.message_bar.showing, timeout=5000)
     assert "simulated failure" in window.message_bar.label.text()
     assert "nothing was lost" in window.message_bar.label.text()
@@ -283,18 +284,18 @@ def test_view_requests_during_training_use_current_weights(make_window, qtbot):
     engine = window.engine
     with qtbot.waitSignal(engine.inspection_ready, timeout=5000) as got:
         before = engine.session.step
-        rid = engine.submit("inspect", source="1 2 3")
-    answered, inspection = got.args
+        rid = engine.submit(Inspect(source="1 2 3"))
+    answered, inspection = got.args[0].request_id, got.args[0].inspection
     assert answered == rid and 0 <= inspection.step - before <= 1  # answered within one step
     assert inspection.cross.shape[-1] == 4 and inspection.teacher_forced is False
     with qtbot.waitSignal(engine.decode_stepped, timeout=5000) as got:
         before = engine.session.step
-        engine.submit("decode", action="start", settings=DecodeSettings("1 2 3"))
-    view = got.args[1]
+        engine.submit(Decode(action="start", settings=DecodeSettings("1 2 3")))
+    view = got.args[0].view
     assert 0 <= view.weights_step - before <= 1 and view.position == 0
     with qtbot.waitSignal(engine.decode_stepped, timeout=5000) as got:
-        engine.submit("decode", action="step")
-    assert got.args[1].position == 1 and window.status.state == "training"
+        engine.submit(Decode(action="step"))
+    assert got.args[0].view.position == 1 and window.status.state == "training"
     click(qtbot, window, "train_stop_button")
 
 
@@ -333,10 +334,3 @@ def test_the_bundled_model_is_never_the_file_save_writes(make_window, qtbot):
     assert "unsaved model" in window.windowTitle()
 
 
-def test_the_translate_command(make_window, qtbot):
-    window = make_window()
-    small_copy_task(window)
-    train_steps(window, qtbot, 5)
-    with qtbot.waitSignal(window.engine.translation_ready, timeout=10000) as got:
-        rid = window.engine.submit("translate", text="1 2 3", beam_size=2)
-    assert got.args[0] == rid and got.args[1].source.tokens == ["1", "2", "3"] and len(got.args[1].hypotheses) == 2

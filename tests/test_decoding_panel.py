@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QPushButton  # noqa: E402
 
 from explorer.decoding_driver import DecodeDriver, DecodeSettings  # noqa: E402
 from explorer.panels.decoding import DecodingPanel  # noqa: E402
+from explorer.worker import DecodeStepped  # noqa: E402
 from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
 from model.tokenization import UNK_ID  # noqa: E402
 
@@ -281,7 +282,7 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     from explorer.panels.data_view import DataPanel
     from explorer.widgets.heatmap import Heatmap
     from explorer.widgets.message_bar import MessageBar
-    from explorer.worker import RunData
+    from explorer.worker import CorpusSummary, RunData
 
     bar = MessageBar()
     qtbot.addWidget(bar)
@@ -298,7 +299,7 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     name = "<b>pairs & <unk> &amp;.tsv"  # a file name can hold all but the slash
     data.on_run(SimpleNamespace(run_id=1, data=SimpleNamespace(task=None, path=f"/data/{name}")))
     assert visible(data.summary).startswith(f"{name}\n")
-    data.on_data(RunData(1, {"name": name, "error": f"line 3: {TRICKY}"}, ()))
+    data.on_data(RunData(1, CorpusSummary(name, error=f"line 3: {TRICKY}"), ()))
     assert visible(data.summary) == f"{name}\nline 3: {TRICKY}"
 
 
@@ -306,10 +307,10 @@ def test_an_answer_about_a_replaced_sentence_reaches_neither_panel(make_window, 
     window = make_window()
     driver = DecodeDriver(session)
     first = driver.start(DecodeSettings("1 2 3"))
-    window._on_decode_view(0, first)
+    window._on_decode_view(DecodeStepped(0, first))
     window.decoding.input.setText("4 4 2")
     window.decoding.start()  # the person submits another sentence; its answer is on its way
     late = driver.act("step", None)  # an answer about the first sentence, sent before the new one arrived
-    window._on_decode_view(0, late)
+    window._on_decode_view(DecodeStepped(0, late))
     assert window.decoding.view is not late
     assert window.attention.inspections["decoding"] is first.inspection

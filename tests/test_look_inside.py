@@ -311,11 +311,11 @@ def test_learned_position_table_is_shown_live(make_window, qtbot):
     window.docks["positional"].raise_()
     qtbot.mouseClick(window.training.start_button, Qt.LeftButton)
     p = window.positional
-    qtbot.waitUntil(lambda: p.model_tables is not None and p.model_tables["step"] > 0, timeout=20000)
-    first = p.model_tables["step"]
-    qtbot.waitUntil(lambda: p.model_tables["step"] > first, timeout=20000)  # refreshed while training
+    qtbot.waitUntil(lambda: p.model_tables is not None and p.model_tables.step > 0, timeout=20000)
+    first = p.model_tables.step
+    qtbot.waitUntil(lambda: p.model_tables.step > first, timeout=20000)  # refreshed while training
     qtbot.mouseClick(window.training.stop_button, Qt.LeftButton)
-    session_table = p.model_tables["target"]
+    session_table = p.model_tables.target
     assert not p.learned.isHidden() and p.learned.values.shape[1] == window.training.current.model_config.d_model
     assert p.learned.values == pytest.approx(session_table[: p.learned.values.shape[0]])
     assert "step" in p.learned.title.text()

@@ -8,6 +8,7 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
+from explorer.commands import Load, NewModel  # noqa: E402
 from explorer.samples import SAMPLES  # noqa: E402
 from explorer.worker import TRAINING  # noqa: E402
 from resources import default_model  # noqa: E402
@@ -97,10 +98,10 @@ def test_the_engine_skips_a_start_up_load_once_a_model_exists(qtbot):
     engine.run_described.connect(runs.append)
     engine.start()
     try:
-        new = engine.submit("new", spec=spec)  # the person's model comes first
-        engine.submit("load", path=str(default_model()), kind="bundled", if_no_model=True)
-        engine.submit("new", spec=spec, if_no_model=True)
-        plain = engine.submit("load", path=str(default_model()), kind="bundled")
+        new = engine.submit(NewModel(spec))  # the person's model comes first
+        engine.submit(Load(str(default_model()), kind="bundled", if_no_model=True))
+        engine.submit(NewModel(spec, if_no_model=True))
+        plain = engine.submit(Load(str(default_model()), kind="bundled"))
         qtbot.waitUntil(lambda: any(r.origin == plain for r in runs), timeout=20000)
         assert [r.origin for r in runs] == [new, plain]  # the conditional ones were skipped, the others not
     finally:

@@ -50,19 +50,19 @@ class DataPanel(QWidget):
             name = html.escape(info.data.task or Path(info.data.path or "").name)
             self.summary.setText(f"<b>{name}</b><br>{tr('Reading the data…')}")
             return
-        if "error" in c:
-            name, error = html.escape(c["name"]), html.escape(c["error"])  # a file's name and what went wrong
+        if c.error is not None:
+            name, error = html.escape(c.name), html.escape(c.error)  # a file's name and what went wrong
             self.summary.setText(f"<b>{name}</b><br><span style='color:#c62828'>{error}</span>")
             return
         text = (
-            f"<b>{html.escape(c['name'])}</b> — {html.escape(tr(c['description']))}<br>"
-            f"{tr('train')} {c['train']:,} · {tr('valid')} {c['valid']:,} · {tr('test')} {c['test']:,} "
-            f"{tr('pairs')}; {c['src_lang']} → {c['tgt_lang']}; {tr('tokenizer')}: {tokenizer_text(info)}"
+            f"<b>{html.escape(c.name)}</b> — {html.escape(tr(c.description))}<br>"
+            f"{tr('train')} {c.train:,} · {tr('valid')} {c.valid:,} · {tr('test')} {c.test:,} "
+            f"{tr('pairs')}; {c.src_lang} → {c.tgt_lang}; {tr('tokenizer')}: {tokenizer_text(info)}"
         )
-        if c.get("truncated"):
-            text += f"<br>{c['truncated']} {tr('training pairs were longer than the model accepts and were cut')}"
-        if c.get("report"):
-            text += f"<br><small>{html.escape(c['report'])}</small>"  # may quote lines of the file
+        if c.truncated:
+            text += f"<br>{c.truncated} {tr('training pairs were longer than the model accepts and were cut')}"
+        if c.report:
+            text += f"<br><small>{html.escape(c.report)}</small>"  # may quote lines of the file
         text += f"<br><br>{tr('Training sentences as the tokenizers split them (source | target):')}"
         self.summary.setText(text)
 
@@ -94,8 +94,8 @@ class DataPanel(QWidget):
             self.grid.takeAt(0).widget().deleteLater()
         self.strips = []
         for row, (src, tgt) in enumerate(samples):
-            a = TokenStrip(list(src), {i for i, t in enumerate(src) if t == "<unk>"})
-            b = TokenStrip(list(tgt), {i for i, t in enumerate(tgt) if t == "<unk>"})
+            a = TokenStrip(list(src.pieces), set(src.unknown))
+            b = TokenStrip(list(tgt.pieces), set(tgt.unknown))
             self.grid.addWidget(a, row, 0)
             self.grid.addWidget(b, row, 1)
             self.strips.append((a, b))

@@ -28,7 +28,7 @@ from explorer.i18n import N_, tr
 from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.metric_plot import RUN_COLOURS
-from explorer.worker import RunInfo, engine_loaded
+from explorer.worker import PositionalTables, RunInfo, engine_loaded
 
 # The similarity tab divides PE(p)·PE(q) by d/2, its value at p = q (each (sin, cos) pair adds
 # sin² + cos² = 1), so the diagonal reads 1; the title says so.
@@ -94,7 +94,7 @@ class PositionalPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("positional_panel")
         self.info: RunInfo | None = None
-        self.model_tables: dict | None = None
+        self.model_tables: PositionalTables | None = None
         self._stale = True  # drawn once on screen
         self._on_screen = True  # False while the dock is a tab behind another (see set_on_screen)
         self.d_model = QSpinBox(objectName="pe_dim_spin")
@@ -190,7 +190,7 @@ class PositionalPanel(QWidget):
         self.model_table_requested.emit()
         self.redraw()
 
-    def on_tables(self, tables: dict) -> None:
+    def on_tables(self, tables: PositionalTables) -> None:
         self.model_tables = tables
         self._draw_model()
 
@@ -279,12 +279,12 @@ class PositionalPanel(QWidget):
                     "trains. Compare it with the sinusoids."
                 )
             )
-            if tables and "target" in tables:
-                table = tables["target"][: self.positions.value()]
+            if tables is not None and tables.target is not None:
+                table = tables.target[: self.positions.value()]
                 self.learned.set_data(table, [str(i) for i in range(len(table))],
                                       [str(i) for i in range(table.shape[1])])  # fmt: skip
                 title = tr("The model's learned position table (target side)")
-                self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables['step'])}")
+                self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables.step)}")
         else:
             head = info.model_config.d_model // info.model_config.n_heads
             n = self.positions.value()

@@ -22,10 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.commands import Command, Pause, PauseAt, Resume, Stop
 from explorer.i18n import N_, tr
 from explorer.panels.settings_form import SettingsForm, float_spin, int_spin
 from explorer.widgets.metric_plot import MetricPlot
-from explorer.worker import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, RunInfo
+from explorer.worker import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
 from model.data import DataError
 
 MAX_RUNS = 12  # runs kept in the run list for overlays
@@ -35,9 +36,10 @@ class TrainingPanel(QWidget):
     """Settings, Start/Pause/Stop/Reset/Step, the run list and six live plots."""
 
     # the main window answers these (it owns the engine and the dialogs)
-    start_requested = Signal(object, str)  # NewModelSpec, "start" | "step"
+    start_requested = Signal(NewModelSpec, int)  # the settings; 0: train on, n > 0: n updates, then pause
     scratch_requested = Signal()  # a fresh model with these settings, training at once
-    control_requested = Signal(str, dict)  # pause/resume/stop/reset…
+    control_requested = Signal(Command)  # Pause, Resume, Stop, PauseAt: nothing to ask first
+    reset_requested = Signal(NewModelSpec)  # fresh weights with these settings (the window asks first)
 
     PLOTS = (
         ("loss_plot", N_("Loss"), N_("cross-entropy")),
@@ -71,7 +73,7 @@ class TrainingPanel(QWidget):
         self.step_button.clicked.connect(lambda: self._on_start("step", 1))
         self.step_n_button.clicked.connect(lambda: self._on_start("step", self.step_n.value()))
         self.pause_button.clicked.connect(self._on_pause)
-        self.stop_button.clicked.connect(lambda: self.control_requested.emit("stop", {}))
+        self.stop_button.clicked.connect(lambda: self.control_requested.emit(Stop()))
         self.reset_button.clicked.connect(self._on_reset)
         buttons = QHBoxLayout()
         for w in (self.start_button, self.pause_button, self.stop_button, self.reset_button):
@@ -201,7 +203,7 @@ class TrainingPanel(QWidget):
     # -- commands --------------------------------------------------------------------------------
     def _on_start(self, kind: str, n: int = 0) -> None:
         if kind == "start" and self.status.state in (PAUSED, ERROR):
-            self.control_requested.emit("resume", {})
+            self.control_requested.emit(Resume())
             return
         try:
             spec = self.form.spec()
@@ -209,10 +211,10 @@ class TrainingPanel(QWidget):
             self.form.error_label.setText(str(exc))
             self.form.error_label.show()
             return
-        self.start_requested.emit(spec, f"{kind}:{n}" if kind == "step" else kind)
+        self.start_requested.emit(spec, n if kind == "step" else 0)
 
     def _on_pause(self) -> None:
-        self.control_requested.emit("resume" if self.status.state in (PAUSED, ERROR) else "pause", {})
+        self.control_requested.emit(Resume() if self.status.state in (PAUSED, ERROR) else Pause())
 
     def _on_reset(self) -> None:
         try:
@@ -220,11 +222,11 @@ class TrainingPanel(QWidget):
         except (ValueError, DataError) as exc:
             self.form.error_label.setText(str(exc))
             return
-        self.control_requested.emit("reset", {"spec": spec})
+        self.reset_requested.emit(spec)
 
     def _on_pause_at(self) -> None:
         step, loss = self.pause_at_step.value(), self.pause_at_loss.value()
-        self.control_requested.emit("pause_at", {"step": step or None, "loss": loss or None})
+        self.control_requested.emit(PauseAt(step=step or None, loss=loss or None))
 
     def set_presenting(self, on: bool) -> None:
         """Presenter mode: the settings form (the editing controls) is hidden."""

@@ -1,0 +1,173 @@
+"""What the window asks of the engine: one frozen dataclass per command.
+
+A panel (or the main window) makes a command and hands it to :meth:`explorer.worker.Engine.submit`,
+which returns the command's ``request_id``; the engine thread dispatches on the command's type
+(``Engine._handle``), and every answer it sends carries that id. Go-to-definition on a command's
+class leads to its handler. Plain data only: no Qt, no PyTorch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from model.snapshots import DecodeSettings
+
+    from explorer.worker import NewModelSpec
+    from model.train_config import TrainConfig
+
+_ids = itertools.count(1)
+
+
+def next_request_id() -> int:
+    return next(_ids)
+
+
+@dataclass(frozen=True)
+class Command:
+    request_id: int = field(default_factory=next_request_id, kw_only=True)
+
+
+# -- models ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NewModel(Command):
+    """Build a fresh model. ``if_no_model``: the program's own start-up plan, dropped once a model exists."""
+
+    spec: NewModelSpec
+    if_no_model: bool = False
+
+
+LoadKind = Literal["file", "autosave", "bundled"]
+
+
+@dataclass(frozen=True)
+class Load(Command):
+    """Open a checkpoint: a person's file (Save writes back to it), an autosave or the bundled model."""
+
+    path: str
+    kind: LoadKind = "file"
+    if_no_model: bool = False
+
+
+@dataclass(frozen=True)
+class Save(Command):
+    path: str
+
+
+# -- training --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Start(Command):
+    pass
+
+
+@dataclass(frozen=True)
+class Resume(Command):
+    """Continue after a pause or an error; an unfinished Step N keeps counting."""
+
+
+@dataclass(frozen=True)
+class Pause(Command):
+    pass
+
+
+@dataclass(frozen=True)
+class Stop(Command):
+    pass
+
+
+@dataclass(frozen=True)
+class Step(Command):
+    """Train ``n`` updates, then pause."""
+
+    n: int = 1
+
+
+@dataclass(frozen=True)
+class ChangeTraining(Command):
+    """New training settings for the current model (learning rate, batch size…); its weights stay."""
+
+    train: TrainConfig
+
+
+@dataclass(frozen=True)
+class PauseAt(Command):
+    """Pause by itself once the step reaches ``step`` or the loss falls to ``loss`` (None: off)."""
+
+    step: int | None = None
+    loss: float | None = None
+
+
+# -- looking inside ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Inspect(Command):
+    """Teacher-forced attention of a source sentence and a target (None: the model's own output)."""
+
+    source: str
+    target: str | None = None
+
+
+AttentionKind = Literal["encoder", "decoder_self", "cross"]
+
+
+@dataclass(frozen=True)
+class Explain(Command):
+    """Spell out one head's attention on the model's own numbers."""
+
+    source: str
+    target_ids: tuple[int, ...] | None
+    kind: AttentionKind
+    layer: int
+    head: int
+
+
+@dataclass(frozen=True)
+class ExplainWorkedExample(Command):
+    """The worked example of the notes, spelled out with the engine's own code."""
+
+
+@dataclass(frozen=True)
+class Positional(Command):
+    """The current model's positional encoding: its kind, sizes and a learned table."""
+
+
+DecodeAction = Literal["start", "step", "back", "run", "reset", "goto", "show"]
+
+
+@dataclass(frozen=True)
+class Decode(Command):
+    """Step-through decoding: ``start`` a sentence (with ``settings``), then step, back, run, reset, goto, show."""
+
+    action: DecodeAction
+    settings: DecodeSettings | None = None
+    position: int | None = None
+
+
+@dataclass(frozen=True)
+class SetProbe(Command):
+    """The probe sentence (and target) of attention over training, and how often it is re-run (0: never).
+    An empty source goes back to the default probe (the first test sentence)."""
+
+    source: str = ""
+    target: str = ""
+    every: int = 50
+
+
+# -- the engine itself -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FailOnPurpose(Command):
+    """Fail on purpose (the tests check that the window survives an engine error)."""
+
+    message: str = "a deliberate failure"
+
+
+@dataclass(frozen=True)
+class Shutdown(Command):
+    """Stop after the current step; unsaved work goes to ``autosave``."""
+
+    autosave: str | None = None
+
+
+# A newer request of one of these kinds replaces an older one still queued: only the newest view is shown.
+LATEST_ONLY: tuple[type[Command], ...] = (Inspect, Explain, Positional)
