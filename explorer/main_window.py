@@ -463,9 +463,9 @@ class MainWindow(QMainWindow):
 
     def _on_metrics(self, batch: MetricsBatch) -> None:
         self.training.on_metrics(batch)
-        if len(batch.steps["loss"]):
-            self._last_loss = float(batch.steps["loss"][-1])
-            self._last_speed = float(batch.steps["tokens_per_s"][-1])
+        if len(batch.steps):
+            self._last_loss = float(batch.steps.loss[-1])
+            self._last_speed = float(batch.steps.tokens_per_s[-1])
         self._update_status_labels_soon()
 
     def _update_status_labels_soon(self) -> None:

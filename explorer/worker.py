@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,18 +51,17 @@ from explorer.commands import (
     Step,
     Stop,
 )
-from explorer.decoding_driver import DecodeDriver
 from explorer.i18n import tr
 from model.config import ModelConfig
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
+from model.stepping import DecodeDriver
 from model.tokenization import UNK_ID, Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
 
 if TYPE_CHECKING:
-    from model.snapshots import DecodeView
-
     from model.session import AttentionExplanation, Inspection, Session
+    from model.snapshots import DecodeView
 
 IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
 # Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
@@ -98,10 +97,50 @@ class EngineStatus:
 
 
 @dataclass(frozen=True)
+class StepColumns:
+    """Training metrics of consecutive updates, one array per metric (the engine's history records)."""
+
+    step: np.ndarray
+    time: np.ndarray  # seconds of training so far
+    loss: np.ndarray
+    lr: np.ndarray
+    token_accuracy: np.ndarray
+    grad_norm: np.ndarray  # before clipping
+    tokens_per_s: np.ndarray
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, float]]) -> StepColumns:
+        return cls(**{f.name: _frozen(np.array([r[f.name] for r in records], dtype=np.float64)) for f in fields(cls)})
+
+    @classmethod
+    def from_history(cls, history: Mapping[str, Sequence[float]]) -> StepColumns:
+        return cls(**{f.name: _frozen(np.array(history[f.name], dtype=np.float64)) for f in fields(cls)})
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation of the model on a held-out split."""
+
+    step: int
+    split: str  # valid | test
+    loss: float
+    exact_match: float  # share of sentences translated exactly as the reference, 0..1
+    bleu: float  # corpus BLEU, 0..100
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Evaluation:
+        return cls(int(record["step"]), str(record["split"]), float(record["loss"]), float(record["exact_match"]),
+                   float(record["bleu"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
 class MetricsBatch:
     run_id: int
-    steps: dict[str, np.ndarray]  # training columns: step, time, loss, lr, token_accuracy, grad_norm, tokens_per_s
-    evals: tuple[dict[str, Any], ...]  # evaluation records
+    steps: StepColumns
+    evals: tuple[Evaluation, ...]
 
 
 @dataclass(frozen=True)
@@ -121,8 +160,8 @@ class RunInfo:
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
     src_pieces: tuple[str, ...]  # display text of every source id
     tgt_pieces: tuple[str, ...]  # display text of every target id (the GUI names decoded ids with it)
-    history_steps: dict[str, np.ndarray]  # metrics already in the session (e.g. from a checkpoint)
-    history_evals: tuple[dict[str, Any], ...]
+    history_steps: StepColumns  # metrics already in the session (e.g. from a checkpoint)
+    history_evals: tuple[Evaluation, ...]
     origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
 
 
@@ -221,10 +260,6 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     a.setflags(write=False)
     return a
-
-
-def _columns(history: dict[str, list[float]]) -> dict[str, np.ndarray]:
-    return {k: _frozen(np.array(v, dtype=np.float64)) for k, v in history.items()}
 
 
 def _pieces(encoded: Encoded) -> PiecesOf:
@@ -508,9 +543,10 @@ class Engine(QThread):
         if not (self._pending_steps or self._pending_evals) or (not force and now - self._last_flush < 0.05):
             return
         self._last_flush = now
-        steps = {k: _frozen(np.array([r[k] for r in self._pending_steps], dtype=np.float64))
-                 for k in ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")}  # fmt: skip
-        self.metrics_logged.emit(MetricsBatch(self._run_id, steps, tuple(dict(e) for e in self._pending_evals)))
+        steps = StepColumns.of(self._pending_steps)
+        self.metrics_logged.emit(
+            MetricsBatch(self._run_id, steps, tuple(Evaluation.of(e) for e in self._pending_evals))
+        )
         self._pending_steps, self._pending_evals = [], []
         self._publish_status()
 
@@ -634,8 +670,8 @@ class Engine(QThread):
             schedule=_frozen(s.lr_schedule(horizon)),
             src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
             tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
-            history_steps=_columns(s.history.train),
-            history_evals=tuple(dict(e) for e in s.history.evals),
+            history_steps=StepColumns.from_history(s.history.train),
+            history_evals=tuple(Evaluation.of(e) for e in s.history.evals),
         )
 
     def _start(self) -> None:

@@ -136,7 +136,7 @@ def test_the_run_list_keeps_a_bounded_number_of_runs_and_every_ticked_one(qtbot,
 
 def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_session_factory):
     from explorer.panels.training import TrainingPanel
-    from explorer.worker import Engine, MetricsBatch
+    from explorer.worker import Engine, MetricsBatch, StepColumns
 
     panel = TrainingPanel()
     qtbot.addWidget(panel)
@@ -147,13 +147,12 @@ def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_
     kept = engine._run_info(session)  # what the engine describes after going back to step 20
     panel.on_run(kept)
     later = [r for r in session.train_steps(10) if "split" not in r]
-    cols = {k: np.array([r[k] for r in later], dtype=float) for k in later[0] if k != "split"}
-    panel.on_metrics(MetricsBatch(1, cols, ()))
+    panel.on_metrics(MetricsBatch(1, StepColumns.of(later), ()))
     assert panel.plots["loss_plot"].data(1, "train")[0][-1] == 30
     panel.on_run(kept)
     x, y = panel.plots["loss_plot"].data(1, "train")
-    assert list(x) == list(kept.history_steps["step"]) and x[-1] == 20
-    assert list(y) == list(kept.history_steps["loss"])
+    assert list(x) == list(kept.history_steps.step) and x[-1] == 20
+    assert list(y) == list(kept.history_steps.loss)
     assert panel.plots["lr_plot"].data(1, "schedule")[0].size  # the schedule drawn ahead stays
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,17 @@ from explorer.commands import Command, Pause, PauseAt, Resume, Stop
 from explorer.i18n import N_, tr
 from explorer.panels.settings_form import SettingsForm, float_spin, int_spin
 from explorer.widgets.metric_plot import MetricPlot
-from explorer.worker import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+from explorer.worker import (
+    ERROR,
+    PAUSED,
+    TRAINING,
+    EngineStatus,
+    Evaluation,
+    MetricsBatch,
+    NewModelSpec,
+    RunInfo,
+    StepColumns,
+)
 from model.data import DataError
 
 MAX_RUNS = 12  # runs kept in the run list for overlays
@@ -270,7 +281,7 @@ class TrainingPanel(QWidget):
                 for name in [k[1] for k in plot.series if k[0] == info.run_id and k[1] != "schedule"]:
                     plot.remove(info.run_id, name)
             h = info.history_steps
-            if len(h.get("step", [])):
+            if len(h):
                 self._add_steps(info.run_id, h)
             self._add_evals(info.run_id, info.history_evals)
         if new:
@@ -301,7 +312,7 @@ class TrainingPanel(QWidget):
     def _rolled_back(self, info: RunInfo) -> bool:
         """True when the run's history ends before what the plots show (training went back to good weights)."""
         shown, _ = self.plots["loss_plot"].data(info.run_id, "train")
-        kept = info.history_steps.get("step", np.empty(0))
+        kept = info.history_steps.step
         return len(shown) > 0 and (len(kept) == 0 or shown[-1] > kept[-1])
 
     def _forget_old_runs(self) -> None:
@@ -331,27 +342,27 @@ class TrainingPanel(QWidget):
             item.setText(f"{tr('Run')} {rid}: {self.runs[rid].label}")
 
     def on_metrics(self, batch: MetricsBatch) -> None:
-        if len(batch.steps["step"]):
+        if len(batch.steps):
             self._add_steps(batch.run_id, batch.steps)
         self._add_evals(batch.run_id, batch.evals)
 
-    def _add_steps(self, run: int, cols: dict[str, np.ndarray]) -> None:
-        x = cols["step"]
+    def _add_steps(self, run: int, cols: StepColumns) -> None:
+        x = cols.step
         p = self.plots
-        p["loss_plot"].append(run, "train", x, cols["loss"])
-        p["accuracy_plot"].append(run, "train", x, cols["token_accuracy"])
-        p["lr_plot"].append(run, "lr", x, cols["lr"])
-        p["grad_plot"].append(run, "train", x, cols["grad_norm"])
-        p["speed_plot"].append(run, "train", x, cols["tokens_per_s"])
+        p["loss_plot"].append(run, "train", x, cols.loss)
+        p["accuracy_plot"].append(run, "train", x, cols.token_accuracy)
+        p["lr_plot"].append(run, "lr", x, cols.lr)
+        p["grad_plot"].append(run, "train", x, cols.grad_norm)
+        p["speed_plot"].append(run, "train", x, cols.tokens_per_s)
 
-    def _add_evals(self, run: int, evals) -> None:
-        valid = [e for e in evals if e.get("split") == "valid"]
+    def _add_evals(self, run: int, evals: Sequence[Evaluation]) -> None:
+        valid = [e for e in evals if e.split == "valid"]
         if not valid:
             return
-        x = np.array([e["step"] for e in valid], dtype=float)
-        self.plots["loss_plot"].append(run, "valid", x, np.array([e["loss"] for e in valid]))
-        self.plots["quality_plot"].append(run, "exact_match", x, 100 * np.array([e["exact_match"] for e in valid]))
-        self.plots["quality_plot"].append(run, "bleu", x, np.array([e["bleu"] for e in valid]))
+        x = np.array([e.step for e in valid], dtype=float)
+        self.plots["loss_plot"].append(run, "valid", x, np.array([e.loss for e in valid]))
+        self.plots["quality_plot"].append(run, "exact_match", x, 100 * np.array([e.exact_match for e in valid]))
+        self.plots["quality_plot"].append(run, "bleu", x, np.array([e.bleu for e in valid]))
 
     # -- view --------------------------------------------------------------------------------------
     def _on_run_toggled(self, *_: Any) -> None:
