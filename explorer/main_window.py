@@ -30,12 +30,12 @@ from explorer.commands import (
     Inspect,
     Load,
     NewModel,
-    Positional,
     Save,
     SetProbe,
     Start,
     Step,
 )
+from explorer.engine_client import EngineClient
 from explorer.help import HelpBox
 from explorer.i18n import LANGUAGES, N_, language, tr
 from explorer.panels.attention import AttentionPanel
@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings()
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.engine = engine or Engine(device)
+        self.client = EngineClient(self.engine)
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self._after_save: dict[int, callable] = {}
         self._restoring: tuple[int, Path] | None = None  # (load request, autosave file) being restored
@@ -99,6 +100,7 @@ class MainWindow(QMainWindow):
         self.decoding = DecodingPanel()
         self.attention = AttentionPanel()
         self.positional = PositionalPanel()
+        self.positional.attach(self.client)
         self.model_panel = ModelPanel()
         self.data_panel = DataPanel()
         self.panels: dict[str, QWidget] = {
@@ -109,12 +111,6 @@ class MainWindow(QMainWindow):
             "model": self.model_panel,
             "data": self.data_panel,
         }
-        self._latest: dict[type[Command], int] = {}  # newest request id per kind: older answers are dropped
-        # a learned position table changes while the model trains: refresh the lab's copy now and then
-        self.positional_timer = QTimer(self)
-        self.positional_timer.setInterval(2000)
-        self.positional_timer.timeout.connect(self._refresh_positional)
-        self.positional_timer.start()
         self.docks: dict[str, QDockWidget] = {}
         self.help_boxes: dict[str, HelpBox] = {}
         for key, _ in self.PANELS:
@@ -168,9 +164,6 @@ class MainWindow(QMainWindow):
         e.explained.connect(
             lambda r: self._fresh(Explain, r.request_id) and self.attention.on_explanation(r.explanation)
         )
-        e.positional_ready.connect(
-            lambda r: self._fresh(Positional, r.request_id) and self.positional.on_tables(r.tables)
-        )
         e.probe_recorded.connect(self.attention.on_probe)
         e.paused_at.connect(
             lambda step, loss: self.show_message(
@@ -188,7 +181,6 @@ class MainWindow(QMainWindow):
         self.attention.explain_requested.connect(self._on_explain_requested)
         self.attention.probe_requested.connect(lambda a: self.engine.submit(SetProbe(**a)))
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
-        self.positional.model_table_requested.connect(lambda: self._request(Positional()))
         language.changed.connect(self.retranslate)
 
         geometry = self.settings.value("window/geometry")
@@ -453,6 +445,7 @@ class MainWindow(QMainWindow):
         changed = dataclasses.replace(status, step=0) != dataclasses.replace(self.status, step=0)
         self.status = status
         self.training.on_status(status)
+        self.positional.training = status.state == TRAINING
         if path_changed:
             self._remember_recent(status.path)
         if changed:
@@ -474,13 +467,10 @@ class MainWindow(QMainWindow):
             self._labels_timer.start()
 
     def _request(self, command: Command) -> int:
-        rid = self.engine.submit(command)
-        self._latest[type(command)] = rid
-        return rid
+        return self.client.ask(command)
 
     def _fresh(self, kind: type[Command], request_id: int) -> bool:
-        """True for the answer to the newest request of its kind (a panel drops the others)."""
-        return request_id >= self._latest.get(kind, 0)
+        return self.client.fresh(kind, request_id)
 
     def _on_explain_requested(self, a: dict) -> None:
         if a.get("preset") == "notes":
@@ -489,12 +479,6 @@ class MainWindow(QMainWindow):
             target = a.get("target_ids")
             self._request(Explain(source=a["source"], target_ids=None if target is None else tuple(target),
                                   kind=a["kind"], layer=a["layer"], head=a["head"]))  # fmt: skip
-
-    def _refresh_positional(self) -> None:
-        info = self.training.current
-        if (self.status.state == TRAINING and info is not None and info.model_config.positional == "learned"
-                and self.positional.isVisible()):  # fmt: skip
-            self._request(Positional())
 
     def _on_decode_requested(self, action: str, args: dict) -> None:
         self.engine.submit(Decode(action=action, settings=args.get("settings"), position=args.get("position")))
@@ -710,7 +694,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.training.timer.stop()
-        self.positional_timer.stop()
+        self.positional.refresh_timer.stop()
         self.decoding.play_timer.stop()
         if self.presenting:  # the font is the application's: give it back
             set_presenter_font(self, False, self._base_font)

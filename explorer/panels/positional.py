@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
@@ -24,11 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.appearance import legend_brush
+from explorer.commands import Positional
+from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
 from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.metric_plot import RUN_COLOURS
-from explorer.worker import PositionalTables, RunInfo, engine_loaded
+from explorer.worker import PositionalReady, PositionalTables, RunInfo, engine_loaded
 
 # The similarity tab divides PE(p)·PE(q) by d/2, its value at p = q (each (sin, cos) pair adds
 # sin² + cos² = 1), so the diagonal reads 1; the title says so.
@@ -88,11 +90,21 @@ class LinePlot(QWidget):
 
 
 class PositionalPanel(QWidget):
-    model_table_requested = Signal()  # ask the engine for the model's learned table
+    """The sinusoids of the paper, and the current model's own positional encoding.
+
+    Route: :meth:`attach` → ``client.ask(Positional())`` (:mod:`explorer.engine_client`) →
+    ``Engine._positional`` → ``Session.positional_tables``; the answer arrives on the engine's
+    ``positional_ready`` signal (:meth:`_on_tables_ready`). A learned table changes while the model
+    trains: it is asked for again every 2 s while training and on screen.
+    """
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("positional_panel")
+        self.client: EngineClient | None = None
+        self.training = False  # the engine is training (the learned table changes)
+        self.refresh_timer = QTimer(self, interval=2000)
+        self.refresh_timer.timeout.connect(self._refresh)
         self.info: RunInfo | None = None
         self.model_tables: PositionalTables | None = None
         self._stale = True  # drawn once on screen
@@ -187,12 +199,27 @@ class PositionalPanel(QWidget):
         # fast to slow: dimension 0 turns once per 2π positions, d/2 about once per 600
         self.dims.setText(" ".join(str(i - i % 2) for i in (0, d // 8, d // 4, d // 2)))
         self.model_tables = None
-        self.model_table_requested.emit()
+        if self.client is not None:
+            self.client.ask(Positional())
         self.redraw()
+
+    def attach(self, client: EngineClient) -> None:
+        self.client = client
+        client.engine.positional_ready.connect(self._on_tables_ready)
+        self.refresh_timer.start()
+
+    def _on_tables_ready(self, reply: PositionalReady) -> None:
+        if self.client is not None and self.client.fresh(Positional, reply.request_id):
+            self.on_tables(reply.tables)
 
     def on_tables(self, tables: PositionalTables) -> None:
         self.model_tables = tables
         self._draw_model()
+
+    def _refresh(self) -> None:
+        learned = self.info is not None and self.info.model_config.positional == "learned"
+        if self.training and learned and self.isVisible() and self.client is not None:
+            self.client.ask(Positional())
 
     def chosen_dims(self) -> list[int]:
         d = self.d_model.value()

@@ -1,0 +1,136 @@
+"""The engine driven directly, without a window: typed commands in, typed answers out."""
+
+import ast
+import dataclasses
+import re
+import typing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from explorer import commands as cmd  # noqa: E402
+from explorer.worker import (  # noqa: E402
+    DecodeStepped,
+    Engine,
+    EngineStatus,
+    Explained,
+    InspectionReady,
+    MetricsBatch,
+    PositionalReady,
+    RunInfo,
+    StepColumns,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _copy_spec():
+    from explorer.worker import NewModelSpec
+    from model.data import DataSpec
+    from model.tokenization import TokenizerSpec
+    from model.training import train_config_for
+
+    data = DataSpec(task="copy", n_train=300, n_valid=20, n_test=20, length=6, min_length=3, alphabet=6)
+    return NewModelSpec(data, "tiny", {}, train_config_for("tiny", eval_every=0, batch_size=16), TokenizerSpec("word"))
+
+
+class Recorder:
+    """Every answer the engine sends, in order."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.got: list[object] = []
+        for signal in (engine.status_changed, engine.metrics_logged, engine.run_described, engine.inspection_ready,
+                       engine.decode_stepped, engine.explained, engine.positional_ready):  # fmt: skip
+            signal.connect(self.got.append)
+        self.failed: list[tuple[int, str]] = []
+        self.saved: list[tuple[int, str]] = []
+        engine.engine_failed.connect(lambda rid, message: self.failed.append((rid, message)))
+        engine.saved.connect(lambda rid, path: self.saved.append((rid, path)))
+
+    def of(self, kind):
+        return [g for g in self.got if isinstance(g, kind)]
+
+    def answer(self, kind, request_id: int):
+        found = [g for g in self.of(kind) if g.request_id == request_id]
+        return found[-1] if found else None
+
+
+def test_the_engine_answers_typed_commands_with_typed_snapshots(qtbot, tmp_path):
+    engine = Engine("cpu", threads=1)
+    seen = Recorder(engine)
+    engine.start()
+    try:
+        new = engine.submit(cmd.NewModel(_copy_spec()))
+        qtbot.waitUntil(lambda: any(r.origin == new for r in seen.of(RunInfo)), timeout=30000)
+        info = next(r for r in seen.of(RunInfo) if r.origin == new)
+        assert info.model_config.d_model == 64 and info.tokenizer.kind == "word" and info.data.task == "copy"
+        assert info.vocab_sizes[0] > 0 and isinstance(info.history_steps, StepColumns)
+
+        engine.submit(cmd.Step(n=3))  # three updates, then it pauses by itself
+        qtbot.waitUntil(lambda: any(s.state == "paused" and s.step == 3 for s in seen.of(EngineStatus)), timeout=30000)
+        qtbot.waitUntil(lambda: sum(len(b.steps) for b in seen.of(MetricsBatch)) == 3, timeout=5000)
+        steps = np.concatenate([b.steps.step for b in seen.of(MetricsBatch)])
+        assert list(steps) == [1, 2, 3]
+
+        rid = engine.submit(cmd.Inspect(source="1 2 3", target="1 2 3"))
+        qtbot.waitUntil(lambda: seen.answer(InspectionReady, rid) is not None, timeout=10000)
+        inspection = seen.answer(InspectionReady, rid).inspection
+        assert inspection.cross.shape[-2:] == (4, 4) and inspection.step == 3  # <bos>+3 queries, 3 tokens+<eos>
+
+        from model.snapshots import DecodeSettings
+
+        start = engine.submit(cmd.Decode(action="start", settings=DecodeSettings("1 2 3")))
+        step = engine.submit(cmd.Decode(action="step"))
+        qtbot.waitUntil(lambda: seen.answer(DecodeStepped, step) is not None, timeout=10000)
+        assert seen.answer(DecodeStepped, start).view.position == 0
+        assert seen.answer(DecodeStepped, step).view.position == 1
+
+        explain = engine.submit(cmd.Explain(source="1 2", target_ids=None, kind="encoder", layer=0, head=0))
+        positional = engine.submit(cmd.Positional())
+        qtbot.waitUntil(lambda: seen.answer(PositionalReady, positional) is not None, timeout=10000)
+        explanation = seen.answer(Explained, explain).explanation
+        assert explanation.kind == "encoder" and explanation.weights.shape == (3, 3)
+        assert seen.answer(PositionalReady, positional).tables.kind == "sinusoidal"
+
+        path = str(tmp_path / "m.ckpt")
+        save = engine.submit(cmd.Save(path))
+        qtbot.waitUntil(lambda: save in [rid for rid, _ in seen.saved], timeout=20000)
+        load = engine.submit(cmd.Load(path))
+        qtbot.waitUntil(lambda: any(r.origin == load for r in seen.of(RunInfo)), timeout=20000)
+        loaded = next(r for r in seen.of(RunInfo) if r.origin == load)
+        assert list(loaded.history_steps.step) == [1, 2, 3] and loaded.model_config == info.model_config
+
+        bad = engine.submit(cmd.Inspect(source=""))
+        qtbot.waitUntil(lambda: bad in [rid for rid, _ in seen.failed], timeout=10000)
+    finally:
+        engine.shutdown(None, timeout_ms=20000)
+    assert engine.isFinished()
+
+
+def test_every_command_has_its_handler():
+    """A command class without a case in the engine's dispatch would only fail when sent."""
+    source = (ROOT / "explorer" / "worker.py").read_text(encoding="utf-8")
+    dispatch = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_dispatch")
+    handled = {c.pattern.cls.id for c in dispatch.body[-1].cases if isinstance(c.pattern, ast.MatchClass)}
+    defined = {name for name, obj in vars(cmd).items()
+               if isinstance(obj, type) and issubclass(obj, cmd.Command) and obj is not cmd.Command}  # fmt: skip
+    assert defined - {"Shutdown"} == handled  # Shutdown ends the thread's loop before dispatch
+
+
+def test_no_string_protocol_is_left():
+    """The old glue: getattr dispatch by name, untyped reply signals, dict fields in snapshots."""
+    explorer = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "explorer").rglob("*.py"))
+    assert not re.search(r"getattr\(self, f\"_cmd_", explorer)
+    assert not re.search(r"Signal\((int, )?object\)", explorer)
+    assert ".split()[0]" not in explorer and 'split(":")' not in explorer
+    import explorer.worker as worker
+
+    for name, obj in vars(worker).items():
+        if dataclasses.is_dataclass(obj) and obj.__module__ == worker.__name__:
+            hints = typing.get_type_hints(obj, vars(worker) | {"Inspection": object, "AttentionExplanation": object,
+                                                                "DecodeView": object})  # fmt: skip
+            for field_name, hint in hints.items():
+                assert "dict[str, typing.Any]" not in str(hint), f"{name}.{field_name} is {hint}"
