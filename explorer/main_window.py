@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
@@ -87,15 +88,30 @@ class MainWindow(QMainWindow):
         self.engine = engine or Engine(device)
         self.client = EngineClient(self.engine)
         self.status = EngineStatus("idle", 0, 0, False, None, "")
-        self._after_save: dict[int, callable] = {}
+        self._after_save: dict[int, Callable[[], None]] = {}
         self._restoring: tuple[int, Path] | None = None  # (load request, autosave file) being restored
         # What the program does on its own at start-up yields to what the person does: the bundled model's
         # load (request id) is forgotten, with its sample sentence and welcome, once the person acts.
         self._auto_load: int | None = None
         self._person_acted = False
         self._startup_open: int | None = None  # the command line's checkpoint: if it fails, the bundled model
-        self._last_loss = self._last_speed = None
+        self._start_default = start_default
+        self._last_loss: float | None = None
+        self._last_speed: float | None = None
+        self._create_panels()
+        self._create_docks()
+        self._create_top_bar()
+        self._build_menus()
+        self._build_status_bar()
+        self._connect_engine()
+        self._connect_panels()
+        language.changed.connect(self.retranslate)
+        self._restore_window(first_screen=start_default and not open_path and default_model() is not None)
+        self.retranslate()
+        self._begin(open_path, start_default)
 
+    # -- building the window ---------------------------------------------------------------------------
+    def _create_panels(self) -> None:
         self.training = TrainingPanel()
         self.decoding = DecodingPanel()
         self.attention = AttentionPanel()
@@ -111,6 +127,9 @@ class MainWindow(QMainWindow):
             "model": self.model_panel,
             "data": self.data_panel,
         }
+
+    def _create_docks(self) -> None:
+        """Each panel in a dock, under its help box; then the default layout."""
         self.docks: dict[str, QDockWidget] = {}
         self.help_boxes: dict[str, HelpBox] = {}
         for key, _ in self.PANELS:
@@ -128,8 +147,9 @@ class MainWindow(QMainWindow):
                 QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable
             )
             self.docks[key] = dock
-            if hasattr(self.panels[key], "set_on_screen"):  # panels that draw only what is looked at
-                dock.visibilityChanged.connect(self.panels[key].set_on_screen)
+            on_screen = getattr(self.panels[key], "set_on_screen", None)
+            if on_screen is not None:  # panels that draw only what is looked at
+                dock.visibilityChanged.connect(on_screen)
         centre = QWidget()
         centre.setMaximumSize(0, 0)
         self.setCentralWidget(centre)
@@ -137,7 +157,8 @@ class MainWindow(QMainWindow):
         self._default_layout()
         self._default_state = self.saveState()
 
-        # the menu bar with the message bar under it, above the docks
+    def _create_top_bar(self) -> None:
+        """The menu bar with the message bar under it, above the docks."""
         self.menu_bar = QMenuBar()
         self.message_bar = MessageBar()
         top = QWidget()
@@ -148,8 +169,8 @@ class MainWindow(QMainWindow):
         top_layout.addWidget(self.message_bar)
         self.setMenuWidget(top)
 
-        self._build_menus()
-        self._build_status_bar()
+    def _connect_engine(self) -> None:
+        """The answers that concern the whole window; panels connect their own (see EngineClient)."""
         e = self.engine
         e.status_changed.connect(self._on_status)
         e.metrics_logged.connect(self._on_metrics)
@@ -165,11 +186,9 @@ class MainWindow(QMainWindow):
             lambda r: self._fresh(Explain, r.request_id) and self.attention.on_explanation(r.explanation)
         )
         e.probe_recorded.connect(self.attention.on_probe)
-        e.paused_at.connect(
-            lambda step, loss: self.show_message(
-                tr("Paused by itself at step {step} (loss {loss:.3f}), as asked.").format(step=step, loss=loss), "info"
-            )
-        )
+        e.paused_at.connect(self._on_paused_at)
+
+    def _connect_panels(self) -> None:
         self.training.start_requested.connect(self._on_start_requested)
         self.training.scratch_requested.connect(self.train_from_scratch)
         self.training.control_requested.connect(self._on_control)
@@ -181,8 +200,9 @@ class MainWindow(QMainWindow):
         self.attention.explain_requested.connect(self._on_explain_requested)
         self.attention.probe_requested.connect(lambda a: self.engine.submit(SetProbe(**a)))
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
-        language.changed.connect(self.retranslate)
 
+    def _restore_window(self, first_screen: bool) -> None:
+        """The size, layout and theme of the last session; the default ones on a first launch."""
         geometry = self.settings.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
@@ -191,28 +211,30 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        elif start_default and not open_path and default_model() is not None:
+        elif first_screen:
             # First launch: the architecture next to the translation and its attention. (It also keeps the
             # six training plots out of the first paint, which took ~0.35 s of the launch.)
             self.docks["model"].raise_()
-        self.retranslate()
-
         self._base_font = QApplication.font()
         self.presenting = False
-        self.set_theme(
-            str(self.settings.value("theme", "light")) if self.settings.value("theme") in THEMES else "light"
-        )
+        theme = self.settings.value("theme")
+        self.set_theme(str(theme) if theme in THEMES else "light")
         self.setAcceptDrops(True)
         self.setWindowIcon(QIcon(str(resource_path("icons/transformer-explorer.svg"))))
+
+    def _begin(self, open_path: str | None, start_default: bool) -> None:
         self.engine.start()
         self._offer_autosave()
-        self._start_default = start_default
         # Load once the event loop runs: loading on the engine thread while the window is still being built
         # would compete with it for the GIL and delay the window.
         if open_path:
             QTimer.singleShot(0, lambda: self._open_at_start(open_path))
         elif start_default:
             QTimer.singleShot(0, self.open_default_model)
+
+    def _on_paused_at(self, step: int, loss: float) -> None:
+        text = tr("Paused by itself at step {step} (loss {loss:.3f}), as asked.").format(step=step, loss=loss)
+        self.show_message(text, "info")
 
     def _open_at_start(self, path: str) -> None:
         if not self._person_acted:
