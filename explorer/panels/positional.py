@@ -109,6 +109,12 @@ class PositionalPanel(QWidget):
         self.model_tables: PositionalTables | None = None
         self._stale = True  # drawn once on screen
         self._on_screen = True  # False while the dock is a tab behind another (see set_on_screen)
+        self._create_controls()
+        self._create_views()
+        self._lay_out()
+        self.retranslate()
+
+    def _create_controls(self) -> None:
         self.d_model = QSpinBox(objectName="pe_dim_spin")
         self.d_model.setRange(2, 4096)
         self.d_model.setSingleStep(2)
@@ -127,6 +133,7 @@ class PositionalPanel(QWidget):
             w.valueChanged.connect(self.redraw)
         self.dims.editingFinished.connect(self.redraw)
 
+    def _create_views(self) -> None:
         self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, i) for chosen dimensions i"), N_("position"), "PE")
         self.matrix = Heatmap("pe_matrix_heatmap", N_("The PE matrix (positions × dimensions)"), (-1.0, 1.0),
                               DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
@@ -146,6 +153,7 @@ class PositionalPanel(QWidget):
         self.rope_scores = LinePlot("pe_rope_scores", N_("RoPE: score of q = k = 1 against the offset n − m"),
                                     N_("offset n − m"), "q·k")  # fmt: skip
 
+    def _lay_out(self) -> None:
         self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
         controls = QVBoxLayout()
         for keys in (("d", "n", "dims"), ("k", "pos")):
@@ -177,7 +185,6 @@ class PositionalPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(controls)
         layout.addWidget(self.tabs, 1)
-        self.retranslate()
 
     def retranslate(self) -> None:
         names = {"d": "d_model", "n": N_("positions"), "dims": N_("dimensions"), "k": N_("shift k"), "pos": "pos"}

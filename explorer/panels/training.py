@@ -43,6 +43,15 @@ from model.data import DataError
 MAX_RUNS = 12  # runs kept in the run list for overlays
 
 
+def row_of(*widgets: QWidget) -> QHBoxLayout:
+    """The widgets side by side, from the left."""
+    row = QHBoxLayout()
+    for w in widgets:
+        row.addWidget(w)
+    row.addStretch(1)
+    return row
+
+
 class TrainingPanel(QWidget):
     """Settings, Start/Pause/Stop/Reset/Step, the run list and six live plots."""
 
@@ -69,33 +78,25 @@ class TrainingPanel(QWidget):
         self.current: RunInfo | None = None
         self.form = SettingsForm()
         self.form.validity_changed.connect(self._on_validity)
+        controls = self._create_controls()
+        self._create_plots()
+        self._lay_out(controls)
+        # Curves are redrawn from buffers on a timer, never per step: each tick of this timer
+        # redraws one plot with new data, so with all six changing each updates about 6 times a second.
+        self.timer = QTimer(self)
+        self.timer.setInterval(25)
+        self.timer.timeout.connect(self._tick)
+        self.timer.start()
+        self._ticks = 0
+        self._on_screen = True
+        self.retranslate()
+        self._update_buttons()
 
-        self.start_button = QPushButton(objectName="train_start_button")
-        self.pause_button = QPushButton(objectName="train_pause_button")
-        self.stop_button = QPushButton(objectName="train_stop_button")
-        self.reset_button = QPushButton(objectName="train_reset_button")
-        self.step_button = QPushButton(objectName="train_step_button")
-        self.step_n_button = QPushButton(objectName="train_step_n_button")
-        self.scratch_button = QPushButton(objectName="train_from_scratch_button")
-        self.scratch_button.clicked.connect(self.scratch_requested)
-        self.step_n = int_spin(1, 1000000, 10)
-        self.step_n.setValue(100)
-        self.start_button.clicked.connect(lambda: self._on_start("start"))
-        self.step_button.clicked.connect(lambda: self._on_start("step", 1))
-        self.step_n_button.clicked.connect(lambda: self._on_start("step", self.step_n.value()))
-        self.pause_button.clicked.connect(self._on_pause)
-        self.stop_button.clicked.connect(lambda: self.control_requested.emit(Stop()))
-        self.reset_button.clicked.connect(self._on_reset)
-        buttons = QHBoxLayout()
-        for w in (self.start_button, self.pause_button, self.stop_button, self.reset_button):
-            buttons.addWidget(w)
-        buttons.addStretch(1)
-        steps_row = QHBoxLayout()
-        for w in (self.step_button, self.step_n_button, self.step_n):
-            steps_row.addWidget(w)
-        steps_row.addStretch(1)
+    def _create_controls(self) -> list[QHBoxLayout]:
+        """The buttons, Step N, the auto-pause and the plots' smoothing: rows of the right-hand side."""
+        buttons = self._create_buttons()
+        steps_row = row_of(self.step_button, self.step_n_button, self.step_n)
         steps_row.addWidget(self.scratch_button)
-
         # presenting: stop by itself at a chosen step, or once the loss is low enough
         self.pause_at_label = QLabel()
         self.pause_at_step = int_spin(0, 10_000_000, 100)
@@ -114,22 +115,36 @@ class TrainingPanel(QWidget):
         self.log_check = QCheckBox(objectName="log_scale_check")
         self.smooth_slider.valueChanged.connect(self._on_smoothing)
         self.log_check.toggled.connect(self._on_log)
-        view_row = QHBoxLayout()
-        for w in (self.smooth_label, self.smooth_slider, self.smooth_value, self.log_check):
-            view_row.addWidget(w)
-        view_row.addStretch(1)
-        pause_row = QHBoxLayout()
-        for w in (self.pause_at_label, self.pause_at_step, self.pause_at_or, self.pause_at_loss):
-            pause_row.addWidget(w)
-        pause_row.addStretch(1)
+        view_row = row_of(self.smooth_label, self.smooth_slider, self.smooth_value, self.log_check)
+        pause_row = row_of(self.pause_at_label, self.pause_at_step, self.pause_at_or, self.pause_at_loss)
+        return [buttons, steps_row, view_row, pause_row]
 
+    def _create_buttons(self) -> QHBoxLayout:
+        self.start_button = QPushButton(objectName="train_start_button")
+        self.pause_button = QPushButton(objectName="train_pause_button")
+        self.stop_button = QPushButton(objectName="train_stop_button")
+        self.reset_button = QPushButton(objectName="train_reset_button")
+        self.step_button = QPushButton(objectName="train_step_button")
+        self.step_n_button = QPushButton(objectName="train_step_n_button")
+        self.scratch_button = QPushButton(objectName="train_from_scratch_button")
+        self.scratch_button.clicked.connect(self.scratch_requested)
+        self.step_n = int_spin(1, 1000000, 10)
+        self.step_n.setValue(100)
+        self.start_button.clicked.connect(lambda: self._on_start("start"))
+        self.step_button.clicked.connect(lambda: self._on_start("step", 1))
+        self.step_n_button.clicked.connect(lambda: self._on_start("step", self.step_n.value()))
+        self.pause_button.clicked.connect(self._on_pause)
+        self.stop_button.clicked.connect(lambda: self.control_requested.emit(Stop()))
+        self.reset_button.clicked.connect(self._on_reset)
+        return row_of(self.start_button, self.pause_button, self.stop_button, self.reset_button)
+
+    def _create_plots(self) -> None:
         self.run_list = QListWidget(objectName="run_list")
         self.run_list.setMaximumHeight(70)
         self.run_list.itemChanged.connect(self._on_run_toggled)
         self.runs_label = QLabel()
-
         self.plots: dict[str, MetricPlot] = {}
-        grid = self.plot_grid = QGridLayout()
+        self.plot_grid = QGridLayout()
         self._columns = 0
         for name, title, ylabel in self.PLOTS:
             domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0)}.get(name)
@@ -151,16 +166,16 @@ class TrainingPanel(QWidget):
         self.probe_marker.hide()
         self.plots["loss_plot"].plot.addItem(self.probe_marker)
 
+    def _lay_out(self, control_rows: list[QHBoxLayout]) -> None:
+        """The settings form on the left (scrolling), the controls and the plots on the right."""
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 0, 0, 0)
-        right_layout.addLayout(buttons)
-        right_layout.addLayout(steps_row)
-        right_layout.addLayout(view_row)
-        right_layout.addLayout(pause_row)
+        for row in control_rows:
+            right_layout.addLayout(row)
         right_layout.addWidget(self.runs_label)
         right_layout.addWidget(self.run_list)
-        right_layout.addLayout(grid, 1)
+        right_layout.addLayout(self.plot_grid, 1)
         scroll = self.settings_area = QScrollArea()
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
@@ -173,17 +188,6 @@ class TrainingPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter)
-
-        # Curves are redrawn from buffers on a timer, never per step: each tick of this timer
-        # redraws one plot with new data, so with all six changing each updates about 6 times a second.
-        self.timer = QTimer(self)
-        self.timer.setInterval(25)
-        self.timer.timeout.connect(self._tick)
-        self.timer.start()
-        self._ticks = 0
-        self._on_screen = True
-        self.retranslate()
-        self._update_buttons()
 
     def retranslate(self) -> None:
         self.start_button.setText(tr("Start"))
