@@ -2,8 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from typing import Any
+
+from model.plain_data import settings_of
+
+
+def add_setting_flags(group: argparse._ArgumentGroup, cls: type) -> None:
+    """One flag for each field of the settings dataclass ``cls`` that carries a Setting, in field order.
+
+    Every flag defaults to None, so that :func:`given_settings` returns only the flags given, which override
+    a preset's values. Booleans get ``--x`` / ``--no-x``; Literal fields their choices.
+    """
+    for s in settings_of(cls):
+        text = s.setting.help.replace("%", "%%")  # argparse formats help with %
+        if s.kind is bool:
+            group.add_argument(f"--{s.flag}", action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            kind = None if s.choices else s.kind  # choices are text already
+            group.add_argument(f"--{s.flag}", type=kind, choices=s.choices or None, help=text)
+
+
+def given_settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """Field name → value of the flags of :func:`add_setting_flags` that were given."""
+    return {s.name: getattr(args, s.dest) for s in settings_of(cls) if getattr(args, s.dest) is not None}
+
+
+def given_flags(args: argparse.Namespace, cls: type) -> list[str]:
+    """The flags of :func:`add_setting_flags` that were given, as typed ("--d-model")."""
+    return [f"--{s.flag}" for s in settings_of(cls) if getattr(args, s.dest) is not None]
 
 
 class Progress:

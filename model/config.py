@@ -2,18 +2,24 @@
 
 The GUI and the CLI change a configuration with ``dataclasses.replace``; every
 replacement is validated again, so a configuration that cannot work never
-reaches the model.
+reaches the model. The fields a person sets carry their label, help and range
+(:mod:`model.plain_data`), from which the command line and the settings form are made.
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")
-NORM_KINDS = ("post", "pre")
-ACTIVATIONS = ("relu", "gelu")
+from model.plain_data import choice_problems, from_plain, setting, to_plain
+
+Positional = Literal["sinusoidal", "learned", "rope"]
+Norm = Literal["post", "pre"]
+Activation = Literal["relu", "gelu"]
+POSITIONAL_KINDS: tuple[str, ...] = get_args(Positional)
+NORM_KINDS: tuple[str, ...] = get_args(Norm)
+ACTIVATIONS: tuple[str, ...] = get_args(Activation)
 
 # Architecture presets. "paper_base" and "paper_big" are the rows of Table 3 of
 # "Attention Is All You Need"; like the paper (§3.4) they tie the output projection
@@ -29,6 +35,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         d_ff=256,
         dropout=0.0,
         max_len=128,
+        tie_embeddings=False,
     ),
     "small": dict(
         d_model=128,
@@ -38,6 +45,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         d_ff=512,
         dropout=0.1,
         max_len=256,
+        tie_embeddings=False,
     ),
     "paper_base": dict(
         d_model=512,
@@ -68,18 +76,37 @@ class ModelConfig:
 
     src_vocab_size: int  # source vocabulary size, specials included
     tgt_vocab_size: int  # target vocabulary size, specials included
-    d_model: int = 512  # width of every residual stream
-    n_heads: int = 8  # attention heads per attention block; d_model % n_heads == 0
-    n_encoder_layers: int = 6  # N in the paper, encoder side
-    n_decoder_layers: int = 6  # N in the paper, decoder side
-    d_ff: int = 2048  # inner width of the position-wise feed-forward network
-    dropout: float = 0.1  # P_drop: residual, embedding, attention and FFN dropout
-    max_len: int = 512  # longest sequence (positions) the model accepts, BOS/EOS included
-    positional: str = "sinusoidal"  # "sinusoidal" | "learned" | "rope"
-    norm: str = "post"  # "post" (paper: x = LN(x + f(x))) | "pre" (x = x + f(LN(x)), final LN)
-    activation: str = "relu"  # FFN non-linearity: "relu" (paper) | "gelu"
+    d_model: int = setting(512, "d_model", "width of every residual stream", form=True, low=4, high=4096, step=8)
+    n_heads: int = setting(
+        8, "Heads", "attention heads per attention block; d_model % n_heads == 0", flag="heads", form=True, low=1,
+        high=64,
+    )  # fmt: skip
+    n_encoder_layers: int = setting(
+        6, "Encoder layers", "N in the paper, encoder side", flag="encoder-layers", form=True, low=1, high=48
+    )
+    n_decoder_layers: int = setting(
+        6, "Decoder layers", "N in the paper, decoder side", flag="decoder-layers", form=True, low=1, high=48
+    )
+    d_ff: int = setting(
+        2048, "d_ff", "inner width of the position-wise feed-forward network", form=True, low=4, high=32768, step=64
+    )
+    dropout: float = setting(
+        0.1, "Dropout", "P_drop: residual, embedding, attention and FFN dropout", form=True, low=0.0, high=0.95,
+        step=0.05, decimals=2,
+    )  # fmt: skip
+    max_len: int = setting(512, "Longest sequence", "longest sequence (positions) the model accepts, BOS/EOS included")
+    positional: Positional = setting(
+        "sinusoidal", "Positions", "positions: sinusoidal (the paper), a learned table, or rotary (RoPE)", form=True
+    )
+    norm: Norm = setting(
+        "post", "Normalisation", "post (the paper: x = LN(x + f(x))) or pre (x = x + f(LN(x)), final LN)", form=True
+    )
+    activation: Activation = setting("relu", "Activation", "FFN non-linearity: relu (the paper) or gelu", form=True)
     shared_vocab: bool = False  # source and target share one vocabulary and embedding table
-    tie_embeddings: bool = False  # output projection shares the target embedding's weights
+    tie_embeddings: bool = setting(
+        False, "Tied embeddings", "output projection shares the target embedding's weights (paper presets tie)",
+        form=True,
+    )  # fmt: skip
     layer_norm_eps: float = 1e-5  # eps inside the square root of LayerNorm
     pad_id: int = 0  # padding token, never attended to, never emitted
     bos_id: int = 1  # begin-of-sequence token, starts every decoder input
@@ -114,12 +141,7 @@ class ModelConfig:
                 f"({self.d_model}/{self.n_heads} = {self.d_model // self.n_heads}) must be even; "
                 f"change d_model or n_heads, or use sinusoidal/learned positions"
             )
-        if self.positional not in POSITIONAL_KINDS:
-            p.append(f"positional must be one of {POSITIONAL_KINDS} (got {self.positional!r})")
-        if self.norm not in NORM_KINDS:
-            p.append(f"norm must be one of {NORM_KINDS} (got {self.norm!r})")
-        if self.activation not in ACTIVATIONS:
-            p.append(f"activation must be one of {ACTIVATIONS} (got {self.activation!r})")
+        p.extend(choice_problems(self))  # positional, norm, activation
         if not 0.0 <= self.dropout < 1.0:
             p.append(f"dropout must be in [0, 1) (got {self.dropout!r})")
         if not self.layer_norm_eps > 0:
@@ -157,13 +179,10 @@ class ModelConfig:
         return cls(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **fields)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
-        """Build from a plain dict (e.g. read from a checkpoint), refusing unknown keys."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"Unknown model configuration keys: {unknown}")
-        return cls(**data)
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelConfig:
+        """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
+        the defaults (see :func:`model.plain_data.from_plain`)."""
+        return from_plain(cls, data, "model configuration")

@@ -24,10 +24,13 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from model.plain_data import from_plain, to_plain
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -75,6 +78,15 @@ class TokenizerSpec:
             raise ValueError(f"vocab_size must be at least {len(SPECIAL_TOKENS) + 1} (got {self.vocab_size})")
         if self.min_frequency < 1:
             raise ValueError(f"min_frequency must be at least 1 (got {self.min_frequency})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TokenizerSpec:
+        """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
+        the defaults (see :func:`model.plain_data.from_plain`)."""
+        return from_plain(cls, data, "tokenizer description")
 
 
 @dataclass(frozen=True)

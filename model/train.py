@@ -20,37 +20,52 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import IO
 
 import torch
 
 from model.checkpoint import CheckpointError, write_atomically
-from model.cli_common import Progress
-from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS
+from model.cli_common import Progress, add_setting_flags, given_flags, given_settings
+from model.config import PRESETS, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
 from model.device import DEVICE_CHOICES, device_description
 from model.session import Session
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
-from model.training import OPTIMIZERS, SCHEDULES, TrainingDiverged, train_config_for
-
-MODEL_FLAGS = {  # flag destination → ModelConfig field
-    "d_model": "d_model", "heads": "n_heads", "encoder_layers": "n_encoder_layers",
-    "decoder_layers": "n_decoder_layers", "d_ff": "d_ff", "dropout": "dropout", "max_len": "max_len",
-    "positional": "positional", "norm": "norm", "activation": "activation", "tie_embeddings": "tie_embeddings",
-}  # fmt: skip
-TRAIN_FLAGS = {
-    "batch_size": "batch_size", "optimizer": "optimizer", "lr": "lr", "noam_factor": "noam_factor",
-    "schedule": "schedule", "warmup": "warmup_steps", "total_steps": "total_steps",
-    "label_smoothing": "label_smoothing", "clip_norm": "clip_norm", "weight_decay": "weight_decay",
-    "seed": "seed", "eval_every": "eval_every", "eval_sentences": "eval_sentences",
-}  # fmt: skip
+from model.training import TrainConfig, TrainingDiverged, train_config_for
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags: data, model (one per ModelConfig setting), tokenizer, and training (one per TrainConfig
+    setting, besides those of the run itself)."""
     ap = argparse.ArgumentParser(
         prog="transformer-explorer-train", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1],
     )  # fmt: skip
-    src = ap.add_argument_group("data (one of --task / --data)")
+    _add_data_flags(ap.add_argument_group("data (one of --task / --data)"))
+    m = ap.add_argument_group("model", "Each flag overrides the preset's value.")
+    m.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    add_setting_flags(m, ModelConfig)
+    m.add_argument("--shared-vocab", action="store_true", help="one tokenizer and embedding for both sides")
+    t = ap.add_argument_group("tokenizer")
+    t.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="word")
+    t.add_argument("--vocab-size", type=int, default=8000)
+    t.add_argument("--min-frequency", type=int, default=1)
+    o = ap.add_argument_group("training")
+    o.add_argument("--steps", type=int, required=True, help="train until this many updates in total")
+    o.add_argument("--out", required=True, metavar="DIR", help="folder for metrics.jsonl and model.ckpt")
+    o.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
+    o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    o.add_argument("--save-every", type=int, default=500)
+    o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
+    o.add_argument("--lean", action="store_true",
+                   help="leave the optimizer state out of the final checkpoint (a third of the size; "
+                        "training it further restarts Adam's moments)")  # fmt: skip
+    add_setting_flags(o, TrainConfig)
+    return ap
+
+
+def _add_data_flags(src: argparse._ArgumentGroup) -> None:
     src.add_argument("--task", choices=TASKS, help="a bundled task")
     src.add_argument("--data", metavar="FILE", help="your own pairs: .tsv, .jsonl, or the source side of two files")
     src.add_argument("--data-target", metavar="FILE", help="the target side, when --data is plain source text")
@@ -64,69 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--n-train", type=int, help="generated tasks: training pairs (default 20000)")
     src.add_argument("--data-seed", type=int, default=0, help="seed of data generation and splits")
 
-    m = ap.add_argument_group("model")
-    m.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-    m.add_argument("--d-model", type=int)
-    m.add_argument("--heads", type=int)
-    m.add_argument("--encoder-layers", type=int)
-    m.add_argument("--decoder-layers", type=int)
-    m.add_argument("--d-ff", type=int)
-    m.add_argument("--dropout", type=float)
-    m.add_argument("--max-len", type=int)
-    m.add_argument("--positional", choices=POSITIONAL_KINDS)
-    m.add_argument("--norm", choices=NORM_KINDS)
-    m.add_argument("--activation", choices=ACTIVATIONS)
-    m.add_argument(
-        "--tie-embeddings", action=argparse.BooleanOptionalAction, default=None,
-        help="output projection shares the target embedding (default: the preset's; paper presets tie)",
-    )  # fmt: skip
-    m.add_argument("--shared-vocab", action="store_true", help="one tokenizer and embedding for both sides")
-
-    t = ap.add_argument_group("tokenizer")
-    t.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="word")
-    t.add_argument("--vocab-size", type=int, default=8000)
-    t.add_argument("--min-frequency", type=int, default=1)
-
-    o = ap.add_argument_group("training")
-    o.add_argument("--steps", type=int, required=True, help="train until this many updates in total")
-    o.add_argument("--out", required=True, metavar="DIR", help="folder for metrics.jsonl and model.ckpt")
-    o.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
-    o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
-    o.add_argument("--seed", type=int)
-    o.add_argument("--eval-every", type=int)
-    o.add_argument("--eval-sentences", type=int, help="valid sentences decoded at each evaluation, the final one too")
-    o.add_argument("--save-every", type=int, default=500)
-    o.add_argument("--batch-size", type=int)
-    o.add_argument("--optimizer", choices=OPTIMIZERS)
-    o.add_argument("--schedule", choices=SCHEDULES)
-    o.add_argument("--lr", type=float, help="constant/cosine: learning rate after warm-up")
-    o.add_argument("--noam-factor", type=float, help="Noam: factor in front of d_model^-0.5 · …")
-    o.add_argument("--warmup", type=int)
-    o.add_argument("--total-steps", type=int, help="cosine: step where the rate reaches zero")
-    o.add_argument("--label-smoothing", type=float)
-    o.add_argument("--clip-norm", type=float)
-    o.add_argument("--weight-decay", type=float)
-    o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
-    o.add_argument("--lean", action="store_true",
-                   help="leave the optimizer state out of the final checkpoint (a third of the size; "
-                        "training it further restarts Adam's moments)")  # fmt: skip
-    return ap
-
-
-def _chosen(args: argparse.Namespace, flags: dict[str, str]) -> dict:
-    return {field: getattr(args, flag) for flag, field in flags.items() if getattr(args, flag) is not None}
-
 
 def make_session(args: argparse.Namespace) -> Session:
     if args.resume:
-        fixed = sorted(f"--{flag.replace('_', '-')}" for flag in MODEL_FLAGS if getattr(args, flag) is not None)
+        fixed = sorted(given_flags(args, ModelConfig))
         if fixed:
             raise ValueError(
                 f"--resume continues a saved model, whose architecture cannot change: drop {', '.join(fixed)}"
             )
         session = Session.load(args.resume, device=args.device)
-        changes = _chosen(args, TRAIN_FLAGS)
+        changes = given_settings(args, TrainConfig)
         if changes:  # e.g. a lower learning rate after a diverging run
             session.with_train_config(**changes)
             print(f"training settings changed on resume: {changes}", file=sys.stderr)
@@ -139,11 +101,11 @@ def make_session(args: argparse.Namespace) -> Session:
         min_length=args.min_length or args.length, alphabet=args.alphabet,
         **({"n_train": args.n_train} if args.n_train else {}),
     )  # fmt: skip
-    train = train_config_for(args.preset, **_chosen(args, TRAIN_FLAGS))
+    train = train_config_for(args.preset, **given_settings(args, TrainConfig))
     tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
     return Session.create(
         data, args.preset, train, tokenizer, shared_tokenizer=args.shared_vocab, device=args.device,
-        **_chosen(args, MODEL_FLAGS),
+        **given_settings(args, ModelConfig),
     )  # fmt: skip
 
 
@@ -157,6 +119,28 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    _note_run(session, argv)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        _describe_run(session, args)
+    except (DataError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    metrics, ckpt = out / "metrics.jsonl", out / "model.ckpt"
+    try:
+        _trim_own_log(session, args, metrics)
+    except OSError as exc:
+        print(f"error: {metrics} cannot be rewritten ({exc.strerror})", file=sys.stderr)
+        return 2
+    with open(metrics, "a" if args.resume else "w", encoding="utf-8") as log:
+        status = _train(session, args, log, ckpt)
+    session.save(ckpt, include_optimizer=not args.lean)
+    print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
+    return status
+
+
+def _note_run(session: Session, argv: list[str] | None) -> None:
+    """Record the command line and the data in the checkpoint's notes."""
     command = "python -m model.train " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     session.notes.setdefault("commands", []).append(command)
     try:
@@ -167,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (DataError, ValueError):
         pass
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = out / "model.ckpt"
+
+
+def _describe_run(session: Session, args: argparse.Namespace) -> None:
+    """Say on stderr what is about to be trained, on what, and what was cut; raises DataError for bad data."""
     cfg = session.model_cfg
     print(
         f"{session.data_spec.name}: {session.model.num_parameters():,} parameters (d_model {cfg.d_model}, "
@@ -176,71 +162,71 @@ def main(argv: list[str] | None = None) -> int:
         f"{device_description(session.device)}; steps {session.step} → {args.steps}",
         file=sys.stderr,
     )
-    try:
-        corpus = session.corpus
-        print(f"data: {len(corpus.train):,} training, {len(corpus.valid):,} valid, {len(corpus.test):,} test pairs "
-              f"({corpus.src_lang} → {corpus.tgt_lang})", file=sys.stderr)  # fmt: skip
-        if corpus.report is not None:
-            print(corpus.report.summary(), file=sys.stderr)
-        cut = session.encoded("train").truncated
-        if cut:
-            print(f"{cut:,} training pairs are longer than max_len ({cfg.max_len}) and were cut", file=sys.stderr)
-    except (DataError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    metrics = out / "metrics.jsonl"
-    if args.resume and Path(args.resume).resolve().parent == out.resolve():  # this run's own log
-        try:
-            dropped = trim_metrics(metrics, session.step)
-        except OSError as exc:
-            print(f"error: {metrics} cannot be rewritten ({exc.strerror})", file=sys.stderr)
-            return 2
-        if dropped:
-            print(f"{metrics}: {dropped} lines past step {session.step} (written after the checkpoint was saved) "
-                  "dropped", file=sys.stderr)  # fmt: skip
+    corpus = session.corpus
+    print(f"data: {len(corpus.train):,} training, {len(corpus.valid):,} valid, {len(corpus.test):,} test pairs "
+          f"({corpus.src_lang} → {corpus.tgt_lang})", file=sys.stderr)  # fmt: skip
+    if corpus.report is not None:
+        print(corpus.report.summary(), file=sys.stderr)
+    cut = session.encoded("train").truncated
+    if cut:
+        print(f"{cut:,} training pairs are longer than max_len ({cfg.max_len}) and were cut", file=sys.stderr)
+
+
+def _trim_own_log(session: Session, args: argparse.Namespace, metrics: Path) -> None:
+    """On resuming into the checkpoint's own folder, drop the log lines past its step; raises OSError."""
+    if not (args.resume and Path(args.resume).resolve().parent == metrics.parent.resolve()):
+        return
+    dropped = trim_metrics(metrics, session.step)
+    if dropped:
+        print(f"{metrics}: {dropped} lines past step {session.step} (written after the checkpoint was saved) "
+              "dropped", file=sys.stderr)  # fmt: skip
+
+
+def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path) -> int:
+    """Train up to ``args.steps``, logging to ``log`` and saving every ``--save-every``; → the exit status."""
     progress = Progress(args.steps, session.step)
-    status = 0
-    with open(metrics, "a" if args.resume else "w", encoding="utf-8") as log:
-        try:
-            while session.step < args.steps:
-                for record in session.train_steps(1):
-                    log.write(json.dumps(record) + "\n")
-                    if "split" in record:
-                        progress.update(session.step, f"valid EM {record['exact_match']:.3f} BLEU {record['bleu']:.1f}",
-                                        force=True)  # fmt: skip
-                log.flush()
-                r = session.history.train
-                progress.update(
-                    session.step,
-                    f"loss {r['loss'][-1]:.3f} acc {r['token_accuracy'][-1]:.3f} lr {r['lr'][-1]:.2e} "
-                    f"{r['tokens_per_s'][-1] / 1000:.0f}k tok/s",
-                )
-                if args.save_every and session.step % args.save_every == 0:
-                    session.save(ckpt)
-            progress.close()
-            n = session.train_cfg.eval_sentences  # decoding every sentence of a large split can take minutes
-            finals = [session.evaluate(split, n) for split in ("valid", "test")[: 2 if args.test else 1]]
-            for record in finals:
+    try:
+        while session.step < args.steps:
+            for record in session.train_steps(1):
                 log.write(json.dumps(record) + "\n")
-                print(
-                    f"{record['split']}: loss {record['loss']:.3f}, exact match {record['exact_match']:.3f}, "
-                    f"BLEU {record['bleu']:.1f} ({record['sentences']} sentences)",
-                    file=sys.stderr,
-                )
-        except KeyboardInterrupt:
-            progress.close()
-            print(f"interrupted at step {session.step}; saving", file=sys.stderr)
-            status = 130
-        except TrainingDiverged as exc:
-            progress.close()
-            print(f"error: {exc}", file=sys.stderr)
-            rate = "--noam-factor" if session.train_cfg.schedule == "noam" else "--lr"
-            print(f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out {shlex.quote(str(out))} "
-                  f"--steps {args.steps} {rate} <lower>", file=sys.stderr)  # fmt: skip
-            status = 1
-    session.save(ckpt, include_optimizer=not args.lean)
-    print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
-    return status
+                if "split" in record:
+                    progress.update(session.step, f"valid EM {record['exact_match']:.3f} BLEU {record['bleu']:.1f}",
+                                    force=True)  # fmt: skip
+            log.flush()
+            r = session.history.train
+            progress.update(
+                session.step,
+                f"loss {r['loss'][-1]:.3f} acc {r['token_accuracy'][-1]:.3f} lr {r['lr'][-1]:.2e} "
+                f"{r['tokens_per_s'][-1] / 1000:.0f}k tok/s",
+            )
+            if args.save_every and session.step % args.save_every == 0:
+                session.save(ckpt)
+        progress.close()
+        _final_evaluations(session, args, log)
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"interrupted at step {session.step}; saving", file=sys.stderr)
+        return 130
+    except TrainingDiverged as exc:
+        progress.close()
+        print(f"error: {exc}", file=sys.stderr)
+        rate = "--noam-factor" if session.train_cfg.schedule == "noam" else "--lr"
+        print(f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out "
+              f"{shlex.quote(str(ckpt.parent))} --steps {args.steps} {rate} <lower>", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+def _final_evaluations(session: Session, args: argparse.Namespace, log: IO[str]) -> None:
+    n = session.train_cfg.eval_sentences  # decoding every sentence of a large split can take minutes
+    for split in ("valid", "test")[: 2 if args.test else 1]:
+        record = session.evaluate(split, n)
+        log.write(json.dumps(record) + "\n")
+        print(
+            f"{record['split']}: loss {record['loss']:.3f}, exact match {record['exact_match']:.3f}, "
+            f"BLEU {record['bleu']:.1f} ({record['sentences']} sentences)",
+            file=sys.stderr,
+        )
 
 
 def trim_metrics(path: Path, step: int) -> int:

@@ -1,48 +1,73 @@
 """How to train, as plain settings: the paper's Adam and Noam schedule, presets per model size.
 
 Kept free of PyTorch, so that the window can show and check these settings before the engine
-has loaded it."""
+has loaded it. The fields a person sets carry their label, help and range (:mod:`model.plain_data`),
+from which the command line and the settings form are made."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-OPTIMIZERS = ("adam", "adamw")
-SCHEDULES = ("noam", "constant", "cosine")
+from model.plain_data import choice_problems, from_plain, setting, to_plain
+
+Optimizer = Literal["adam", "adamw"]
+Schedule = Literal["noam", "constant", "cosine"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """How to train. The defaults are the paper's, scaled to small models."""
 
-    batch_size: int = 64  # sentence pairs per step
-    optimizer: str = "adam"  # "adam" (the paper) | "adamw" (decoupled weight decay)
+    batch_size: int = setting(64, "Batch size", "sentence pairs per step", form=True, low=1, high=8192, step=8)
+    optimizer: Optimizer = setting("adam", "Optimizer", "adam (the paper) or adamw (decoupled weight decay)")
     beta1: float = 0.9
     beta2: float = 0.98  # the paper's β2
     eps: float = 1e-9  # the paper's ε
-    weight_decay: float = 0.0  # AdamW only
-    schedule: str = "noam"  # "noam" | "constant" | "cosine"
-    noam_factor: float = 1.0  # Noam: lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
-    lr: float = 5e-4  # constant / cosine: the rate after warm-up
-    warmup_steps: int = 4000  # the paper's 4000; smaller for small models
-    total_steps: int = 10000  # cosine: the step where the rate reaches zero
-    label_smoothing: float = 0.1  # the paper's ε_ls
-    clip_norm: float = 1.0  # gradient clipping by global norm; 0 turns it off
-    seed: int = 0  # weights, dropout and batch order
-    eval_every: int = 500  # steps between evaluations on the valid split
-    eval_sentences: int = 200  # valid sentences decoded for exact match and BLEU
+    weight_decay: float = setting(0.0, "Weight decay", "AdamW only: decoupled weight decay")
+    schedule: Schedule = setting(
+        "noam", "Schedule", "noam (the paper), constant or cosine, each after a linear warm-up", form=True
+    )
+    warmup_steps: int = setting(
+        4000, "Warm-up steps", "steps of rising rate (the paper's 4000; fewer for small models)", flag="warmup",
+        form=True, low=0, high=1000000, step=100,
+    )  # fmt: skip
+    # The form shows noam_factor and lr in one row: the one the schedule uses.
+    noam_factor: float = setting(
+        1.0, "Noam factor", "Noam: factor in front of d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)", form=True,
+        low=1e-6, high=100.0, step=0.1, decimals=3,
+    )  # fmt: skip
+    lr: float = setting(
+        5e-4, "Learning rate", "constant/cosine: learning rate after warm-up", form=True, low=1e-6, high=100.0,
+        step=0.1, decimals=6,
+    )  # fmt: skip
+    total_steps: int = setting(10000, "Total steps", "cosine: step where the rate reaches zero")
+    label_smoothing: float = setting(
+        0.1, "Label smoothing", "the paper's ε_ls", form=True, low=0.0, high=0.95, step=0.05, decimals=2
+    )
+    clip_norm: float = setting(
+        1.0, "Gradient clipping", "gradient clipping by global norm; 0 turns it off", form=True, low=0.0,
+        high=1000.0, step=0.5, decimals=2,
+    )  # fmt: skip
+    seed: int = setting(0, "Seed", "weights, dropout and batch order", form=True, low=0, high=2**31 - 1)
+    eval_every: int = setting(
+        500, "Evaluate every", "steps between evaluations on the valid split", form=True, low=0, high=1000000,
+        step=100,
+    )  # fmt: skip
+    eval_sentences: int = setting(
+        200, "Evaluation sentences", "valid sentences decoded at each evaluation, the final one too"
+    )
 
     def __post_init__(self) -> None:
         problems = _type_problems(self)
         if problems:  # the checks below compare numbers
             raise ValueError("Invalid training configuration: " + "; ".join(problems))
-        if self.optimizer not in OPTIMIZERS:
-            problems.append(f"optimizer must be one of {OPTIMIZERS}")
-        if self.schedule not in SCHEDULES:
-            problems.append(f"schedule must be one of {SCHEDULES}")
+        problems.extend(choice_problems(self))  # optimizer, schedule
         if self.batch_size < 1:
             problems.append("batch_size must be at least 1")
         if self.warmup_steps < 1 and self.schedule == "noam":
@@ -63,12 +88,13 @@ class TrainConfig:
             raise ValueError("Invalid training configuration: " + "; ".join(problems))
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
+        the defaults (see :func:`model.plain_data.from_plain`)."""
+        return from_plain(cls, data, "training configuration")
 
 
 def _type_problems(cfg: TrainConfig) -> list[str]:
@@ -87,12 +113,13 @@ def _type_problems(cfg: TrainConfig) -> list[str]:
     return problems
 
 
-# Training settings that suit each model preset (warm-up scaled to how long such a model trains).
+# Training settings that suit each model preset (warm-up scaled to how long such a model trains); each starts
+# from seed 0. Choosing a preset in the settings form sets the fields named here.
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": dict(warmup_steps=400, batch_size=64, eval_every=200),
-    "small": dict(warmup_steps=1000, batch_size=64, eval_every=500),
-    "paper_base": dict(warmup_steps=4000, batch_size=64, eval_every=1000),
-    "paper_big": dict(warmup_steps=4000, batch_size=64, eval_every=1000),
+    "tiny": dict(warmup_steps=400, batch_size=64, eval_every=200, seed=0),
+    "small": dict(warmup_steps=1000, batch_size=64, eval_every=500, seed=0),
+    "paper_base": dict(warmup_steps=4000, batch_size=64, eval_every=1000, seed=0),
+    "paper_big": dict(warmup_steps=4000, batch_size=64, eval_every=1000, seed=0),
 }
 
 

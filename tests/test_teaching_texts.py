@@ -158,11 +158,12 @@ def test_paper_presets_tie_embeddings_as_in_section_3_4(name):
 
 
 def test_the_command_line_can_untie_a_paper_preset():
-    from model.train import MODEL_FLAGS, _chosen, build_parser
+    from model.cli_common import given_settings
+    from model.train import build_parser
 
     base = ["--task", "copy", "--steps", "1", "--out", "x", "--preset", "paper_base"]
     for flags, tied in (([], True), (["--no-tie-embeddings"], False), (["--tie-embeddings"], True)):
-        overrides = _chosen(build_parser().parse_args(base + flags), MODEL_FLAGS)
+        overrides = given_settings(build_parser().parse_args(base + flags), ModelConfig)
         cfg = ModelConfig.preset("paper_base", src_vocab_size=50, tgt_vocab_size=60, **overrides)
         assert cfg.tie_embeddings is tied, flags
 

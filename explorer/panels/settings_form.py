@@ -24,14 +24,25 @@ from PySide6.QtWidgets import (
 
 from explorer.i18n import N_, tr
 from explorer.worker import NewModelSpec, RunInfo
-from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
+from model.config import PRESETS, ModelConfig
 from model.data import TASK_DESCRIPTIONS, TASKS, DataError, DataSpec
+from model.plain_data import SettingField, form_settings
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
-from model.train_config import SCHEDULES, TRAIN_PRESETS, TrainConfig
+from model.train_config import TRAIN_PRESETS, TrainConfig
 
 FILE_ITEM = "file"
-ARCH_FIELDS = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "dropout", "positional", "norm",
-               "activation", "tie_embeddings")  # fmt: skip
+# The Model and Training rows: the ModelConfig and TrainConfig fields whose Setting says form=True, in field order,
+# each with the label, range and choices its field declares.
+MODEL_SETTINGS = form_settings(ModelConfig)
+TRAIN_SETTINGS = {s.name: s for s in form_settings(TrainConfig)}
+ARCH_FIELDS = tuple(s.name for s in MODEL_SETTINGS)  # changing any of these needs a new model
+RATE_FIELDS = ("noam_factor", "lr")  # one row, the rate the schedule uses: the Noam factor, or lr
+# Shorter attribute names that the panels and tests use for some rows (form.heads, form.batch…); the others go by
+# their field's name (form.d_model, form.schedule…). The rate row is form.rate.
+SHORT_NAMES = {
+    "n_heads": "heads", "n_encoder_layers": "enc_layers", "n_decoder_layers": "dec_layers", "tie_embeddings": "tie",
+    "batch_size": "batch", "warmup_steps": "warmup", "label_smoothing": "smoothing", "clip_norm": "clip",
+}  # fmt: skip
 
 
 def int_spin(lo: int, hi: int, step: int = 1) -> QSpinBox:
@@ -49,6 +60,45 @@ def float_spin(lo: float, hi: float, step: float, decimals: int) -> QDoubleSpinB
     return w
 
 
+def setting_widget(s: SettingField) -> QWidget:
+    """The editor of one setting: a combo box of its choices, a check box, or a spin box over its range."""
+    if s.choices:
+        w, kind = QComboBox(), "combo"
+        w.addItems(s.choices)
+    elif s.kind is bool:
+        w, kind = QCheckBox(), "check"
+    elif s.kind is int:
+        w, kind = int_spin(int(s.setting.low), int(s.setting.high), int(s.setting.step)), "spin"
+    else:
+        w, kind = float_spin(s.setting.low, s.setting.high, s.setting.step, s.setting.decimals), "spin"
+    w.setObjectName(f"{s.name}_{kind}")
+    return w
+
+
+def widget_value(w: QWidget) -> Any:
+    if isinstance(w, QComboBox):
+        return w.currentText()
+    if isinstance(w, QCheckBox):
+        return w.isChecked()
+    if isinstance(w, QDoubleSpinBox):
+        return round(w.value(), w.decimals())
+    return w.value()
+
+
+def set_widget_value(w: QWidget, value: Any) -> None:
+    if isinstance(w, QComboBox):
+        w.setCurrentText(value)
+    elif isinstance(w, QCheckBox):
+        w.setChecked(value)
+    else:
+        w.setValue(value)
+
+
+def rate_field(schedule: str) -> str:
+    """The TrainConfig field that the rate row edits under ``schedule``."""
+    return "noam_factor" if schedule == "noam" else "lr"
+
+
 class SettingsForm(QWidget):
     """Data, tokenizer, architecture and optimisation settings; refuses what cannot work."""
 
@@ -57,79 +107,65 @@ class SettingsForm(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.data_path: str | None = None
+        self._create_data_rows()
+        self._create_setting_rows()
+        self._lay_out()
+        self._connect()
+        self.set_defaults()
+        self.retranslate()
+        self.edited = False  # changed by the person since the form last showed a run
+
+    def _create_data_rows(self) -> None:
         self.task_combo = QComboBox(objectName="task_combo")
         for name in TASKS:
             self.task_combo.addItem(name, name)
         self.task_combo.addItem("", FILE_ITEM)
         self.file_label = QLabel()
         self.file_label.setWordWrap(True)
+        self.browse = QPushButton()
         self.tokenizer_combo = QComboBox(objectName="tokenizer_combo")
         self.tokenizer_combo.addItems(TOKENIZER_KINDS)
         self.vocab_spin = int_spin(16, 200000, 500)
         self.preset_combo = QComboBox(objectName="preset_combo")
         self.preset_combo.addItems(list(PRESETS))
-        self.d_model = int_spin(4, 4096, 8)
-        self.heads = int_spin(1, 64)
-        self.enc_layers = int_spin(1, 48)
-        self.dec_layers = int_spin(1, 48)
-        self.d_ff = int_spin(4, 32768, 64)
-        self.dropout = float_spin(0.0, 0.95, 0.05, 2)
-        self.positional = QComboBox(objectName="positional_combo")
-        self.positional.addItems(POSITIONAL_KINDS)
-        self.norm = QComboBox(objectName="norm_combo")
-        self.norm.addItems(NORM_KINDS)
-        self.activation = QComboBox()
-        self.activation.addItems(ACTIVATIONS)
-        self.tie = QCheckBox()
-        self.batch = int_spin(1, 8192, 8)
-        self.schedule = QComboBox()
-        self.schedule.addItems(SCHEDULES)
-        self.warmup = int_spin(0, 1000000, 100)
-        self.rate = float_spin(1e-6, 100.0, 0.1, 6)
-        self.smoothing = float_spin(0.0, 0.95, 0.05, 2)
-        self.clip = float_spin(0.0, 1000.0, 0.5, 2)
-        self.seed = int_spin(0, 2**31 - 1)
-        self.eval_every = int_spin(0, 1000000, 100)
         self.error_label = QLabel(objectName="settings_error")
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #c62828")
 
+    def _create_setting_rows(self) -> None:
+        """One editor per model and training setting, and the rate row's editor and label."""
+        self.model_widgets = {s.name: setting_widget(s) for s in MODEL_SETTINGS}
+        self.train_widgets = {name: setting_widget(s) for name, s in TRAIN_SETTINGS.items() if name not in RATE_FIELDS}
+        for name, w in {**self.model_widgets, **self.train_widgets}.items():
+            setattr(self, SHORT_NAMES.get(name, name), w)
+        self.rate = setting_widget(TRAIN_SETTINGS["lr"])  # its decimals and label follow the schedule
+        self.rate.setObjectName("rate_spin")
+        self._rate_label = QLabel()
+
+    def _lay_out(self) -> None:
         self.data_box, self.model_box, self.train_box = QGroupBox(), QGroupBox(), QGroupBox()
         self.data_form, self.model_form, self.train_form = QFormLayout(), QFormLayout(), QFormLayout()
-        self.browse = QPushButton()
-        self.browse.clicked.connect(self._on_browse)
         file_row = QHBoxLayout()
         file_row.addWidget(self.file_label, 1)
         file_row.addWidget(self.browse)
-        self._rows = [
+        rows = [
             (self.data_form, N_("Task"), self.task_combo),
             (self.data_form, N_("Data file"), file_row),
             (self.data_form, N_("Tokenizer"), self.tokenizer_combo),
             (self.data_form, N_("Vocabulary size"), self.vocab_spin),
             (self.model_form, N_("Preset"), self.preset_combo),
-            (self.model_form, N_("d_model"), self.d_model),
-            (self.model_form, N_("Heads"), self.heads),
-            (self.model_form, N_("Encoder layers"), self.enc_layers),
-            (self.model_form, N_("Decoder layers"), self.dec_layers),
-            (self.model_form, N_("d_ff"), self.d_ff),
-            (self.model_form, N_("Dropout"), self.dropout),
-            (self.model_form, N_("Positions"), self.positional),
-            (self.model_form, N_("Normalisation"), self.norm),
-            (self.model_form, N_("Activation"), self.activation),
-            (self.model_form, N_("Tied embeddings"), self.tie),
-            (self.train_form, N_("Batch size"), self.batch),
-            (self.train_form, N_("Schedule"), self.schedule),
-            (self.train_form, N_("Warm-up steps"), self.warmup),
-            (self.train_form, N_("Learning rate"), self.rate),
-            (self.train_form, N_("Label smoothing"), self.smoothing),
-            (self.train_form, N_("Gradient clipping"), self.clip),
-            (self.train_form, N_("Seed"), self.seed),
-            (self.train_form, N_("Evaluate every"), self.eval_every),
         ]
-        self._row_labels = []
-        for form, text, field in self._rows:
-            label = QLabel()
-            self._row_labels.append((label, text))
+        rows += [(self.model_form, s.setting.label, self.model_widgets[s.name]) for s in MODEL_SETTINGS]
+        for name, s in TRAIN_SETTINGS.items():
+            if name == RATE_FIELDS[0]:
+                rows.append((self.train_form, None, self.rate))  # its label follows the schedule
+            elif name not in RATE_FIELDS:
+                rows.append((self.train_form, s.setting.label, self.train_widgets[name]))
+        self._row_labels: list[tuple[QLabel, str]] = []
+        for form, text, field in rows:
+            label = self._rate_label if text is None else QLabel()
+            if text is not None:
+                self._row_labels.append((label, text))
             form.addRow(label, field)
         for box, form in ((self.data_box, self.data_form), (self.model_box, self.model_form),
                           (self.train_box, self.train_form)):  # fmt: skip
@@ -140,22 +176,18 @@ class SettingsForm(QWidget):
             layout.addWidget(w)
         layout.addStretch(1)
 
+    def _connect(self) -> None:
+        self.browse.clicked.connect(self._on_browse)
         self.preset_combo.currentTextChanged.connect(self._on_preset)
         self.schedule.currentTextChanged.connect(self._on_schedule)
         self.task_combo.currentIndexChanged.connect(self._on_task)
-        for w in [*self.findChildren(QSpinBox), *self.findChildren(QDoubleSpinBox)]:
-            w.valueChanged.connect(self.validate)
-        for w in self.findChildren(QComboBox):
-            w.currentIndexChanged.connect(self.validate)
-        self.tie.toggled.connect(self.validate)
-        for w in [*self.findChildren(QSpinBox), *self.findChildren(QDoubleSpinBox)]:
-            w.valueChanged.connect(self._on_edit)
-        for w in self.findChildren(QComboBox):
-            w.currentIndexChanged.connect(self._on_edit)
-        self.tie.toggled.connect(self._on_edit)
-        self.set_defaults()
-        self.retranslate()
-        self.edited = False  # changed by the person since the form last showed a run
+        for slot in (self.validate, self._on_edit):
+            for w in [*self.findChildren(QSpinBox), *self.findChildren(QDoubleSpinBox)]:
+                w.valueChanged.connect(slot)
+            for w in self.findChildren(QComboBox):
+                w.currentIndexChanged.connect(slot)
+            for w in self.findChildren(QCheckBox):
+                w.toggled.connect(slot)
 
     def retranslate(self) -> None:
         self.data_box.setTitle(tr("Data"))
@@ -168,7 +200,7 @@ class SettingsForm(QWidget):
         for i, name in enumerate(TASKS):
             self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[name]), Qt.ToolTipRole)
         self._update_file_label()
-        self._on_schedule_label_only()  # the label only: the rate itself stays as the person set it
+        self._show_rate_row()  # the label and decimals only: the rate itself stays as the person set it
         self.validate()
 
     def _on_edit(self, *_: Any) -> None:
@@ -176,35 +208,38 @@ class SettingsForm(QWidget):
 
     # -- values --------------------------------------------------------------------------------
     def set_defaults(self) -> None:
-        self.tokenizer_combo.setCurrentText("word")
-        self.vocab_spin.setValue(8000)
+        """Every row at its field's default, then the "tiny" preset's values."""
+        self.tokenizer_combo.setCurrentText(TokenizerSpec.kind)
+        self.vocab_spin.setValue(TokenizerSpec.vocab_size)
+        for s in MODEL_SETTINGS:
+            set_widget_value(self.model_widgets[s.name], s.default)
+        for name, w in self.train_widgets.items():
+            set_widget_value(w, TRAIN_SETTINGS[name].default)
         self.preset_combo.setCurrentText("tiny")
         self._on_preset("tiny")
-        self.schedule.setCurrentText("noam")
-        self._on_schedule("noam")  # its label, decimals and default rate (no signal if already "noam")
-        self.smoothing.setValue(0.1)
-        self.clip.setValue(1.0)
+        self._on_schedule(self.schedule.currentText())  # the rate row (no signal: the schedule was already noam)
 
     def _on_preset(self, name: str) -> None:
-        p = PRESETS.get(name)
-        if p is None:
+        """The preset's values for the fields it names (the architecture, and batch size, warm-up, evaluation
+        interval and seed); the other rows keep what the person chose."""
+        if name not in PRESETS:
             return
-        self.d_model.setValue(p["d_model"])
-        self.heads.setValue(p["n_heads"])
-        self.enc_layers.setValue(p["n_encoder_layers"])
-        self.dec_layers.setValue(p["n_decoder_layers"])
-        self.d_ff.setValue(p["d_ff"])
-        self.dropout.setValue(p["dropout"])
-        self.tie.setChecked(p.get("tie_embeddings", False))  # the paper presets tie, as in §3.4
-        t = TrainConfig(**TRAIN_PRESETS.get(name, {}))
-        self.batch.setValue(t.batch_size)
-        self.warmup.setValue(t.warmup_steps)
-        self.eval_every.setValue(t.eval_every)
-        self.seed.setValue(t.seed)
+        for field, value in PRESETS[name].items():
+            if field in self.model_widgets:
+                set_widget_value(self.model_widgets[field], value)
+        for field, value in TRAIN_PRESETS.get(name, {}).items():
+            if field in self.train_widgets:
+                set_widget_value(self.train_widgets[field], value)
 
     def _on_schedule(self, schedule: str) -> None:
-        self._on_schedule_label_only()
-        self.rate.setValue(1.0 if schedule == "noam" else 5e-4)
+        self._show_rate_row()
+        self.rate.setValue(TRAIN_SETTINGS[rate_field(schedule)].default)
+
+    def _show_rate_row(self) -> None:
+        """Label and decimals of the rate row: those of the field the schedule uses (Noam factor or rate)."""
+        s = TRAIN_SETTINGS[rate_field(self.schedule.currentText())]
+        self.rate.setDecimals(s.setting.decimals)
+        self._rate_label.setText(tr(s.setting.label))
 
     def _on_task(self) -> None:
         if self.task_combo.currentData() == FILE_ITEM and not self.data_path:
@@ -233,22 +268,15 @@ class SettingsForm(QWidget):
         self.browse.setEnabled(use_file)
 
     def model_overrides(self) -> dict[str, Any]:
-        return dict(
-            d_model=self.d_model.value(), n_heads=self.heads.value(), n_encoder_layers=self.enc_layers.value(),
-            n_decoder_layers=self.dec_layers.value(), d_ff=self.d_ff.value(), dropout=round(self.dropout.value(), 4),
-            positional=self.positional.currentText(), norm=self.norm.currentText(),
-            activation=self.activation.currentText(), tie_embeddings=self.tie.isChecked(),
-        )  # fmt: skip
+        return {name: widget_value(w) for name, w in self.model_widgets.items()}
 
     def train_config(self) -> TrainConfig:
-        noam = self.schedule.currentText() == "noam"
-        rate = self.rate.value()
-        return TrainConfig(
-            batch_size=self.batch.value(), schedule=self.schedule.currentText(),
-            warmup_steps=self.warmup.value(), noam_factor=rate if noam else 1.0, lr=5e-4 if noam else rate,
-            label_smoothing=round(self.smoothing.value(), 4), clip_norm=self.clip.value(), seed=self.seed.value(),
-            eval_every=self.eval_every.value(), total_steps=max(10000, self.warmup.value() + 1),
-        )  # fmt: skip
+        """The training rows; the rate the schedule does not use, and the fields without a row, at their
+        defaults, except the cosine schedule's length: at least one step past the warm-up."""
+        values = {name: widget_value(w) for name, w in self.train_widgets.items()}
+        values[rate_field(values["schedule"])] = self.rate.value()
+        values["total_steps"] = max(TrainConfig.total_steps, values["warmup_steps"] + 1)
+        return TrainConfig(**values)
 
     def data_spec(self) -> DataSpec:
         if self.task_combo.currentData() == FILE_ITEM:
@@ -283,48 +311,31 @@ class SettingsForm(QWidget):
         for w in self.findChildren(QWidget):
             w.blockSignals(True)
         try:
-            m, t, d = info.model_config, info.train_config, info.data
-            if d.task:
-                self.task_combo.setCurrentIndex(self.task_combo.findData(d.task))
-            else:
-                self.data_path = d.path
-                self.task_combo.setCurrentIndex(self.task_combo.count() - 1)
-            self.tokenizer_combo.setCurrentText(info.tokenizer.kind)
-            if info.preset in PRESETS:
-                self.preset_combo.setCurrentText(info.preset)
-            self.d_model.setValue(m.d_model)
-            self.heads.setValue(m.n_heads)
-            self.enc_layers.setValue(m.n_encoder_layers)
-            self.dec_layers.setValue(m.n_decoder_layers)
-            self.d_ff.setValue(m.d_ff)
-            self.dropout.setValue(m.dropout)
-            self.positional.setCurrentText(m.positional)
-            self.norm.setCurrentText(m.norm)
-            self.activation.setCurrentText(m.activation)
-            self.tie.setChecked(m.tie_embeddings)
-            self.batch.setValue(t.batch_size)
-            self.schedule.setCurrentText(t.schedule)
-            self.warmup.setValue(t.warmup_steps)
-            self.rate.setDecimals(3 if t.schedule == "noam" else 6)
-            self.rate.setValue(t.noam_factor if t.schedule == "noam" else t.lr)
-            self.smoothing.setValue(t.label_smoothing)
-            self.clip.setValue(t.clip_norm)
-            self.seed.setValue(t.seed)
-            self.eval_every.setValue(t.eval_every)
+            self._show_data(info)
+            m, t = info.model_config, info.train_config
+            for name, w in self.model_widgets.items():
+                set_widget_value(w, getattr(m, name))
+            for name, w in self.train_widgets.items():
+                set_widget_value(w, getattr(t, name))
+            self._show_rate_row()  # the run's schedule's decimals, before its rate
+            self.rate.setValue(getattr(t, rate_field(t.schedule)))
         finally:
             for w in self.findChildren(QWidget):
                 w.blockSignals(False)
         self._update_file_label()
-        self._on_schedule_label_only()
         self.validate()
         self.edited = False
 
-    def _on_schedule_label_only(self) -> None:
-        noam = self.schedule.currentText() == "noam"
-        self.rate.setDecimals(3 if noam else 6)
-        for label, text in self._row_labels:
-            if text == "Learning rate":
-                label.setText(tr("Noam factor") if noam else tr("Learning rate"))
+    def _show_data(self, info: RunInfo) -> None:
+        d = info.data
+        if d.task:
+            self.task_combo.setCurrentIndex(self.task_combo.findData(d.task))
+        else:
+            self.data_path = d.path
+            self.task_combo.setCurrentIndex(self.task_combo.count() - 1)
+        self.tokenizer_combo.setCurrentText(info.tokenizer.kind)
+        if info.preset in PRESETS:
+            self.preset_combo.setCurrentText(info.preset)
 
 
 def needs_new_model(form_spec: NewModelSpec, info: RunInfo | None) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file
 from model.data.grammar import generate_grammar
 from model.data.hsk import load_hsk_pairs
 from model.data.synthetic import SYMBOL_TASKS, generate_symbol_task
+from model.plain_data import from_plain, to_plain
 from model.tokenization import contains_cjk
 
 TASKS = ("copy", "reverse", "sort", "grammar-en-zh", "grammar-zh-en", "hsk-en-zh", "hsk-zh-en")
@@ -65,12 +67,13 @@ class DataSpec:
         return self.task or self.path  # type: ignore[return-value]
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DataSpec:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+    def from_dict(cls, data: Mapping[str, Any]) -> DataSpec:
+        """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
+        the defaults (see :func:`model.plain_data.from_plain`)."""
+        return from_plain(cls, data, "data description", DataError)
 
 
 def _wrong_kinds(spec: DataSpec) -> list[str]:
