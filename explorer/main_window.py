@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
@@ -26,6 +28,7 @@ from explorer.commands import (
     ChangeTraining,
     Command,
     Decode,
+    DecodeAction,
     Explain,
     ExplainWorkedExample,
     Inspect,
@@ -48,17 +51,29 @@ from explorer.panels.settings_form import needs_new_model
 from explorer.panels.training import TrainingPanel
 from explorer.samples import SAMPLES
 from explorer.widgets.message_bar import MessageBar
-from explorer.worker import TRAINING, DecodeStepped, Engine, EngineStatus, MetricsBatch, NewModelSpec, RunInfo
+from explorer.worker import (
+    TRAINING,
+    DecodeStepped,
+    Engine,
+    EngineStatus,
+    Explained,
+    InspectionReady,
+    MetricsBatch,
+    NewModelSpec,
+    RunInfo,
+)
 from resources import default_model, resource_path
 
 MAX_RECENT = 8
+Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
 STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
 
 
 def default_data_dir() -> Path:
     return Path(
-        QStandardPaths.writableLocation(QStandardPaths.AppDataLocation) or Path.home() / ".transformer-explorer"
+        QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
+        or Path.home() / ".transformer-explorer"
     )
 
 
@@ -119,7 +134,7 @@ class MainWindow(QMainWindow):
         self.positional.attach(self.client)
         self.model_panel = ModelPanel()
         self.data_panel = DataPanel()
-        self.panels: dict[str, QWidget] = {
+        self.panels: dict[str, Panel] = {
             "training": self.training,
             "decoding": self.decoding,
             "attention": self.attention,
@@ -144,7 +159,9 @@ class MainWindow(QMainWindow):
             holder_layout.addWidget(self.panels[key], 1)
             dock.setWidget(holder)
             dock.setFeatures(
-                QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable
+                QDockWidget.DockWidgetFeature.DockWidgetMovable
+                | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                | QDockWidget.DockWidgetFeature.DockWidgetClosable
             )
             self.docks[key] = dock
             on_screen = getattr(self.panels[key], "set_on_screen", None)
@@ -179,12 +196,8 @@ class MainWindow(QMainWindow):
         e.engine_failed.connect(self._on_failed)
         e.saved.connect(self._on_saved)
         e.decode_stepped.connect(self._on_decode_view)
-        e.inspection_ready.connect(
-            lambda r: self._fresh(Inspect, r.request_id) and self.attention.on_inspection(r.inspection)
-        )
-        e.explained.connect(
-            lambda r: self._fresh(Explain, r.request_id) and self.attention.on_explanation(r.explanation)
-        )
+        e.inspection_ready.connect(self._on_inspection_ready)
+        e.explained.connect(self._on_explained)
         e.probe_recorded.connect(self.attention.on_probe)
         e.paused_at.connect(self._on_paused_at)
 
@@ -231,6 +244,14 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda: self._open_at_start(open_path))
         elif start_default:
             QTimer.singleShot(0, self.open_default_model)
+
+    def _on_inspection_ready(self, reply: InspectionReady) -> None:
+        if self._fresh(Inspect, reply.request_id):
+            self.attention.on_inspection(reply.inspection)
+
+    def _on_explained(self, reply: Explained) -> None:
+        if self._fresh(Explain, reply.request_id):
+            self.attention.on_explanation(reply.explanation)
 
     def _on_paused_at(self, step: int, loss: float) -> None:
         text = tr("Paused by itself at step {step} (loss {loss:.3f}), as asked.").format(step=step, loss=loss)
@@ -318,22 +339,22 @@ class MainWindow(QMainWindow):
         for dock in d.values():
             dock.setFloating(False)
             dock.show()
-        self.addDockWidget(Qt.LeftDockWidgetArea, d["training"])
-        self.addDockWidget(Qt.RightDockWidgetArea, d["decoding"])
-        self.addDockWidget(Qt.RightDockWidgetArea, d["attention"])
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["training"])
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["decoding"])
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["attention"])
         screen = QApplication.primaryScreen()
         short = screen is not None and screen.availableGeometry().height() < 900
         if short:  # a laptop screen: decoding and attention as tabs, each with the full height
             self.tabifyDockWidget(d["decoding"], d["attention"])
         else:
-            self.splitDockWidget(d["decoding"], d["attention"], Qt.Vertical)
-            self.resizeDocks([d["decoding"], d["attention"]], [380, 620], Qt.Vertical)
+            self.splitDockWidget(d["decoding"], d["attention"], Qt.Orientation.Vertical)
+            self.resizeDocks([d["decoding"], d["attention"]], [380, 620], Qt.Orientation.Vertical)
         self.tabifyDockWidget(d["attention"], d["positional"])
         self.tabifyDockWidget(d["training"], d["model"])
         self.tabifyDockWidget(d["model"], d["data"])
         d["training"].raise_()
         d["attention"].raise_()
-        self.resizeDocks([d["training"], d["decoding"]], [700, 900], Qt.Horizontal)
+        self.resizeDocks([d["training"], d["decoding"]], [700, 900], Qt.Orientation.Horizontal)
 
     def set_language(self, code: str) -> None:
         language.set(code)  # every panel retranslates itself
@@ -344,13 +365,13 @@ class MainWindow(QMainWindow):
     def set_theme(self, name: str) -> None:
         apply_theme(name, self)
         self.settings.setValue("theme", name)
-        self.actions[f"theme_{name}"].setChecked(True)
+        self.menu_actions[f"theme_{name}"].setChecked(True)
         self.theme = name
 
     def set_presenter(self, on: bool) -> None:
         """Presenter mode: larger fonts, editing controls hidden, decoding plays by itself."""
         self.presenting = on
-        self.actions["presenter"].setChecked(on)
+        self.menu_actions["presenter"].setChecked(on)
         set_presenter_font(self, on, self._base_font)
         self.training.set_presenting(on)
         self.decoding.autoplay_on_start = on
@@ -368,7 +389,7 @@ class MainWindow(QMainWindow):
         self.file_menu = bar.addMenu("")
         self.view_menu = bar.addMenu("")
         self.help_menu = bar.addMenu("")
-        self.actions: dict[str, QAction] = {}
+        self.menu_actions: dict[str, QAction] = {}
 
         def action(key: str, slot, shortcut=None) -> QAction:
             a = QAction(self)
@@ -376,20 +397,20 @@ class MainWindow(QMainWindow):
             a.triggered.connect(slot)
             if shortcut is not None:
                 a.setShortcut(shortcut)
-            self.actions[key] = a
+            self.menu_actions[key] = a
             return a
 
-        self.file_menu.addAction(action("new", self.new_model, QKeySequence.New))
-        self.file_menu.addAction(action("open", lambda: self.open_checkpoint(), QKeySequence.Open))
-        self.file_menu.addAction(action("save", self.save, QKeySequence.Save))
-        self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.SaveAs))
+        self.file_menu.addAction(action("new", self.new_model, QKeySequence.StandardKey.New))
+        self.file_menu.addAction(action("open", lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open))
+        self.file_menu.addAction(action("save", self.save, QKeySequence.StandardKey.Save))
+        self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.StandardKey.SaveAs))
         self.recent_menu = self.file_menu.addMenu("")
         self.file_menu.addSeparator()
-        self.file_menu.addAction(action("quit", self.close, QKeySequence.Quit))
+        self.file_menu.addAction(action("quit", self.close, QKeySequence.StandardKey.Quit))
         self.language_menu = self.view_menu.addMenu("")
         self.language_group = QActionGroup(self)
         for code, name in LANGUAGES.items():
-            a = self.language_menu.addAction(name, lambda c=code: self.set_language(c))
+            a = self.language_menu.addAction(name, partial(self.set_language, code))
             a.setObjectName(f"action_language_{code}")
             a.setCheckable(True)
             a.setChecked(code == language.code)
@@ -443,7 +464,7 @@ class MainWindow(QMainWindow):
                  "about": N_("About Transformer Explorer"), "theme_light": N_("Light"), "theme_dark": N_("Dark"),
                  "presenter": N_("Presenter mode")}  # fmt: skip
         for key, text in names.items():
-            self.actions[key].setText(tr(text))
+            self.menu_actions[key].setText(tr(text))
         self._update_title()
         self._update_status_labels()
 
@@ -463,13 +484,13 @@ class MainWindow(QMainWindow):
 
     # -- engine events --------------------------------------------------------------------------------
     def _on_status(self, status: EngineStatus) -> None:
-        path_changed = status.path and status.path != self.status.path
+        new_path = status.path if status.path and status.path != self.status.path else None
         changed = dataclasses.replace(status, step=0) != dataclasses.replace(self.status, step=0)
         self.status = status
         self.training.on_status(status)
         self.positional.training = status.state == TRAINING
-        if path_changed:
-            self._remember_recent(status.path)
+        if new_path is not None:
+            self._remember_recent(new_path)
         if changed:
             self._update_title()
             self._update_status_labels()
@@ -503,7 +524,8 @@ class MainWindow(QMainWindow):
                                   kind=a["kind"], layer=a["layer"], head=a["head"]))  # fmt: skip
 
     def _on_decode_requested(self, action: str, args: dict) -> None:
-        self.engine.submit(Decode(action=action, settings=args.get("settings"), position=args.get("position")))
+        decode = Decode(action=cast(DecodeAction, action), settings=args.get("settings"), position=args.get("position"))
+        self.engine.submit(decode)
 
     def _on_decode_view(self, reply: DecodeStepped) -> None:
         view = reply.view
@@ -563,14 +585,16 @@ class MainWindow(QMainWindow):
         def go() -> None:
             self.engine.submit(Step(n=steps) if steps else Start())
 
-        if needs_new_model(spec, info):
+        def build_and_go() -> None:
+            self.engine.submit(NewModel(spec))
+            go()
+
+        if info is None or needs_new_model(spec, info):
             if info is not None and self.status.step > 0:
                 question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
-                self._when_discarded(lambda: (self.engine.submit(NewModel(spec)), go()),
-                                     question.format(step=self.status.step), always_ask=True)  # fmt: skip
+                self._when_discarded(build_and_go, question.format(step=self.status.step), always_ask=True)
             else:
-                self.engine.submit(NewModel(spec))
-                go()
+                build_and_go()
             return
         if spec.train != info.train_config:
             self.engine.submit(ChangeTraining(spec.train))
@@ -680,7 +704,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         files = self.recent_files()
         for path in files:
-            self.recent_menu.addAction(Path(path).name, lambda p=path: self.open_checkpoint(p)).setToolTip(path)
+            self.recent_menu.addAction(Path(path).name, partial(self.open_checkpoint, path)).setToolTip(path)
         self.recent_menu.setEnabled(bool(files))
 
     # -- autosave ---------------------------------------------------------------------------------------
@@ -722,7 +746,7 @@ class MainWindow(QMainWindow):
             set_presenter_font(self, False, self._base_font)
         if self.engine.isRunning() and not self.engine.shutdown(str(self.autosave_path), timeout_ms=2000):
             self.statusBar().showMessage(tr("Finishing the current step and saving your work…"))
-            QApplication.setOverrideCursor(Qt.WaitCursor)
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
             self.engine.wait()  # never leave a running thread behind: that would abort the program
             QApplication.restoreOverrideCursor()
         event.accept()

@@ -511,7 +511,7 @@ class Engine(QThread):
         return self.session
 
     def _train_one(self) -> None:
-        session = self.session
+        session = self._need_session()
         for record in session.train_steps(1):
             (self._pending_evals if "split" in record else self._pending_steps).append(record)
         every = self._probe["every"]
@@ -687,7 +687,7 @@ class Engine(QThread):
         self._publish_status()
 
     def _pause(self) -> None:
-        if self._state in (TRAINING, ERROR):
+        if self._state in (TRAINING, ERROR) and self.session is not None:
             self._state = PAUSED
             self.session.pause_clock()
             self._flush_metrics(force=True)

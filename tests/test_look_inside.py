@@ -241,7 +241,7 @@ def test_positional_lab_data_equal_the_formula(trained_window):
     assert p.matrix.values == pytest.approx(sinusoidal_table(50, 20).numpy(), abs=1e-6)
     assert p.similarity.values[3, 7] == pytest.approx(p.similarity.values[10, 14], abs=1e-6)  # only p − q matters
     p.shift.setValue(7)
-    p.pos.setValue(11)
+    p.pos_spin.setValue(11)
     _, target = p.shift_plot.series["PE(pos + k)"]
     _, moved = p.shift_plot.series["M_k · PE(pos)"]
     assert moved == pytest.approx(target, abs=1e-6)

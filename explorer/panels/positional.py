@@ -66,7 +66,7 @@ class LinePlot(QWidget):
             pen = pg.mkPen(
                 style.get("colour", RUN_COLOURS[i % len(RUN_COLOURS)]),
                 width=style.get("width", 1.6),
-                style=style.get("line", Qt.SolidLine),
+                style=style.get("line", Qt.PenStyle.SolidLine),
             )
             kw = dict(pen=pen, name=name)
             if style.get("symbol"):
@@ -126,10 +126,10 @@ class PositionalPanel(QWidget):
         self.shift = QSpinBox(objectName="pe_shift_spin")
         self.shift.setRange(-1000, 1000)
         self.shift.setValue(5)
-        self.pos = QSpinBox(objectName="pe_pos_spin")
-        self.pos.setRange(0, 4095)
-        self.pos.setValue(10)
-        for w in (self.d_model, self.positions, self.shift, self.pos):
+        self.pos_spin = QSpinBox(objectName="pe_pos_spin")
+        self.pos_spin.setRange(0, 4095)
+        self.pos_spin.setValue(10)
+        for w in (self.d_model, self.positions, self.shift, self.pos_spin):
             w.valueChanged.connect(self.redraw)
         self.dims.editingFinished.connect(self.redraw)
 
@@ -161,7 +161,7 @@ class PositionalPanel(QWidget):
             for key in keys:
                 row.addWidget(self.labels[key])
                 row.addWidget({"d": self.d_model, "n": self.positions, "dims": self.dims, "k": self.shift,
-                               "pos": self.pos}[key])  # fmt: skip
+                               "pos": self.pos_spin}[key])  # fmt: skip
             row.addStretch(1)
             controls.addLayout(row)
         self.tabs = QTabWidget(objectName="pe_tabs")
@@ -269,7 +269,7 @@ class PositionalPanel(QWidget):
         self.matrix.set_data(pe, [str(p) for p in range(n)], [str(i) for i in range(d)])
         sim = pe @ pe.T / (d / 2)  # each pair contributes sin² + cos² = 1 at p = q
         self.similarity.set_data(sim, [str(p) for p in range(n)], [str(p) for p in range(n)], levels=(sim.min(), 1.0))
-        k, p = self.shift.value(), min(self.pos.value(), n - 1)
+        k, p = self.shift.value(), min(self.pos_spin.value(), n - 1)
         m = relative_shift_matrix(k, d).numpy()
         long = sinusoidal_table(p + abs(k) + 1, d).numpy().astype(np.float64)
         target = long[p + k] if p + k >= 0 else None
@@ -319,7 +319,7 @@ class PositionalPanel(QWidget):
                                       [str(i) for i in range(table.shape[1])])  # fmt: skip
                 title = tr("The model's learned position table (target side)")
                 self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables.step)}")
-        else:
+        elif info is not None:  # RoPE
             head = info.model_config.d_model // info.model_config.n_heads
             n = self.positions.value()
             from model.positional import inverse_frequencies

@@ -107,7 +107,7 @@ class TrainingPanel(QWidget):
         for w in (self.pause_at_step, self.pause_at_loss):
             w.valueChanged.connect(self._on_pause_at)
         self.smooth_label = QLabel()
-        self.smooth_slider = QSlider(Qt.Horizontal, objectName="smoothing_slider")
+        self.smooth_slider = QSlider(Qt.Orientation.Horizontal, objectName="smoothing_slider")
         self.smooth_slider.setRange(0, 99)
         self.smooth_slider.setValue(60)
         self.smooth_slider.setMaximumWidth(160)
@@ -159,7 +159,7 @@ class TrainingPanel(QWidget):
         self.plots["lr_plot"].define("lr", N_("used"))
         self.plots["grad_plot"].define("train", N_("before clipping"))
         self.plots["speed_plot"].define("train", N_("target tokens/s"))
-        self.step_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", style=Qt.DotLine))
+        self.step_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", style=Qt.PenStyle.DotLine))
         self.plots["lr_plot"].plot.addItem(self.step_marker)
         # the step of the attention snapshot being looked at (Attention panel's timeline)
         self.probe_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
@@ -290,23 +290,23 @@ class TrainingPanel(QWidget):
             self._add_evals(info.run_id, info.history_evals)
         if new:
             item = QListWidgetItem()
-            item.setData(Qt.UserRole, info.run_id)
-            item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
-            item.setCheckState(Qt.Checked)
+            item.setData(Qt.ItemDataRole.UserRole, info.run_id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
             self.run_list.blockSignals(True)
             for i in range(self.run_list.count()):  # earlier runs: unticked, not bold
                 other = self.run_list.item(i)
                 f = other.font()
                 f.setBold(False)
                 other.setFont(f)
-                other.setCheckState(Qt.Unchecked)
+                other.setCheckState(Qt.CheckState.Unchecked)
             self.run_list.insertItem(0, item)
             self._forget_old_runs()
             self.run_list.blockSignals(False)
         self._label_runs()
         for i in range(self.run_list.count()):
             item = self.run_list.item(i)
-            if item.data(Qt.UserRole) == info.run_id:
+            if item.data(Qt.ItemDataRole.UserRole) == info.run_id:
                 f = item.font()
                 f.setBold(True)
                 item.setFont(f)
@@ -326,9 +326,9 @@ class TrainingPanel(QWidget):
             if self.run_list.count() <= MAX_RUNS:
                 return
             item = self.run_list.item(i)
-            if item.checkState() == Qt.Checked:
+            if item.checkState() == Qt.CheckState.Checked:
                 continue
-            rid = item.data(Qt.UserRole)
+            rid = item.data(Qt.ItemDataRole.UserRole)
             self.run_list.takeItem(i)
             self.runs.pop(rid, None)
             for plot in self.plots.values():
@@ -342,7 +342,7 @@ class TrainingPanel(QWidget):
     def _label_runs(self) -> None:
         for i in range(self.run_list.count()):
             item = self.run_list.item(i)
-            rid = item.data(Qt.UserRole)
+            rid = item.data(Qt.ItemDataRole.UserRole)
             item.setText(f"{tr('Run')} {rid}: {self.runs[rid].label}")
 
     def on_metrics(self, batch: MetricsBatch) -> None:
@@ -373,8 +373,8 @@ class TrainingPanel(QWidget):
         visible = set()
         for i in range(self.run_list.count()):
             item = self.run_list.item(i)
-            if item.checkState() == Qt.Checked:
-                visible.add(item.data(Qt.UserRole))
+            if item.checkState() == Qt.CheckState.Checked:
+                visible.add(item.data(Qt.ItemDataRole.UserRole))
         current = self.current.run_id if self.current else 0
         for plot in self.plots.values():
             plot.set_runs(current, visible)
