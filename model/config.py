@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from model.plain_data import choice_problems, from_plain, setting, to_plain
+from model.plain_data import ConfigError, choice_problems, from_plain, setting, to_plain
 
 Positional = Literal["sinusoidal", "learned", "rope"]
 Norm = Literal["post", "pre"]
@@ -115,7 +115,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         problems = self._problems()
         if problems:
-            raise ValueError("Invalid model configuration: " + "; ".join(problems))
+            raise ConfigError("Invalid model configuration", problems)
 
     def _problems(self) -> list[str]:
         p: list[str] = []

@@ -28,6 +28,15 @@ from typing import Any, Literal, TypeVar
 
 SETTING = "setting"  # the key of a Setting in a dataclass field's metadata
 
+
+class ConfigError(ValueError):
+    """Settings that cannot work, with each problem on its own (the window lists them without the
+    heading, e.g. "Invalid model configuration")."""
+
+    def __init__(self, heading: str, problems: list[str]) -> None:
+        super().__init__(f"{heading}: " + "; ".join(problems))
+        self.problems = list(problems)
+
 T = TypeVar("T")
 
 

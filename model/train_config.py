@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from model.plain_data import choice_problems, from_plain, setting, to_plain
+from model.plain_data import ConfigError, choice_problems, from_plain, setting, to_plain
 
 Optimizer = Literal["adam", "adamw"]
 Schedule = Literal["noam", "constant", "cosine"]
@@ -66,7 +66,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         problems = _type_problems(self)
         if problems:  # the checks below compare numbers
-            raise ValueError("Invalid training configuration: " + "; ".join(problems))
+            raise ConfigError("Invalid training configuration", problems)
         problems.extend(choice_problems(self))  # optimizer, schedule
         if self.batch_size < 1:
             problems.append("batch_size must be at least 1")
@@ -85,7 +85,7 @@ class TrainConfig:
         if self.eval_every < 0 or self.eval_sentences < 0:
             problems.append("eval_every and eval_sentences must be ≥ 0")
         if problems:
-            raise ValueError("Invalid training configuration: " + "; ".join(problems))
+            raise ConfigError("Invalid training configuration", problems)
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)

@@ -248,3 +248,15 @@ def test_the_bundled_checkpoint_reads_with_the_one_policy():
         for key, cls in (("model_config", ModelConfig), ("train_config", TrainConfig), ("data_spec", DataSpec),
                          ("tokenizer_spec", TokenizerSpec)):  # fmt: skip
             assert cls.from_dict(meta[key]).to_dict() == meta[key], (path.name, key)
+
+
+def test_the_form_lists_the_problems_without_the_engine_s_heading(qtbot):
+    pytest.importorskip("pytestqt")
+    from explorer.panels.settings_form import SettingsForm
+
+    form = SettingsForm()
+    qtbot.addWidget(form)
+    form.heads.setValue(7)  # d_model 64 is not divisible by 7
+    assert not form.validate()
+    text = form.error_label.text()
+    assert "divisible" in text and "Invalid" not in text

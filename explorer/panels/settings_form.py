@@ -26,7 +26,7 @@ from explorer.i18n import N_, tr
 from explorer.worker import NewModelSpec, RunInfo
 from model.config import PRESETS, ModelConfig
 from model.data import TASK_DESCRIPTIONS, TASKS, DataError, DataSpec
-from model.plain_data import SettingField, form_settings
+from model.plain_data import ConfigError, SettingField, form_settings
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
 from model.train_config import TRAIN_PRESETS, TrainConfig
 
@@ -297,10 +297,10 @@ class SettingsForm(QWidget):
         try:
             self.spec()
             message = ""
+        except ConfigError as exc:
+            message = "; ".join(exc.problems)
         except (ValueError, DataError) as exc:
-            message = (
-                str(exc).replace("Invalid model configuration: ", "").replace("Invalid training configuration: ", "")
-            )
+            message = str(exc)
         self.error_label.setText(message)
         self.error_label.setVisible(bool(message))
         self.validity_changed.emit(not message)
