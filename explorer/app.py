@@ -81,7 +81,7 @@ def _measure_startup(app, window) -> None:
     app.processEvents()
     print(f"window shown after {time.perf_counter() - T0:.2f} s", flush=True)
     stamps: list[float] = []
-    probe = QTimer(window, timerType=Qt.PreciseTimer, interval=16)
+    probe = QTimer(window, timerType=Qt.TimerType.PreciseTimer, interval=16)
     probe.timeout.connect(lambda: stamps.append(time.perf_counter()))
     probe.start()
     shown = {}
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)  # nothing here makes a bare QCoreApplication
     app.setOrganizationName("transformer-explorer")
     app.setApplicationName("Transformer Explorer")
     app.setStyle("Fusion")

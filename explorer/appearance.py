@@ -11,35 +11,36 @@ THEMES = ("light", "dark")
 
 def dark_palette() -> QPalette:
     p = QPalette()
+    R = QPalette.ColorRole
     colours = {
-        QPalette.Window: "#2b2d30", QPalette.WindowText: "#e6e6e6", QPalette.Base: "#1f2023",
-        QPalette.AlternateBase: "#2b2d30", QPalette.ToolTipBase: "#3c3f41", QPalette.ToolTipText: "#e6e6e6",
-        QPalette.Text: "#e6e6e6", QPalette.Button: "#3a3d41", QPalette.ButtonText: "#e6e6e6",
-        QPalette.BrightText: "#ff6b6b", QPalette.Link: "#6aa9ff", QPalette.Highlight: "#3d6fb6",
-        QPalette.HighlightedText: "#ffffff", QPalette.PlaceholderText: "#8a8a8a",
+        R.Window: "#2b2d30", R.WindowText: "#e6e6e6", R.Base: "#1f2023",
+        R.AlternateBase: "#2b2d30", R.ToolTipBase: "#3c3f41", R.ToolTipText: "#e6e6e6",
+        R.Text: "#e6e6e6", R.Button: "#3a3d41", R.ButtonText: "#e6e6e6",
+        R.BrightText: "#ff6b6b", R.Link: "#6aa9ff", R.Highlight: "#3d6fb6",
+        R.HighlightedText: "#ffffff", R.PlaceholderText: "#8a8a8a",
     }  # fmt: skip
     for role, colour in colours.items():
         p.setColor(role, QColor(colour))
-    for role in (QPalette.Text, QPalette.ButtonText, QPalette.WindowText):
-        p.setColor(QPalette.Disabled, role, QColor("#777777"))
+    for role in (R.Text, R.ButtonText, R.WindowText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#777777"))
     return p
 
 
 def foreground() -> QColor:
-    return QApplication.palette().color(QPalette.WindowText)
+    return QApplication.palette().color(QPalette.ColorRole.WindowText)
 
 
 def legend_brush():
     """A legend box in the window's own colour, slightly see-through."""
-    colour = QColor(QApplication.palette().color(QPalette.Window))
+    colour = QColor(QApplication.palette().color(QPalette.ColorRole.Window))
     colour.setAlpha(200)
     return pg.mkBrush(colour)
 
 
 def apply_theme(name: str, root: QWidget | None = None) -> None:
     """Switch the application's palette, and restyle the plots under ``root`` to match."""
-    app = QApplication.instance()
-    app.setPalette(dark_palette() if name == "dark" else app.style().standardPalette())
+    # setPalette and style are static: they act on the running QApplication
+    QApplication.setPalette(dark_palette() if name == "dark" else QApplication.style().standardPalette())
     fg = foreground()
     pg.setConfigOption("foreground", fg)
     if root is not None:
@@ -69,9 +70,8 @@ def restyle_plots(root: QWidget, fg: QColor, tick_font: QFont | None = None) -> 
 
 def set_presenter_font(root: QWidget, on: bool, base: QFont) -> None:
     """Presenter mode: everything about 40% larger, plot ticks included."""
-    app = QApplication.instance()
     font = QFont(base)
     if on:
         font.setPointSizeF(base.pointSizeF() * 1.4)
-    app.setFont(font)
+    QApplication.setFont(font)  # static: the running application's default font
     restyle_plots(root, foreground(), font)

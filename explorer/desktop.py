@@ -74,10 +74,16 @@ def install_desktop_entry(home: Path | None = None, refresh: bool = True) -> lis
     return written
 
 
+class _CaseSensitiveParser(ConfigParser):
+    """A key file parser that keeps keys as written: desktop entry keys are case-sensitive."""
+
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr
+
+
 def check_desktop_entry(path: Path) -> list[str]:
     """Problems with a desktop entry, by the Desktop Entry Specification's rules that matter here."""
-    parser = ConfigParser(interpolation=None, strict=True)
-    parser.optionxform = str  # keys are case-sensitive
+    parser = _CaseSensitiveParser(interpolation=None, strict=True)
     try:
         parser.read_string(path.read_text(encoding="utf-8"))
     except Exception as exc:  # noqa: BLE001 — any parse error is a problem to report

@@ -172,12 +172,14 @@ class HelpBox(QWidget):
     def __init__(self, key: str, parent=None):
         super().__init__(parent)
         self.key = key
-        self.button = QToolButton(objectName=f"{key}_help_button")
+        self.button = QToolButton()
+        self.button.setObjectName(f"{key}_help_button")
         self.button.setCheckable(True)
         self.button.setAutoRaise(True)
-        self.text = QLabel(objectName=f"{key}_help_text")
+        self.text = QLabel()
+        self.text.setObjectName(f"{key}_help_text")
         self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.RichText)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setStyleSheet("padding: 6px; border: 1px solid palette(mid); border-radius: 4px;")
         self.text.hide()
         self.button.toggled.connect(self.text.setVisible)

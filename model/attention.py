@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -64,6 +65,32 @@ def _masked_softmax(scaled: Tensor, mask: Tensor | None) -> Tensor:
     return weights.masked_fill(~mask, 0.0)
 
 
+@overload
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: Literal[False] = False,
+) -> tuple[Tensor, None]: ...
+@overload
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: Literal[True]
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, *, need_weights: Literal[True]
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]: ...
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,

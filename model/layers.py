@@ -10,7 +10,7 @@ LayerNorm is ``torch.nn.LayerNorm``: biased variance, eps inside the square root
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -126,6 +126,42 @@ class DecoderStepWeights(NamedTuple):
     norms: tuple[tuple[Tensor, Tensor, float], ...]  # norm1, norm2, norm3: weight, bias, eps
 
 
+@overload
+def decoder_step(
+    w: DecoderStepWeights,
+    x: Tensor,
+    cache_k: Tensor,
+    cache_v: Tensor,
+    memory_k: Tensor,
+    memory_v: Tensor,
+    memory_mask: Tensor | None,
+    position: int,
+    need_weights: Literal[False] = False,
+) -> tuple[Tensor, None, None]: ...
+@overload
+def decoder_step(
+    w: DecoderStepWeights,
+    x: Tensor,
+    cache_k: Tensor,
+    cache_v: Tensor,
+    memory_k: Tensor,
+    memory_v: Tensor,
+    memory_mask: Tensor | None,
+    position: int,
+    need_weights: Literal[True],
+) -> tuple[Tensor, Tensor, Tensor]: ...
+@overload
+def decoder_step(
+    w: DecoderStepWeights,
+    x: Tensor,
+    cache_k: Tensor,
+    cache_v: Tensor,
+    memory_k: Tensor,
+    memory_v: Tensor,
+    memory_mask: Tensor | None,
+    position: int,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None, Tensor | None]: ...
 def decoder_step(
     w: DecoderStepWeights,
     x: Tensor,

@@ -54,6 +54,8 @@ def relative_shift_matrix(k: int, d_model: int) -> Tensor:
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table: x + PE[offset : offset + L]."""
 
+    pe: Tensor  # [max_len, d_model], a buffer (not saved: it is recomputed)
+
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
         self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
@@ -87,6 +89,8 @@ class RotaryEmbedding(nn.Module):
     The pair i at position p is rotated by the angle p · ω_i, ω_i = base^(−2i/d_head),
     so q_m · k_n depends on the positions only through the offset n − m.
     """
+
+    rotation: Tensor  # [max_len, head_dim / 2] complex64, a buffer
 
     def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
         super().__init__()

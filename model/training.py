@@ -45,10 +45,10 @@ def divergence_advice(cfg: TrainConfig, norm: str) -> list[str]:
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     prepare_optimizers()  # the first construction's imports, without collector pauses for other threads
     params = [p for p in model.parameters() if p.requires_grad]
-    kw = dict(lr=0.0, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+    betas = (cfg.beta1, cfg.beta2)
     if cfg.optimizer == "adamw":
-        return torch.optim.AdamW(params, weight_decay=cfg.weight_decay, **kw)
-    return torch.optim.Adam(params, **kw)
+        return torch.optim.AdamW(params, lr=0.0, betas=betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    return torch.optim.Adam(params, lr=0.0, betas=betas, eps=cfg.eps)
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,9 @@ class Trainer:
         """Note whether this step was in range; at the end of an interval, promote or replace the candidate."""
         self._in_range &= loss <= self.loss_limit and grad_norm <= self._grad_limit
         self._grad_norms.append(grad_norm)
-        if self.step - (self._candidate or self.good).step < self.snapshot_every:
+        last = self._candidate or self.good
+        assert last is not None  # good is taken at the first step, before any _watch
+        if self.step - last.step < self.snapshot_every:
             return
         now = self.snapshot()
         candidate = self._candidate
@@ -181,6 +183,7 @@ class Trainer:
         self._candidate, self._in_range, self._grad_norms = None, True, []
 
     def _diverged(self, step: int, what: str, lr: float) -> None:
+        assert self.good is not None  # taken at the first step, before anything can diverge
         self.restore(self.good)
         raise TrainingDiverged(step, what, lr, self.step, divergence_advice(self.cfg, self.model.cfg.norm))
 
@@ -228,7 +231,7 @@ def evaluate(
         total += loss_fn(logits.view(-1, logits.shape[-1]), batch.tgt_out.view(-1)).item()
         tokens += batch.n_tokens
     n = len(data.src) if max_sentences is None else min(max_sentences, len(data.src))
-    hyps = []
+    hyps: list[str] = []
     for k in range(0, n, batch_size):
         chunk = data.src[k : min(n, k + batch_size)]
         src = collate(chunk, [[0]] * len(chunk)).src.to(device)

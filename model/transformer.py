@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, cast, overload
 
 import torch
 import torch.nn.functional as F
@@ -84,6 +85,8 @@ class Transformer(nn.Module):
         self.tgt_embed = self.src_embed if cfg.shared_vocab else nn.Embedding(cfg.tgt_vocab_size, d)
 
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_len) if cfg.positional == "rope" else None
+        self.src_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None
+        self.tgt_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None
         if cfg.positional == "sinusoidal":
             self.src_pos = self.tgt_pos = SinusoidalPositionalEncoding(d, cfg.max_len)
         elif cfg.positional == "learned":
@@ -130,6 +133,18 @@ class Transformer(nn.Module):
         return self.dropout(x)
 
     # -- encoder ---------------------------------------------------------------
+    @overload
+    def encode(
+        self, src: Tensor, src_mask: Tensor | None = None, return_attention: Literal[False] = False
+    ) -> Tensor: ...
+    @overload
+    def encode(
+        self, src: Tensor, src_mask: Tensor | None = None, *, return_attention: Literal[True]
+    ) -> tuple[Tensor, list[Tensor]]: ...
+    @overload
+    def encode(
+        self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, list[Tensor]]: ...
     def encode(
         self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
@@ -137,7 +152,7 @@ class Transformer(nn.Module):
         if src_mask is None:
             src_mask = padding_mask(src, self.cfg.pad_id)
         x = self._embed(src, self.src_embed, self.src_pos)
-        maps = []
+        maps: list[Tensor] = []
         for layer in self.encoder_layers:
             x, weights = layer(x, src_mask, return_attention)
             maps.append(weights)
@@ -146,6 +161,18 @@ class Transformer(nn.Module):
         return (x, maps) if return_attention else x
 
     # -- decoder (whole target, teacher forcing) -------------------------------
+    @overload
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor | None, return_attention: Literal[False] = False
+    ) -> Tensor: ...
+    @overload
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor | None, return_attention: Literal[True]
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]: ...
+    @overload
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor | None, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, list[Tensor], list[Tensor]]: ...
     def decode(
         self,
         tgt_in: Tensor,
@@ -158,7 +185,8 @@ class Transformer(nn.Module):
         ``return_attention`` the per-layer self ``[B, H, T, T]`` and cross ``[B, H, T, S]`` maps."""
         self_mask = decoder_self_mask(tgt_in, self.cfg.pad_id)
         x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos)
-        self_maps, cross_maps = [], []
+        self_maps: list[Tensor] = []
+        cross_maps: list[Tensor] = []
         for layer in self.decoder_layers:
             x, self_w, cross_w = layer(x, memory, self_mask, src_mask, return_attention)
             self_maps.append(self_w)
@@ -167,6 +195,14 @@ class Transformer(nn.Module):
             x = self.decoder_norm(x)
         return (x, self_maps, cross_maps) if return_attention else x
 
+    @overload
+    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: Literal[False] = False) -> Tensor: ...
+    @overload
+    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
+    @overload
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, AttentionMaps]: ...
     def forward(
         self, src: Tensor, tgt_in: Tensor, return_attention: bool = False
     ) -> Tensor | tuple[Tensor, AttentionMaps]:
@@ -189,18 +225,31 @@ class Transformer(nn.Module):
                 f"an output of up to {capacity} tokens needs {capacity} decoder positions, more than the model's "
                 f"max_len ({self.cfg.max_len}); lower the maximum output length"
             )
+        layers = cast("list[DecoderLayer]", list(self.decoder_layers))  # to a type checker, plain Modules
         mem_k, mem_v = [], []
-        for layer in self.decoder_layers:
+        for layer in layers:
             k, v = layer.cross_attn.project_memory(memory)
             mem_k.append(k)
             mem_v.append(v)
         cfg = self.cfg
         cache = memory.new_empty(cfg.n_decoder_layers, 2, batch, cfg.n_heads, capacity, cfg.head_dim)
-        if bool(src_mask.all()):
-            src_mask = None  # nothing to hide: attention skips the masking work
-        weights = [layer.step_weights() for layer in self.decoder_layers]
-        return DecoderState(mem_k, mem_v, src_mask, cache, weights, length=0)
+        # nothing to hide: attention skips the masking work
+        memory_mask = None if bool(src_mask.all()) else src_mask
+        weights = [layer.step_weights() for layer in layers]
+        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0)
 
+    @overload
+    def decode_step(
+        self, tokens: Tensor, state: DecoderState, need_weights: Literal[False] = False
+    ) -> tuple[Tensor, None, None]: ...
+    @overload
+    def decode_step(
+        self, tokens: Tensor, state: DecoderState, need_weights: Literal[True]
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]: ...
+    @overload
+    def decode_step(
+        self, tokens: Tensor, state: DecoderState, need_weights: bool = False
+    ) -> tuple[Tensor, list[Tensor] | None, list[Tensor] | None]: ...
     def decode_step(
         self, tokens: Tensor, state: DecoderState, need_weights: bool = False
     ) -> tuple[Tensor, list[Tensor] | None, list[Tensor] | None]:
@@ -215,7 +264,8 @@ class Transformer(nn.Module):
         x = F.embedding(tokens[:, None], self.tgt_embed.weight) * self.embed_scale  # [B, 1, d]
         if self.tgt_pos is not None:
             x = x + self.tgt_pos.table()[t]
-        self_maps, cross_maps = ([], []) if need_weights else (None, None)
+        self_maps: list[Tensor] = []
+        cross_maps: list[Tensor] = []
         for i, w in enumerate(state.weights):
             mk, mv = state.memory_k[i], state.memory_v[i]
             if mk.shape[0] != B:  # one source shared by B beams: a broadcast view, no copy
@@ -223,12 +273,14 @@ class Transformer(nn.Module):
             cache = state.cache[i, :, :B]  # [2, B, H, capacity, Dh]
             x, self_w, cross_w = decoder_step(w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights)
             if need_weights:
+                assert self_w is not None and cross_w is not None  # asked for, so both came back
                 self_maps.append(self_w)
                 cross_maps.append(cross_w)
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)
         state.length = t + 1
-        return F.linear(x[:, 0], self.generator.weight, self.generator.bias), self_maps, cross_maps
+        logits = F.linear(x[:, 0], self.generator.weight, self.generator.bias)  # [B, V]
+        return (logits, self_maps, cross_maps) if need_weights else (logits, None, None)
 
     # -- sizes -------------------------------------------------------------------
     def num_parameters(self) -> int:

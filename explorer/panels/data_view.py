@@ -46,6 +46,7 @@ class DataPanel(QWidget):
 
     def _summarise(self) -> None:
         info, c = self.info, self.data.corpus if self.data is not None else None
+        assert info is not None  # described only once a model is open
         if c is None:  # described a moment after the model opens
             name = html.escape(info.data.task or Path(info.data.path or "").name)
             self.summary.setText(f"<b>{name}</b><br>{tr('Reading the data…')}")

@@ -75,5 +75,5 @@ class ModelPanel(QWidget):
             for c, text in enumerate((tr(name), f"{count:,}", f"{100 * share:.1f}%")):
                 item = QTableWidgetItem(text)
                 if c:
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)

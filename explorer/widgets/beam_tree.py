@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QStaticText, QTransform
 from PySide6.QtWidgets import (
     QGraphicsItem,
@@ -42,10 +42,10 @@ if TYPE_CHECKING:  # types only: PyTorch is loaded by the engine, after the wind
 NODE_W, NODE_H, COL_GAP, ROW_GAP = 112, 40, 44, 8
 PITCH_X, PITCH_Y = NODE_W + COL_GAP, NODE_H + ROW_GAP
 STYLES = {
-    "root": ("#eeeeee", "#888888", Qt.SolidLine, "#202020"),
-    "live": ("#dbe8f7", "#1f77b4", Qt.SolidLine, "#202020"),
-    "pruned": ("#f4f4f4", "#b0b0b0", Qt.DashLine, "#9a9a9a"),
-    "finished": ("#dff2df", "#2ca02c", Qt.SolidLine, "#202020"),
+    "root": ("#eeeeee", "#888888", Qt.PenStyle.SolidLine, "#202020"),
+    "live": ("#dbe8f7", "#1f77b4", Qt.PenStyle.SolidLine, "#202020"),
+    "pruned": ("#f4f4f4", "#b0b0b0", Qt.PenStyle.DashLine, "#9a9a9a"),
+    "finished": ("#dff2df", "#2ca02c", Qt.PenStyle.SolidLine, "#202020"),
 }
 SLICE_S = 0.015  # GUI time spent adding columns before letting other events in
 MAX_EXPORT_PIXELS = 60e6  # a PNG of a very tall tree is drawn at a smaller scale
@@ -108,7 +108,8 @@ class Column(QGraphicsItem):
         self.score: np.ndarray = arrays["score"]  # NaN unless finished
         self.live_index: np.ndarray = arrays["live_index"]  # -1 unless root or live
         self._labels: dict[int, tuple[tuple[QPointF, QStaticText], ...]] = {}  # by row, made when first shown
-        self.setFlag(QGraphicsItem.ItemUsesExtendedStyleOption)  # exposedRect: paint only what is in view
+        # exposedRect: paint only what is in view
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption)
         # edges: the parent's right middle → the child's left middle
         n = len(self.status)
         self.edge_y0 = parent_rows * PITCH_Y + NODE_H / 2
@@ -132,8 +133,10 @@ class Column(QGraphicsItem):
         score[np.flatnonzero(status == FINISHED)] = [h.score for h in step.finished]  # the same order
         token = np.fromiter((c.token for c in cands), np.int64, n)
         order = np.lexsort((-log_prob, parent))  # by prefix, then most probable first (stable)
-        arrays = {"status": status[order], "log_prob": log_prob[order], "score": score[order],
-                  "live_index": live_index[order], "token": token[order]}  # fmt: skip
+        arrays: dict[str, np.ndarray] = {
+            "status": status[order], "log_prob": log_prob[order], "score": score[order],
+            "live_index": live_index[order], "token": token[order],
+        }  # fmt: skip
         return cls(level, arrays, entering_rows[parent[order]], tree)
 
     def __len__(self) -> int:
@@ -160,7 +163,7 @@ class Column(QGraphicsItem):
         x0, x1 = self.level * PITCH_X - COL_GAP, self.level * PITCH_X
         if exposed.left() < x1 and len(self.edge_y0):
             seen = (np.minimum(self.edge_y0, self.edge_y1) <= bottom) & (np.maximum(self.edge_y0, self.edge_y1) >= top)
-            painter.setBrush(Qt.NoBrush)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
             for code in (PRUNED, FINISHED, LIVE):  # kept edges on top
                 idx = np.flatnonzero(seen & (self.status == code))
                 if len(idx):
@@ -168,7 +171,7 @@ class Column(QGraphicsItem):
                     painter.drawLines([QLineF(x0, self.edge_y0[i], x1, self.edge_y1[i]) for i in idx])
         first = max(0, math.floor(top / PITCH_Y))
         last = min(len(self), math.floor(bottom / PITCH_Y) + 1)
-        painter.setRenderHint(QPainter.Antialiasing, False)  # boxes on whole pixels: crisp, and 4× faster
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)  # boxes on whole pixels: crisp, and 4× faster
         for row in range(first, last):
             _, border, brush, ink = pens[self.status[row]]
             painter.setPen(border)
@@ -185,7 +188,7 @@ class Column(QGraphicsItem):
             rect, font = node_rect(self.level, row), self.tree.node_font
             lines = [QStaticText(line) for line in self.node(row).text.split("\n")]
             for line in lines:
-                line.setTextFormat(Qt.PlainText)  # a token such as <b> is text
+                line.setTextFormat(Qt.TextFormat.PlainText)  # a token such as <b> is text
                 line.prepare(QTransform(), font)
             y = rect.top() + (NODE_H - sum(line.size().height() for line in lines)) / 2
             placed = []
@@ -206,8 +209,8 @@ class BeamTreeView(QGraphicsView):
         super().__init__(parent)
         self.setObjectName(object_name)
         self.setScene(QGraphicsScene(self))
-        self.setRenderHint(QPainter.Antialiasing)
-        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.node_font = QFont(self.font())
         self.node_font.setPointSizeF(self.node_font.pointSizeF() * 0.9)
         self.columns: list[Column] = []  # one per level drawn; level 0 is the start
@@ -332,7 +335,7 @@ class BeamTreeView(QGraphicsView):
             self.outline.show()
 
     def mousePressEvent(self, event) -> None:  # noqa: N802
-        if event.button() == Qt.LeftButton:
+        if event.button() == Qt.MouseButton.LeftButton:
             p = self.mapToScene(event.position().toPoint())
             node = self.node_at(p.x(), p.y())
             if node is not None and node.status in ("root", "live"):
@@ -341,14 +344,14 @@ class BeamTreeView(QGraphicsView):
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802
         super().mouseMoveEvent(event)
-        if event.buttons() == Qt.NoButton:
+        if event.buttons() == Qt.MouseButton.NoButton:
             p = self.mapToScene(event.position().toPoint())
             node = self.node_at(p.x(), p.y())
             clickable = node is not None and node.status in ("root", "live")
-            self.viewport().setCursor(Qt.PointingHandCursor if clickable else Qt.OpenHandCursor)
+            self.viewport().setCursor(Qt.CursorShape.PointingHandCursor if clickable else Qt.CursorShape.OpenHandCursor)
 
     def viewportEvent(self, event) -> bool:  # noqa: N802
-        if event.type() == QEvent.ToolTip:
+        if event.type() == QEvent.Type.ToolTip:
             p = self.mapToScene(event.pos())
             node = self.node_at(p.x(), p.y())
             if node is None:
@@ -378,5 +381,5 @@ class BeamTreeView(QGraphicsView):
         scale = min(2.0, math.sqrt(MAX_EXPORT_PIXELS / max(1.0, source.width() * source.height())))
         render_scene(self.scene(), source, path, "beam tree", scale=scale)
 
-    def drawBackground(self, painter, rect: QRectF) -> None:  # noqa: N802
+    def drawBackground(self, painter, rect: QRectF | QRect) -> None:  # noqa: N802
         painter.fillRect(rect, QColor("#ffffff"))

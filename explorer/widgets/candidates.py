@@ -42,7 +42,7 @@ class CandidateBars(QWidget):
         # TextItem re-lays itself out while painting, which costs a second paint of the plot every step)
         self.value_labels: list[QGraphicsSimpleTextItem] = []
         self.title, _ = titled_view(self, self.plot, "candidates", self.export, ("PNG", "SVG", "CSV"))
-        self.title.setTextFormat(Qt.PlainText)  # the title quotes the model's prefix: never markup
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # the title quotes the model's prefix: never markup
         self._title_source = N_("Next-token candidates")
         self.retranslate()
 
@@ -62,7 +62,7 @@ class CandidateBars(QWidget):
         self.plot.getAxis("left").setTicks([[(i, t.replace(" ", "␣")) for i, t in enumerate(self.tokens)]])
         while len(self.value_labels) < n:
             label = QGraphicsSimpleTextItem()
-            label.setFlag(QGraphicsItem.ItemIgnoresTransformations)
+            label.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
             self.plot.getViewBox().addItem(label, ignoreBounds=True)
             self.value_labels.append(label)
         color = QColor(foreground())
@@ -78,7 +78,7 @@ class CandidateBars(QWidget):
     def export(self, path: str | Path) -> None:
         path = Path(path)
         if path.suffix.lower() == ".csv":
-            rows = [[t, p, int(i in self.chosen)] for i, (t, p) in enumerate(zip(self.tokens, self.probs))]
+            rows = [(t, p, int(i in self.chosen)) for i, (t, p) in enumerate(zip(self.tokens, self.probs))]
             with path.open("w", encoding="utf-8") as f:
                 f.write("token,probability,kept\n")
                 for t, p, k in rows:

@@ -24,6 +24,7 @@ def render_scene(scene: QGraphicsScene, source: QRectF, path: str | Path, title:
     """
     path = Path(path)
     w, h = max(1.0, source.width()), max(1.0, source.height())
+    device: QSvgGenerator | QImage
     if path.suffix.lower() == ".svg":
         device = QSvgGenerator()
         device.setFileName(str(path))
@@ -32,13 +33,13 @@ def render_scene(scene: QGraphicsScene, source: QRectF, path: str | Path, title:
         device.setTitle(title)
         target = QRectF(0, 0, w, h)
     elif path.suffix.lower() == ".png":
-        device = QImage(int(w * scale), int(h * scale), QImage.Format_ARGB32)
+        device = QImage(int(w * scale), int(h * scale), QImage.Format.Format_ARGB32)
         device.fill(0xFFFFFFFF)
         target = QRectF(0, 0, w * scale, h * scale)
     else:
         raise ValueError(f"cannot export a picture to {path.suffix or 'a file without extension'}: use .png or .svg")
     painter = QPainter(device)
-    painter.setRenderHint(QPainter.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     try:
         scene.render(painter, target, source)
     finally:
@@ -105,7 +106,7 @@ def titled_view(
 ) -> tuple[QLabel, QToolButton]:
     """Lay ``owner`` out as a bold title and a ⤓ export button above ``body`` (and ``footer``)."""
     title = QLabel()
-    title.setTextFormat(Qt.PlainText)  # titles may quote tokens or file names: never markup
+    title.setTextFormat(Qt.TextFormat.PlainText)  # titles may quote tokens or file names: never markup
     title.setStyleSheet("font-weight: 600")
     title.setWordWrap(True)  # a long title must not set the panel's minimum width
     button = export_button(owner, name, export, formats)
@@ -128,7 +129,7 @@ def export_button(owner: QWidget, name: str, export: Callable[[str], None], form
     button = QToolButton(owner)
     button.setText("⤓")
     button.setAutoRaise(True)
-    button.setPopupMode(QToolButton.InstantPopup)
+    button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
     button.setToolTip(tr("Export: the picture (PNG, SVG) or the numbers (CSV, NPY)"))
     menu = QMenu(button)
 
@@ -142,7 +143,10 @@ def export_button(owner: QWidget, name: str, export: Callable[[str], None], form
                 if hasattr(window, "show_message"):
                     window.show_message(f"{tr('Export failed')}: {exc}", "error")
 
+    def asker(fmt: str) -> Callable[[], None]:
+        return lambda: ask(fmt)
+
     for fmt in formats:
-        menu.addAction(f"{fmt}…", lambda f=fmt: ask(f))
+        menu.addAction(f"{fmt}…", asker(fmt))
     button.setMenu(menu)
     return button

@@ -45,7 +45,7 @@ class MessageBar(QFrame):
         self.level = level
         for label, callback in actions or []:
             b = QPushButton(label)
-            b.clicked.connect(lambda _=False, cb=callback: (self.hide(), cb()))
+            b.clicked.connect(self._hide_then(callback))
             self._layout.addWidget(b)
             self.buttons.append(b)
         if closable:
@@ -56,3 +56,12 @@ class MessageBar(QFrame):
             self._layout.addWidget(b)
             self.buttons.append(b)
         self.show()
+
+    def _hide_then(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """A button's action: the bar goes away, then the callback runs."""
+
+        def act() -> None:
+            self.hide()
+            callback()
+
+        return act

@@ -151,7 +151,7 @@ class MetricPlot(QWidget):
         item.vb.sigRangeChangedManually.connect(self._on_manual_range)
         item.autoBtn.clicked.connect(self._on_auto_button)
         for name in ("left", "bottom"):  # blit the axes from a pixmap; re-rendered only when they change
-            item.getAxis(name).setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+            item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             item.getAxis(name).enableAutoSIPrefix(False)  # plain numbers, not "(x0.001)"
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
         self.title, self.export_button = titled_view(
@@ -239,7 +239,8 @@ class MetricPlot(QWidget):
         if not self.follow:
             return
         log = self.plot.getPlotItem().ctrl.logYCheck.isChecked()
-        xs, ys = [], []
+        xs: list[float] = []
+        ys: list[float] = []
         for s in self.series.values():
             if s.run_id in self.visible_runs and s.buffer.n:
                 xs.append(s.buffer.x.max())
@@ -292,9 +293,8 @@ class MetricPlot(QWidget):
                 continue
             s.dirty = False
             show = s.run_id in self.visible_runs
-            if s.curve is None:
-                self._make_curves(s)
-            s.curve.setVisible(show)
+            curve = s.curve if s.curve is not None else self._make_curves(s)
+            curve.setVisible(show)
             if s.raw_curve is not None:
                 s.raw_curve.setVisible(show and self.weight > 0)
             if not show:
@@ -311,10 +311,11 @@ class MetricPlot(QWidget):
                     s.smooth.thin()
                     s.smoothed_upto = s.buffer.n
             if smoothed:
-                s.curve.setData(s.smooth.x, s.smooth.y)
+                assert s.raw_curve is not None  # made for every smoothed series
+                curve.setData(s.smooth.x, s.smooth.y)
                 s.raw_curve.setData(s.buffer.x, s.buffer.y)
             else:
-                s.curve.setData(s.buffer.x, s.buffer.y)
+                curve.setData(s.buffer.x, s.buffer.y)
                 if s.raw_curve is not None:
                     s.raw_curve.setData([], [])
         self._follow()
@@ -323,7 +324,8 @@ class MetricPlot(QWidget):
         label = tr(self.styles.get(s.name, {}).get("label", s.name))
         return label if s.run_id == self.current_run else f"{label} ({tr('run')} {s.run_id})"
 
-    def _make_curves(self, s: Series) -> None:
+    def _make_curves(self, s: Series) -> pg.PlotDataItem:
+        """Make the series' curve (and its faint raw curve when smoothable); returns the curve."""
         style = self.styles.get(s.name, dict(label=s.name, shift=0, dashed=False, symbol=None))
         colour = pg.mkColor(RUN_COLOURS[(s.run_id - 1 + style["shift"]) % len(RUN_COLOURS)])
         current = s.run_id == self.current_run
@@ -331,7 +333,7 @@ class MetricPlot(QWidget):
         # curve against ~4 ms (measured on Xvfb); earlier runs are told apart by their colour and fainter line
         if not current:
             colour.setAlpha(170)
-        pen = pg.mkPen(colour, width=1, style=Qt.DashLine if style["dashed"] else Qt.SolidLine)
+        pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if style["dashed"] else Qt.PenStyle.SolidLine)
         kw = dict(pen=pen, name=self._legend_text(s))
         if style["symbol"]:
             kw.update(symbol=style["symbol"], symbolSize=6, symbolBrush=colour, symbolPen=colour)
@@ -341,6 +343,7 @@ class MetricPlot(QWidget):
             faint.setAlpha(60)
             s.raw_curve = self.plot.plot([], [], pen=pg.mkPen(faint, width=1))
             s.raw_curve.setZValue(-1)
+        return s.curve
 
     # -- export --------------------------------------------------------------------------------
     def export(self, path: str | Path) -> None:

@@ -31,7 +31,7 @@ class TokenStrip(QWidget):
         self.highlight: set[int] = set()
         self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
         self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.set_tokens(tokens or [], highlight)
 
     def set_tokens(self, tokens: list[str], highlight: set[int] | None = None) -> None:
@@ -50,7 +50,7 @@ class TokenStrip(QWidget):
         self._laid_out = (-1, [])
 
     def changeEvent(self, event) -> None:  # noqa: N802
-        if event.type() == QEvent.FontChange:
+        if event.type() == QEvent.Type.FontChange:
             self._measure()
             self.updateGeometry()
         super().changeEvent(event)
@@ -60,6 +60,7 @@ class TokenStrip(QWidget):
             return self._laid_out[1]
         h = QFontMetrics(self.font()).height() + 2 * self.PAD_Y
         x = y = 0.0
+        assert self._widths is not None  # measured by set_tokens, from __init__ on
         rects = []
         for w in self._widths:
             if x > 0 and x + w > width:
@@ -85,7 +86,7 @@ class TokenStrip(QWidget):
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         for i, (t, r) in enumerate(zip(self.tokens, self._layout(self.width()))):
             special = t.startswith("<") and t.endswith(">")
             fill, border = (UNKNOWN, UNKNOWN_BORDER) if i in self.highlight else (
@@ -94,5 +95,5 @@ class TokenStrip(QWidget):
             p.setBrush(fill)
             p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
             p.setPen(QColor("#202020"))
-            p.drawText(r, Qt.AlignCenter, self._shown(t))
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, self._shown(t))
         p.end()

@@ -91,7 +91,7 @@ class BatchStream:
         rng = np.random.default_rng([self.seed, epoch])
         order = rng.permutation(len(self.data.src))
         lengths = self._lengths
-        batches = []
+        batches: list[np.ndarray] = []
         pool = self.batch_size * self.POOL
         for start in range(0, len(order), pool):
             chunk = order[start : start + pool]

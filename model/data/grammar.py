@@ -509,6 +509,7 @@ class GrammarGenerator:
         tense = "present" if verb.stative else rng.choice(["present", "past", "future"])
         mood = rng.choices(["statement", "negative", "question"], weights=[5, 2, 2])[0]
         # which object forms read naturally in this tense and mood
+        forms: tuple[str, ...]
         if mood == "negative" or not verb.counted:
             forms = ("bare", "this", "possessive")  # 我没买那本书, not *我没买一本书
         elif tense == "past":

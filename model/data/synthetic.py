@@ -47,7 +47,7 @@ def generate_symbol_task(
     seen: set[tuple[int, ...]] = set()
 
     def draw(n: int) -> list[tuple[str, str]]:
-        pairs = []
+        pairs: list[tuple[str, str]] = []
         while len(pairs) < n:
             seq = tuple(rng.randrange(alphabet) for _ in range(rng.randint(min_length, length)))
             if seq not in seen:
