@@ -156,14 +156,15 @@ def _panel_stalls(app, panel, views) -> tuple[list[float], list[float], list[flo
 def beam_stalls(app, checkpoint: str | None) -> None:
     from types import SimpleNamespace
 
-    from explorer.decoding_driver import DecodeDriver, DecodeSettings
     from explorer.panels.decoding import DecodingPanel
     from model.session import Session
+    from model.snapshots import DecodeSettings
+    from model.stepping import DecodeDriver
     from resources import default_model
 
     session = Session.load(checkpoint or default_model(), device="cpu")
     cfg = session.model_cfg
-    info = SimpleNamespace(run_id=1, model_config=cfg.to_dict(), tgt_pieces=tuple(
+    info = SimpleNamespace(run_id=1, model_config=cfg, tgt_pieces=tuple(
         session.tgt_tok.display_token(i) for i in range(session.tgt_tok.vocab_size)))  # fmt: skip
     panel = DecodingPanel()
     panel.resize(1400, 1000)

@@ -149,7 +149,7 @@ def inside(app, args, folder: Path, suffix: str) -> None:
     a.lower.setCurrentIndex(0)
     pump(app, 0.5)
     a.grab().save(str(OUT / f"panel-attention-cross{suffix}.png"))
-    a.explain_requested.emit({"preset": "notes"})
+    a.explain_worked_example()
     pump(app, 1.0)
     a.grab().save(str(OUT / f"panel-attention-explainer{suffix}.png"))
     a.lower.setCurrentIndex(0)

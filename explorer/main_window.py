@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
@@ -27,15 +26,9 @@ from explorer.appearance import THEMES, apply_theme, set_presenter_font
 from explorer.commands import (
     ChangeTraining,
     Command,
-    Decode,
-    DecodeAction,
-    Explain,
-    ExplainWorkedExample,
-    Inspect,
     Load,
     NewModel,
     Save,
-    SetProbe,
     Start,
     Step,
 )
@@ -50,14 +43,12 @@ from explorer.panels.positional import PositionalPanel
 from explorer.panels.settings_form import needs_new_model
 from explorer.panels.training import TrainingPanel
 from explorer.samples import SAMPLES
+from explorer.widgets import named
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import (
     TRAINING,
-    DecodeStepped,
     Engine,
     EngineStatus,
-    Explained,
-    InspectionReady,
     MetricsBatch,
     NewModelSpec,
     RunInfo,
@@ -195,10 +186,6 @@ class MainWindow(QMainWindow):
         e.data_described.connect(self.data_panel.on_data)
         e.engine_failed.connect(self._on_failed)
         e.saved.connect(self._on_saved)
-        e.decode_stepped.connect(self._on_decode_view)
-        e.inspection_ready.connect(self._on_inspection_ready)
-        e.explained.connect(self._on_explained)
-        e.probe_recorded.connect(self.attention.on_probe)
         e.paused_at.connect(self._on_paused_at)
 
     def _connect_panels(self) -> None:
@@ -206,12 +193,8 @@ class MainWindow(QMainWindow):
         self.training.scratch_requested.connect(self.train_from_scratch)
         self.training.control_requested.connect(self._on_control)
         self.training.reset_requested.connect(self._on_reset)
-        self.decoding.decode_requested.connect(self._on_decode_requested)
-        self.attention.inspect_requested.connect(
-            lambda a: self._request(Inspect(source=a["source"], target=a["target"]))
-        )
-        self.attention.explain_requested.connect(self._on_explain_requested)
-        self.attention.probe_requested.connect(lambda a: self.engine.submit(SetProbe(**a)))
+        self.decoding.attach(self.client)
+        self.attention.attach(self.client, self.decoding)
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
 
     def _restore_window(self, first_screen: bool) -> None:
@@ -244,14 +227,6 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda: self._open_at_start(open_path))
         elif start_default:
             QTimer.singleShot(0, self.open_default_model)
-
-    def _on_inspection_ready(self, reply: InspectionReady) -> None:
-        if self._fresh(Inspect, reply.request_id):
-            self.attention.on_inspection(reply.inspection)
-
-    def _on_explained(self, reply: Explained) -> None:
-        if self._fresh(Explain, reply.request_id):
-            self.attention.on_explanation(reply.explanation)
 
     def _on_paused_at(self, step: int, loss: float) -> None:
         text = tr("Paused by itself at step {step} (loss {loss:.3f}), as asked.").format(step=step, loss=loss)
@@ -302,18 +277,13 @@ class MainWindow(QMainWindow):
         self.new_model(start=True)
 
     def _decode_sample(self, info: RunInfo) -> None:
+        """The first-launch demonstration: the task's sample sentence translated, its cross-attention shown."""
         task = info.data.task or ""
         sentence = SAMPLES.get(task)
         if sentence is None:
             return
-        d, a = self.decoding, self.attention
-        d.mode.setCurrentIndex(d.mode.findData("greedy"))
-        d.input.setText(sentence)
-        a.kind.setCurrentIndex(a.kind.findData("cross"))
-        a.layer.setValue(info.model_config.n_decoder_layers)
-        a.average.setChecked(True)
-        d.start()
-        d.decode_requested.emit("run", {})
+        self.attention.follow_cross_attention(info.model_config.n_decoder_layers)
+        self.decoding.play_sample(sentence)
 
     # -- drag and drop -----------------------------------------------------------------------------
     @staticmethod
@@ -438,11 +408,11 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         self._labels_timer = QTimer(self, singleShot=True, interval=200)
         self._labels_timer.timeout.connect(self._update_status_labels)
-        self.device_label = QLabel(objectName="status_device")
-        self.state_label = QLabel(objectName="status_state")
-        self.step_label = QLabel(objectName="status_step")
-        self.loss_label = QLabel(objectName="status_loss")
-        self.speed_label = QLabel(objectName="status_speed")
+        self.device_label = named(QLabel(), "status_device")
+        self.state_label = named(QLabel(), "status_state")
+        self.step_label = named(QLabel(), "status_step")
+        self.loss_label = named(QLabel(), "status_loss")
+        self.speed_label = named(QLabel(), "status_speed")
         for w in (self.device_label, self.state_label, self.step_label, self.loss_label, self.speed_label):
             w.setMinimumWidth(90)
             self.statusBar().addPermanentWidget(w)
@@ -509,29 +479,6 @@ class MainWindow(QMainWindow):
         if not self._labels_timer.isActive():
             self._labels_timer.start()
 
-    def _request(self, command: Command) -> int:
-        return self.client.ask(command)
-
-    def _fresh(self, kind: type[Command], request_id: int) -> bool:
-        return self.client.fresh(kind, request_id)
-
-    def _on_explain_requested(self, a: dict) -> None:
-        if a.get("preset") == "notes":
-            self._request(ExplainWorkedExample())
-        else:
-            target = a.get("target_ids")
-            self._request(Explain(source=a["source"], target_ids=None if target is None else tuple(target),
-                                  kind=a["kind"], layer=a["layer"], head=a["head"]))  # fmt: skip
-
-    def _on_decode_requested(self, action: str, args: dict) -> None:
-        decode = Decode(action=cast(DecodeAction, action), settings=args.get("settings"), position=args.get("position"))
-        self.engine.submit(decode)
-
-    def _on_decode_view(self, reply: DecodeStepped) -> None:
-        view = reply.view
-        if self.decoding.show_view(view):  # the decoding panel's rule decides what is stale, for both panels
-            self.attention.on_decode(view)
-
     def _on_run(self, info: RunInfo) -> None:
         automatic = info.origin != 0 and info.origin == self._auto_load
         # a late automatic load never overwrites settings the person has been editing meanwhile
@@ -561,8 +508,7 @@ class MainWindow(QMainWindow):
                 self.open_default_model()
         if self._restoring is not None and request_id == self._restoring[0]:
             self._restoring = None  # the autosave could not be opened: it stays where it is
-        self.decoding.waiting = False
-        self.decoding.play_button.setChecked(False)  # auto-play must not keep hitting an error
+        self.decoding.on_failed()
         self.show_message(message, "error")
 
     def _on_saved(self, request_id: int, path: str) -> None:

@@ -51,11 +51,12 @@ from explorer.commands import (
     Step,
     Stop,
 )
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from model.config import ModelConfig
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
-from model.stepping import DecodeDriver
+from model.plain_data import SettingValue
+from model.stepping import DecodeDriver, DecodeError
 from model.tokenization import UNK_ID, Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
 
@@ -77,7 +78,7 @@ class NewModelSpec:
 
     data: DataSpec
     preset: str
-    model_overrides: dict[str, Any]
+    model_overrides: Mapping[str, SettingValue]  # ModelConfig fields set in the form (over the preset's)
     train: TrainConfig
     tokenizer: TokenizerSpec
     shared_tokenizer: bool = False
@@ -264,6 +265,20 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 def _pieces(encoded: Encoded) -> PiecesOf:
     return PiecesOf(tuple(encoded.tokens), frozenset(i for i, t in enumerate(encoded.ids) if t == UNK_ID))
+
+
+# What a DecodeError's code means, in words a person can act on (the engine names the problem, the window says it)
+DECODE_ERRORS = {
+    "no_sentence": N_("Type a sentence and press Enter to start decoding."),
+}
+
+
+def decode_error_message(error: Exception) -> str:
+    """What a person reads about a request the engine refused: a DecodeError in the interface language, any
+    other error as the engine worded it."""
+    if isinstance(error, DecodeError) and error.code in DECODE_ERRORS:
+        return tr(DECODE_ERRORS[error.code])
+    return str(error)
 
 
 def load_engine() -> None:
@@ -477,7 +492,7 @@ class Engine(QThread):
 
     def _fail(self, request_id: int, exc: Exception) -> None:
         if isinstance(exc, (ValueError, TrainingDiverged, OSError)):
-            message = str(exc)
+            message = decode_error_message(exc)
         else:
             message = (
                 tr(

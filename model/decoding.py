@@ -22,16 +22,8 @@ import torch
 from torch import Tensor
 
 from model.masks import padding_mask
+from model.snapshots import Candidate, DecodeStep, Hypothesis  # torch-free; still importable from here
 from model.transformer import DecoderState, Transformer
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    """A finished translation candidate."""
-
-    tokens: list[int]  # generated ids, no BOS; ends with EOS unless cut at max_len
-    log_prob: float  # sum of the tokens' log-probabilities
-    score: float  # log_prob / ((5 + len(tokens)) / 6) ** length_penalty
 
 
 def length_normalized_score(log_prob: float, length: int, length_penalty: float) -> float:
@@ -40,34 +32,12 @@ def length_normalized_score(log_prob: float, length: int, length_penalty: float)
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One continuation considered at a step: prefix ``parent`` + ``token``."""
+class DecoderRows:
+    """What one decoder call computed at one position, for every live prefix (numpy copies)."""
 
-    parent: int  # row of the live prefix it extends (in DecodeStep.prefixes)
-    token: int
-    log_prob: float  # cumulative log-probability of prefix + token
-    status: str  # "live" (kept in the beam), "finished" (EOS or max_len) or "pruned"
-
-
-@dataclass(frozen=True)
-class DecodeStep:
-    """Everything one decoding step saw and decided. Arrays are numpy copies."""
-
-    index: int  # 0 for the first generated token
-    prefixes: list[list[int]]  # live prefixes entering this step (no BOS)
-    prefix_log_probs: list[float]  # their cumulative log-probabilities
-    top_tokens: np.ndarray  # [n_live, k] most probable next tokens per prefix
-    top_probs: np.ndarray  # [n_live, k] their probabilities P(token | prefix, source)
-    kept: list[Candidate]  # continuations taken: live ones first in beam order, then finished
-    pruned: list[Candidate]  # per-prefix top-`beam_size` continuations that lost out
-    finished: list[Hypothesis]  # hypotheses completed at this step
-    cross_attention: np.ndarray | None  # [n_live, layers, heads, S] this position's cross-attention
-    self_attention: np.ndarray | None  # [n_live, layers, heads, index + 1] decoder self-attention
-
-    @property
-    def live_after(self) -> list[list[int]]:
-        """The prefixes alive after this step, in beam order."""
-        return [self.prefixes[c.parent] + [c.token] for c in self.kept if c.status == "live"]
+    self_attention: np.ndarray  # [n_live, layers, heads, position + 1] over the prefix read so far (BOS first)
+    cross_attention: np.ndarray  # [n_live, layers, heads, S]
+    eos_probs: np.ndarray  # [n_live] P(EOS | prefix, source)
 
 
 def output_budget(n_source: int, max_len: int) -> int:
@@ -157,6 +127,13 @@ class BeamStepper:
     """Beam search one token at a time, recording each step; ``back()`` revisits a
     recorded step without recomputing. ``beam_size=1`` is greedy decoding.
 
+    One decoder call per position, for all live prefixes together. When recording, each call's
+    attention rows are kept in :attr:`rows` (position t: what the prefixes entering step t computed
+    as they read their last token), and the encoder's self-attention in :attr:`encoder_attention`;
+    together they are the teacher-forced maps of any prefix the search made (see
+    :mod:`model.stepping`). The call for the position after the last step is made when the next step
+    needs it, or earlier by :meth:`lookahead`.
+
     Args:
         model: the Transformer (put in eval mode).
         src: one source sentence, 1-D token ids.
@@ -186,21 +163,28 @@ class BeamStepper:
         self.length_penalty, self.top_k, self.record = length_penalty, top_k, record
         cfg = model.cfg
         model.eval()
+        self.encoder_attention: np.ndarray | None = None  # [layers, heads, S, S], when recording
         with torch.inference_mode():
             src = _as_batch(src, model.device)
             if src.shape[0] != 1:
                 raise ValueError("beam search decodes one source at a time; pass a 1-D tensor")
             self.src = src[0]
             src_mask = padding_mask(src, cfg.pad_id)
-            memory = model.encode(src, src_mask)  # [1, S, d], shared by all beams
+            if record:
+                memory, maps = model.encode(src, src_mask, return_attention=True)  # [1, S, d], shared by all beams
+                self.encoder_attention = torch.stack([w[0] for w in maps]).float().cpu().numpy()
+            else:
+                memory = model.encode(src, src_mask)
             self._state: DecoderState = model.start_decoding(memory, src_mask, beam_size, capacity=max_len)
             self._forbid = _forbidden_bias(model)
         self._allowed = cfg.tgt_vocab_size - 2  # every token but PAD and BOS
         self._prefixes: list[list[int]] = [[]]
         self._log_probs = torch.zeros(1, device=model.device)  # cumulative, per live prefix
         self._last = torch.full((1,), cfg.bos_id, dtype=torch.long, device=model.device)
+        self._pending: Tensor | None = None  # next-token log-probabilities of the live prefixes, once computed
         self._finished: list[Hypothesis] = []
         self.history: list[DecodeStep] = []
+        self.rows: list[DecoderRows] = []  # per position, when recording (one more than history after lookahead)
         self.position = 0  # steps currently shown (≤ len(history))
 
     # -- navigation ------------------------------------------------------------
@@ -230,6 +214,16 @@ class BeamStepper:
         self.position += 1
         return record
 
+    def lookahead(self) -> DecoderRows | None:
+        """The rows of the position after the last computed step: the live prefixes reading their last
+        token (one decoder call, made now unless made already; the next step uses it). None when no
+        prefix is live or nothing is recorded."""
+        if self.finished_computing or not self.record:
+            return None
+        with torch.inference_mode():
+            self._forward()
+        return self.rows[len(self.history)]
+
     def back(self) -> DecodeStep | None:
         """Go back one step (nothing is recomputed); returns the step now shown."""
         self.position = max(0, self.position - 1)
@@ -250,81 +244,73 @@ class BeamStepper:
         return sorted(self._finished, key=lambda h: h.score, reverse=True)
 
     # -- one step of search --------------------------------------------------------
+    def _forward(self) -> Tensor:
+        """The decoder call for the prefixes alive now → their next-token log-probabilities ``[n, V]``,
+        made once per position (recording appends its rows to :attr:`rows`)."""
+        if self._pending is None:
+            if self.record:
+                logits, self_w, cross_w = self.model.decode_step(self._last, self._state, need_weights=True)
+                self._pending = (logits + self._forbid).log_softmax(-1)
+                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id))
+            else:
+                logits = self.model.decode_step(self._last, self._state)[0]
+                self._pending = (logits + self._forbid).log_softmax(-1)
+        return self._pending
+
     def _advance(self) -> DecodeStep:
-        cfg, state = self.model.cfg, self._state
-        t = state.length  # tokens generated so far
-        logits, self_w, cross_w = self.model.decode_step(self._last, state, need_weights=self.record)
-        log_probs = (logits + self._forbid).log_softmax(-1)  # [n, V]
+        cfg = self.model.cfg
+        t = len(self.history)  # tokens generated so far
+        log_probs = self._forward()  # [n, V]
+        self._pending = None
         n, V = log_probs.shape
         total = self._log_probs[:, None] + log_probs  # cumulative, [n, V]
         slots = min(self.beam_size - len(self._finished), n * self._allowed)
         best, flat = total.view(-1).topk(slots)  # sorted, best first
         parents, tokens = (flat // V).tolist(), (flat % V).tolist()
-        scores = best.tolist()
+        scores, probs = best.tolist(), log_probs.view(-1)[flat].exp().tolist()
 
-        live, finished, kept_rows, kept_tokens, kept_scores = [], [], [], [], []
-        finished_hyps = []
-        for parent, token, lp in zip(parents, tokens, scores):
+        live, finished, finished_hyps = [], [], []
+        for parent, token, lp, p in zip(parents, tokens, scores, probs):
             prefix = self._prefixes[parent] + [token]
             if token == cfg.eos_id or len(prefix) == self.max_len:
-                hyp = Hypothesis(prefix, lp, length_normalized_score(lp, len(prefix), self.length_penalty))
-                finished_hyps.append(hyp)
-                finished.append(Candidate(parent, token, lp, "finished"))
+                finished_hyps.append(
+                    Hypothesis(prefix, lp, length_normalized_score(lp, len(prefix), self.length_penalty))
+                )
+                finished.append(Candidate(parent, token, lp, "finished", p))
             else:
-                live.append(Candidate(parent, token, lp, "live"))
-                kept_rows.append(parent)
-                kept_tokens.append(token)
-                kept_scores.append(lp)
+                live.append(Candidate(parent, token, lp, "live", p))
 
-        record = self._record(t, log_probs, total, live + finished, self_w, cross_w, finished_hyps)
+        record = self._record(t, log_probs, total, live + finished, finished_hyps)
         self._finished.extend(finished_hyps)
         self._prefixes = [self._prefixes[c.parent] + [c.token] for c in live]
         if live:
             device = log_probs.device
-            state.reorder(kept_rows)
-            self._last = torch.tensor(kept_tokens, device=device)
-            self._log_probs = torch.tensor(kept_scores, device=device)
+            self._state.reorder([c.parent for c in live])
+            self._last = torch.tensor([c.token for c in live], device=device)
+            self._log_probs = torch.tensor([c.log_prob for c in live], device=device)
         return record
 
     def _record(
-        self,
-        t: int,
-        log_probs: Tensor,
-        total: Tensor,
-        kept: list[Candidate],
-        self_w: list[Tensor] | None,
-        cross_w: list[Tensor] | None,
-        finished: list[Hypothesis],
+        self, t: int, log_probs: Tensor, total: Tensor, kept: list[Candidate], finished: list[Hypothesis]
     ) -> DecodeStep:
         prefixes = self._prefixes  # lists are never mutated after creation; shared, not copied
         prefix_lps = self._log_probs.tolist()
         if not self.record:
-            return DecodeStep(
-                t,
-                prefixes,
-                prefix_lps,
-                np.empty((0, 0), np.int64),
-                np.empty((0, 0), np.float32),
-                kept,
-                [],
-                finished,
-                None,
-                None,
-            )
+            nothing = np.empty((0, 0), np.int64), np.empty((0, 0), np.float32)
+            return DecodeStep(t, prefixes, prefix_lps, *nothing, kept, [], finished, None, None)
         k = min(self.top_k, self._allowed)
         top_lp, top_tok = log_probs.topk(k, dim=-1)  # [n, k]
         width = min(self.beam_size, self._allowed)
         cand_lp, cand_tok = total.topk(width, dim=-1)  # per-prefix best continuations
+        cand_p = log_probs.gather(1, cand_tok).exp()
         taken = {(c.parent, c.token) for c in kept}
         pruned = [
-            Candidate(row, tok, lp, "pruned")
-            for row, (toks, lps) in enumerate(zip(cand_tok.tolist(), cand_lp.tolist()))
-            for tok, lp in zip(toks, lps)
+            Candidate(row, tok, lp, "pruned", p)
+            for row, (toks, lps, ps) in enumerate(zip(cand_tok.tolist(), cand_lp.tolist(), cand_p.tolist()))
+            for tok, lp, p in zip(toks, lps, ps)
             if (row, tok) not in taken
         ]
-        # per layer [n, H, 1, L] → [n, layers, H, L]
-        cross = torch.stack([w[:, :, 0] for w in cross_w], dim=1).float().cpu().numpy()
-        self_att = torch.stack([w[:, :, 0] for w in self_w], dim=1).float().cpu().numpy()
+        rows = self.rows[t]
         return DecodeStep(
             index=t,
             prefixes=prefixes,
@@ -334,9 +320,15 @@ class BeamStepper:
             kept=kept,
             pruned=pruned,
             finished=finished,
-            cross_attention=cross,
-            self_attention=self_att,
+            cross_attention=rows.cross_attention,
+            self_attention=rows.self_attention,
         )
+
+
+def _rows(log_probs: Tensor, self_w: list[Tensor], cross_w: list[Tensor], eos_id: int) -> DecoderRows:
+    """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, and P(EOS) per prefix."""
+    stack = lambda ws: torch.stack([w[:, :, 0] for w in ws], dim=1).float().cpu().numpy()  # noqa: E731
+    return DecoderRows(stack(self_w), stack(cross_w), log_probs[:, eos_id].exp().float().cpu().numpy())
 
 
 class GreedyStepper(BeamStepper):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 SETTING = "setting"  # the key of a Setting in a dataclass field's metadata
+SettingValue = int | float | str | bool  # what a setting holds
 
 
 class ConfigError(ValueError):
@@ -36,6 +37,7 @@ class ConfigError(ValueError):
     def __init__(self, heading: str, problems: list[str]) -> None:
         super().__init__(f"{heading}: " + "; ".join(problems))
         self.problems = list(problems)
+
 
 T = TypeVar("T")
 

@@ -31,64 +31,14 @@ from model.config import ModelConfig
 from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus
 from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
 from model.device import resolve_device
+from model.masks import decoder_self_mask, padding_mask
+from model.snapshots import AttentionExplanation, Inspection, Translation  # torch-free; still importable from here
 from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 from model.transformer import Transformer
 
 TRAIN_KEYS = ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")
 VERSION = "0.1.0"
-
-
-@dataclass(frozen=True)
-class Translation:
-    """A translated sentence."""
-
-    source: Encoded  # the source as the tokenizer split it (unknown spans included)
-    source_ids: list[int]  # what the encoder read: tokens + EOS, cut to max_len
-    text: str  # the best translation
-    tokens: list[int]  # its ids (no BOS; EOS last when produced)
-    hypotheses: list[tuple[str, float, float]]  # beam search: (text, score, log_prob), best first
-    truncated: bool  # the source was longer than the model accepts and was cut
-    reference: str | None  # the corpus translation, when the source is a corpus sentence
-
-
-@dataclass(frozen=True)
-class Inspection:
-    """Attention of one source/target pair, teacher-forced, as numpy."""
-
-    src_tokens: list[str]  # encoder positions (keys of cross-attention)
-    tgt_tokens: list[str]  # decoder inputs: <bos> + target (queries of decoder maps)
-    out_tokens: list[str]  # what each decoder position predicts: target + <eos>
-    encoder: np.ndarray  # [layers, heads, S, S]
-    decoder_self: np.ndarray  # [layers, heads, T, T]
-    cross: np.ndarray  # [layers, heads, T, S]
-    target_probs: np.ndarray  # [T] probability the model gave each out_token
-    teacher_forced: bool  # False when the target is the model's own greedy output
-    step: int = 0  # training step of the weights that produced it
-    source: str = ""  # the source text
-    target_ids: tuple[int, ...] = ()  # the target ids (no BOS/EOS), for asking about the same pair again
-
-
-@dataclass(frozen=True)
-class AttentionExplanation:
-    """One head's attention spelled out: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, step by step."""
-
-    title: str  # what this is (kind, layer, head — or the worked example)
-    query_tokens: list[str]  # one per row of Q
-    key_tokens: list[str]  # one per row of K and V
-    q: np.ndarray  # [Lq, d_k] this head's queries (after W^Q, and RoPE when used)
-    k: np.ndarray  # [Lk, d_k]
-    v: np.ndarray  # [Lk, d_v]
-    scores: np.ndarray  # QKᵀ [Lq, Lk]
-    scaled: np.ndarray  # QKᵀ / √d_k
-    mask: np.ndarray  # True = may attend
-    weights: np.ndarray  # softmax of the scaled, masked scores
-    output: np.ndarray  # weights · V [Lq, d_v] (this head's part, before W^O)
-    exp: np.ndarray  # exp(scaled − shift) [Lq, Lk], 0 where masked: weights = exp / Σ exp, checkable by hand
-    shift: np.ndarray  # [Lq] subtracted before exp: 0, or the row's largest score where exp would overflow
-    kind: str = "example"  # "example" (the worked example) | "encoder" | "decoder_self" | "cross"
-    layer: int = -1  # 0-based layer of the head, −1 for the worked example
-    head: int = -1  # 0-based head, −1 for the worked example
 
 
 # exp(x) overflows float64 beyond ~709; a row whose largest scaled score passes this is shifted by it
@@ -121,6 +71,18 @@ def notes_example() -> AttentionExplanation:
     labels = ["x1", "x2", "x3"]
     title = "worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2"
     return explain(ex["Q"], ex["K"], ex["V"], None, title, labels, labels)
+
+
+def attention_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dict[str, np.ndarray]:
+    """The masks the model applies to one pair ``src [1, S]`` → ``tgt_in [1, T]``, per kind of attention, as
+    numpy: "encoder" ``[S, S]``, "decoder_self" ``[T, T]``, "cross" ``[T, S]``; True = may attend."""
+    S, T = src.shape[1], tgt_in.shape[1]
+    keys = padding_mask(src, pad_id)[0, 0]  # [1, S]
+    return {
+        "encoder": keys.expand(S, S).cpu().numpy().copy(),
+        "decoder_self": decoder_self_mask(tgt_in, pad_id)[0, 0].cpu().numpy().copy(),
+        "cross": keys.expand(T, S).cpu().numpy().copy(),
+    }
 
 
 @dataclass(frozen=True)
@@ -407,7 +369,12 @@ class Session:
             step=self.step,
             source=src_text,
             target_ids=tuple(y),
+            masks=attention_masks(src, tgt_in, cfg.pad_id),
         )
+
+    def attention_masks(self, src_ids: list[int], tgt_in: list[int]) -> dict[str, np.ndarray]:
+        """Where each attention of this model may look for one pair (True = may attend); ``tgt_in`` = BOS + y."""
+        return attention_masks(torch.tensor([src_ids]), torch.tensor([tgt_in]), self.model_cfg.pad_id)
 
     @torch.inference_mode()
     def explain_attention(

@@ -275,7 +275,7 @@ def test_command_line_help():
 
 
 def test_view_requests_during_training_use_current_weights(make_window, qtbot):
-    from explorer.decoding_driver import DecodeSettings
+    from model.snapshots import DecodeSettings
 
     window = make_window()
     small_copy_task(window)
@@ -332,5 +332,3 @@ def test_the_bundled_model_is_never_the_file_save_writes(make_window, qtbot):
     qtbot.waitUntil(lambda: window.training.current is not None and window.status.run_id == 1, timeout=20000)
     assert window.status.path is None and str(default_model()) not in window.recent_files()
     assert "unsaved model" in window.windowTitle()
-
-

@@ -1,9 +1,15 @@
-"""Step-through decoding as the engine thread runs it (no Qt involved)."""
+"""Step-through decoding as the engine thread runs it (no Qt involved): one decoder call per step, and the
+attention maps of the prefix in focus put together from those calls equal a teacher-forced forward pass."""
 
+import itertools
+
+import numpy as np
 import pytest
 
-from explorer.decoding_driver import DecodeDriver, DecodeSettings
 from model.decoding import beam_search, greedy_decode
+from model.snapshots import DecodeSettings
+from model.stepping import DecodeDriver, DecodeError
+from model.tokenization import EOS_ID
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +58,9 @@ def test_beam_stepping_and_rebuild_on_new_weights(trained):
 
 def test_a_sentence_that_cannot_start_replaces_the_last_one(trained):
     driver = DecodeDriver(trained)
+    with pytest.raises(DecodeError) as nothing_yet:  # a step before any sentence: the window words the code
+        driver.act("step")
+    assert nothing_yet.value.code == "no_sentence"
     old = driver.start(DecodeSettings("3 1 4"))
     driver.act("step")
     with pytest.raises(ValueError, match="Type a sentence"):
@@ -61,3 +70,152 @@ def test_a_sentence_that_cannot_start_replaces_the_last_one(trained):
     view = driver.start(DecodeSettings("5 6"))
     assert view.decode_id > old.decode_id and view.source_tokens == ("5", "6", "<eos>")
     assert (view.source_length, view.source_read) == (2, 2)
+
+
+# -- the maps of the prefix in focus, from the steps' own decoder calls ---------------------------------------------
+SENTENCE = "5 6 7 8"
+MAP_FIELDS = ("encoder", "decoder_self", "cross", "target_probs")
+
+
+def varied_session(**model):
+    """An untrained copy-task session whose outputs vary (sharpened) and sometimes end (EOS made likelier)."""
+    import torch
+
+    from model.data import DataSpec
+    from model.session import Session
+    from model.tokenization import TokenizerSpec
+    from model.training import train_config_for
+
+    data = DataSpec(task="copy", n_train=200, n_valid=10, n_test=10, length=6, min_length=2, alphabet=8)
+    session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"),
+                             device="cpu", **model)  # fmt: skip
+    with torch.no_grad():
+        session.model.generator.weight.mul_(3.0)
+        session.model.generator.bias[EOS_ID] += 0.5
+    return session
+
+
+def assert_same_maps(got, want, what):
+    assert (got.src_tokens, got.tgt_tokens, got.out_tokens) == (want.src_tokens, want.tgt_tokens, want.out_tokens)
+    assert got.target_ids == want.target_ids and got.teacher_forced and got.step == want.step
+    for name in MAP_FIELDS:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.shape == b.shape and np.abs(a - b).max() < 1e-5, f"{what}: {name}"
+    assert set(got.masks) == {"encoder", "decoder_self", "cross"} and got.masks.keys() == want.masks.keys()
+    for kind, allowed in got.masks.items():
+        assert np.array_equal(allowed, want.masks[kind]), f"{what}: mask {kind}"
+    assert not got.decoder_self[:, :, ~got.masks["decoder_self"]].any()  # nothing where the model may not look
+
+
+def teacher_forced(session, tokens, text=SENTENCE):
+    return session.inspect(text, tgt_ids=list(tokens))
+
+
+@pytest.mark.parametrize(
+    "positional, norm", list(itertools.product(("sinusoidal", "learned", "rope"), ("post", "pre")))
+)
+@pytest.mark.parametrize("beam", [1, 4])
+def test_stepped_maps_equal_a_teacher_forced_pass(positional, norm, beam):
+    session = varied_session(positional=positional, norm=norm)
+    driver = DecodeDriver(session)
+    view = driver.start(DecodeSettings(SENTENCE, beam_size=beam, length_penalty=0.6, max_len=8))
+    views = [view]
+    while not view.at_end:
+        view = driver.act("step")
+        views.append(view)
+    assert len(views) > 4
+    for view in views:  # the focus: the output so far, the best live beam, or the best finished hypothesis
+        assert_same_maps(view.inspection, teacher_forced(session, view.focus_tokens), f"position {view.position}")
+    # every beam, not only the best, follows its own back-pointers through the earlier steps' rows
+    stepper = driver._decode.stepper
+    for position in range(len(stepper.history) + 1):
+        prefixes = stepper.history[position].prefixes if position < len(stepper.history) else []
+        for row, prefix in enumerate(prefixes):
+            got = driver._inspection(prefix, (position, row))
+            assert_same_maps(got, teacher_forced(session, prefix), f"position {position}, beam {row}")
+    for t, step in enumerate(stepper.history):  # and so does every hypothesis that ended with EOS
+        done = [c for c in step.kept if c.status == "finished"]
+        for hyp, candidate in zip(step.finished, done):
+            if hyp.tokens[-1] == EOS_ID:
+                got = driver._inspection(hyp.tokens, (t, candidate.parent))
+                assert_same_maps(got, teacher_forced(session, hyp.tokens), f"finished at step {t}")
+    back = driver.act("goto", 2)
+    assert back is views[2]  # kept, not made again
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_finished_translation_has_the_maps_of_a_teacher_forced_pass(trained, beam):
+    driver = DecodeDriver(trained)
+    driver.start(DecodeSettings("2 7 1 8", beam_size=beam))
+    end = driver.act("run")
+    assert end.at_end and end.focus_tokens[-1] == EOS_ID and len(end.focus_tokens) > 2
+    assert_same_maps(end.inspection, teacher_forced(trained, end.focus_tokens, "2 7 1 8"), "the translation")
+    assert end.inspection.target_probs[-1] > 0.5  # the trained model is sure the copy ends there
+
+
+class Calls:
+    """Counts the model's passes: encoder, decoder steps, and whole teacher-forced ones."""
+
+    def __init__(self, model, monkeypatch):
+        self.counts = {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
+        for name in self.counts:
+            monkeypatch.setattr(model, name, self.counting(name, getattr(model, name)))
+
+    def counting(self, name, method):
+        def call(*args, **kwargs):
+            self.counts[name] += 1
+            return method(*args, **kwargs)
+
+        return call
+
+    def take(self):
+        counts, self.counts = self.counts, dict.fromkeys(self.counts, 0)
+        return counts
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_one_decoder_call_per_new_step_and_none_to_go_back(beam, monkeypatch):
+    import torch
+
+    session = varied_session()
+    with torch.no_grad():
+        session.model.generator.bias[EOS_ID] -= 1e4  # no hypothesis ends: ten steps all have live beams
+    calls = Calls(session.model, monkeypatch)
+    driver = DecodeDriver(session)
+    views = [driver.start(DecodeSettings(SENTENCE, beam_size=beam, max_len=20))]
+    assert calls.take() == {"encode": 1, "decode_step": 1, "decode": 0, "forward": 0}  # position 0: BOS's row
+    for n in range(1, 11):
+        views.append(driver.act("step"))
+        assert views[-1].position == n and not views[-1].at_end
+        assert calls.take() == {"encode": 0, "decode_step": 1, "decode": 0, "forward": 0}, n
+    for n in range(9, 4, -1):
+        assert driver.act("back") is views[n]
+    assert driver.act("show") is views[5] and driver.act("goto", 10) is views[10]
+    assert driver.act("reset") is views[0] and driver.act("step") is views[1]
+    assert calls.take() == {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
+    session.train_steps(1)  # new weights: the stepper is rebuilt and replayed to where it was
+    calls.take()
+    view = driver.act("show")
+    assert view.position == 1 and view.weights_step == session.step and view is not views[1]
+    assert calls.take() == {"encode": 1, "decode_step": 2, "decode": 0, "forward": 0}  # the step, and its row
+
+
+def test_views_let_go_are_made_again_from_the_rows_without_the_model(monkeypatch):
+    import torch
+
+    from model import stepping
+
+    session = varied_session()
+    with torch.no_grad():
+        session.model.generator.bias[EOS_ID] -= 1e4
+    monkeypatch.setattr(stepping, "VIEW_CACHE_BYTES", 1)  # keep only the view shown
+    driver = DecodeDriver(session)
+    views = [driver.start(DecodeSettings(SENTENCE, beam_size=4, max_len=20))]
+    views += [driver.act("step") for _ in range(5)]
+    assert len(driver._views) == 1
+    calls = Calls(session.model, monkeypatch)
+    again = driver.act("goto", 3)
+    assert again is not views[3] and again.position == 3 and again.focus_tokens == views[3].focus_tokens
+    for name in MAP_FIELDS:
+        assert np.array_equal(getattr(again.inspection, name), getattr(views[3].inspection, name)), name
+    assert calls.take() == {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}

@@ -15,10 +15,11 @@ from PySide6.QtGui import Qt as GuiQt  # noqa: E402 — QtGui's Qt namespace has
 from PySide6.QtGui import QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
-from explorer.decoding_driver import DecodeDriver, DecodeSettings  # noqa: E402
 from explorer.panels.decoding import DecodingPanel  # noqa: E402
-from explorer.worker import DecodeStepped  # noqa: E402
 from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
+from explorer.worker import DecodeStepped  # noqa: E402
+from model.snapshots import DecodeSettings  # noqa: E402
+from model.stepping import DecodeDriver  # noqa: E402
 from model.tokenization import UNK_ID  # noqa: E402
 
 TRICKY = "<b>bold?</b> & <unk> &amp; <i>"  # what a char or BPE model can write, and a person can type
@@ -307,10 +308,26 @@ def test_an_answer_about_a_replaced_sentence_reaches_neither_panel(make_window, 
     window = make_window()
     driver = DecodeDriver(session)
     first = driver.start(DecodeSettings("1 2 3"))
-    window._on_decode_view(DecodeStepped(0, first))
+    window.decoding._on_decode_stepped(DecodeStepped(0, first))
     window.decoding.input.setText("4 4 2")
     window.decoding.start()  # the person submits another sentence; its answer is on its way
     late = driver.act("step", None)  # an answer about the first sentence, sent before the new one arrived
-    window._on_decode_view(DecodeStepped(0, late))
+    window.decoding._on_decode_stepped(DecodeStepped(0, late))
     assert window.decoding.view is not late
     assert window.attention.inspections["decoding"] is first.inspection
+
+
+def test_a_refused_decoding_request_is_worded_in_the_interface_language(session):
+    from explorer.i18n import language
+    from explorer.worker import decode_error_message
+    from model.stepping import DecodeError
+
+    with pytest.raises(DecodeError) as refused:
+        DecodeDriver(session).act("step")  # nothing to step: no sentence was given
+    assert decode_error_message(refused.value) == "Type a sentence and press Enter to start decoding."
+    language.set("zh")
+    try:
+        assert decode_error_message(refused.value) == "输入一个句子并按回车开始解码。"
+        assert decode_error_message(ValueError("max_len 99")) == "max_len 99"  # the engine's own words otherwise
+    finally:
+        language.set("en")

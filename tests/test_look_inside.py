@@ -145,6 +145,33 @@ def test_heatmap_shows_the_engines_weights(trained_window, qtbot, checkpoint):
     assert not a.all_heads.isChecked() and (a.layer.value(), a.head.value()) == (1, 2)
 
 
+@pytest.mark.parametrize("mode", ["greedy", "beam"])
+def test_attention_following_decoding_shows_the_teacher_forced_maps_of_the_focus(trained_window, qtbot, checkpoint,
+                                                                                   mode):  # fmt: skip
+    session = Session.load(checkpoint, device="cpu")
+    d = decode(trained_window, qtbot, "2 7 1 8 2", mode=mode, beam=3)
+    for _ in range(3):
+        click(qtbot, d, "decode_step_button")
+    a = trained_window.attention
+    assert a.source.currentData() == "decoding"
+    src = torch.tensor([session._source("2 7 1 8 2")[1]])
+    tgt = torch.tensor([[session.model_cfg.bos_id, *d.view.focus_tokens]])
+    with torch.no_grad():
+        _, maps = session.model(src, tgt, return_attention=True)
+    a.layer.setValue(2)
+    a.head.setValue(3)
+    for kind, captured in (("encoder", maps.encoder), ("decoder_self", maps.decoder_self), ("cross", maps.cross)):
+        a.kind.setCurrentIndex(a.kind.findData(kind))
+        assert a.heatmap.image.image == pytest.approx(captured[1][0, 2].numpy(), abs=1e-5), kind
+        if kind == "decoder_self":  # hatched: exactly the later positions
+            n = tgt.shape[1]
+            assert np.array_equal(a.heatmap.mask, np.triu(np.ones((n, n), dtype=bool), 1))
+            assert a.heatmap.overlay.isVisible()
+        else:
+            assert a.heatmap.mask is None and not a.heatmap.overlay.isVisible()
+    assert a.heatmap.row_box.isVisible() and a.heatmap.rows[-1].endswith("→ ?")  # the position predicting next
+
+
 def test_hover_shows_the_exact_weight_without_redrawing(trained_window, qtbot):
     a = trained_window.attention
     a.pair_src.setText("1 2 3 4")
@@ -282,7 +309,7 @@ def test_every_view_exports_readable_files(trained_window, qtbot, tmp_path):
     a.grid.export(tmp_path / "grid.npy")
     assert np.load(tmp_path / "grid.npy").ndim == 4
     with qtbot.waitSignal(trained_window.engine.explained, timeout=10000):
-        a.explain_requested.emit({"preset": "notes"})
+        a.explain_worked_example()
     a.export_explanation(str(tmp_path / "qk.csv"))
     a.export_explanation(str(tmp_path / "qk.png"))
     lines = (tmp_path / "qk.csv").read_text(encoding="utf-8").splitlines()

@@ -27,15 +27,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.decoding_driver import DecodeView
+from explorer.commands import Command, Explain, ExplainWorkedExample, Inspect, SetProbe
 from explorer.i18n import N_, tr
 from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.widgets.metric_plot import MetricPlot
-from explorer.worker import ProbeSnapshot, RunInfo
+from explorer.worker import Explained, InspectionReady, ProbeSnapshot, RunInfo
+from model.snapshots import AttentionExplanation, DecodeView, Inspection
 
-if TYPE_CHECKING:  # types only: PyTorch is loaded by the engine, after the window shows
-    from model.session import AttentionExplanation, Inspection
+if TYPE_CHECKING:
+    from explorer.engine_client import EngineClient
+    from explorer.panels.decoding import DecodingPanel
 
 KINDS = (
     ("encoder", N_("Encoder self-attention")),
@@ -61,23 +63,24 @@ def head_title(kind: str, layer: int, head: int | None) -> str:
 def maps_of(
     inspection: Inspection, kind: str, open_end: bool = False
 ) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None]:
-    """The [layers, heads, rows, cols] maps of one kind, with row and column labels and the mask.
+    """The [layers, heads, rows, cols] maps of one kind, with row and column labels and the cells the
+    model masked (True = may not attend, as the heatmaps hatch them; None when nothing is masked).
 
     A decoder row is the position that has read one token and predicts the next,
     labelled "read → predicts"; with ``open_end`` (decoding still going) the last
     row's prediction is not chosen yet and shows as "?".
     """
+    allowed = inspection.masks.get(kind)  # the engine's mask: True = may attend
+    hidden = None if allowed is None or allowed.all() else ~allowed
     if kind == "encoder":
-        return inspection.encoder, inspection.src_tokens, inspection.src_tokens, None
+        return inspection.encoder, inspection.src_tokens, inspection.src_tokens, hidden
     outs = list(inspection.out_tokens)
     if open_end and outs:
         outs[-1] = "?"
     rows = [f"{read} → {predicts}" for read, predicts in zip(inspection.tgt_tokens, outs)]
     if kind == "decoder_self":
-        n = len(inspection.tgt_tokens)
-        causal = np.triu(np.ones((n, n), dtype=bool), 1)  # a position may not look ahead
-        return inspection.decoder_self, rows, inspection.tgt_tokens, causal
-    return inspection.cross, rows, inspection.src_tokens, None
+        return inspection.decoder_self, rows, inspection.tgt_tokens, hidden
+    return inspection.cross, rows, inspection.src_tokens, hidden
 
 
 ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and map at most this often
@@ -86,14 +89,12 @@ ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and
 class AttentionPanel(QWidget):
     MAX_SNAPSHOTS = 400  # attention-over-training snapshots kept (thinned evenly beyond that)
 
-    inspect_requested = Signal(dict)  # {"source": text, "target": text or None}
-    explain_requested = Signal(dict)  # {"preset": "notes"} or {"source", "target_ids", "kind", "layer", "head"}
-    probe_requested = Signal(dict)  # {"source", "target", "every"}
     snapshot_selected = Signal(int)  # training step of the probe snapshot shown (−1: none)
     map_drawn = Signal(str)  # a non-empty map was drawn; the source it came from
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.client: EngineClient | None = None  # set by attach; without it the panel asks nothing
         self.setObjectName("attention_panel")
         self.info: RunInfo | None = None
         self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
@@ -164,7 +165,7 @@ class AttentionPanel(QWidget):
         self.explain_button = QPushButton(objectName="explain_button")
         self.explain_button.clicked.connect(self._on_explain)
         self.notes_button = QPushButton(objectName="explain_notes_button")
-        self.notes_button.clicked.connect(lambda: self.explain_requested.emit({"preset": "notes"}))
+        self.notes_button.clicked.connect(self.explain_worked_example)
         self.explain_title = QLabel(objectName="explain_title")
         self.explain_title.setWordWrap(True)
         self.explain_note = QLabel(objectName="explain_note")  # the worked example: how to check printed copies
@@ -289,6 +290,37 @@ class AttentionPanel(QWidget):
         self._show_explanation()
 
     # -- inputs from the engine -------------------------------------------------------------------
+    # -- the route to the engine (see explorer.engine_client) ----------------------------------------
+    def attach(self, client: EngineClient, decoding: DecodingPanel) -> None:
+        """Send this panel's requests through ``client`` and hear their answers; follow what the
+        decoding panel shows."""
+        self.client = client
+        client.engine.inspection_ready.connect(self._on_inspection_ready)
+        client.engine.explained.connect(self._on_explained)
+        client.engine.probe_recorded.connect(self.on_probe)
+        decoding.view_shown.connect(self.on_decode)
+
+    def follow_cross_attention(self, layer: int) -> None:
+        """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes."""
+        self.kind.setCurrentIndex(self.kind.findData("cross"))
+        self.layer.setValue(layer)
+        self.average.setChecked(True)
+
+    def _ask(self, command: Command) -> None:
+        if self.client is not None:
+            self.client.ask(command)
+
+    def _on_inspection_ready(self, reply: InspectionReady) -> None:
+        if self.client is not None and self.client.fresh(Inspect, reply.request_id):
+            self.on_inspection(reply.inspection)
+
+    def _on_explained(self, reply: Explained) -> None:
+        fresh = self.client is not None and (
+            self.client.fresh(Explain, reply.request_id) and self.client.fresh(ExplainWorkedExample, reply.request_id)
+        )
+        if fresh:
+            self.on_explanation(reply.explanation)
+
     def on_run(self, info: RunInfo) -> None:
         new_run = self.info is None or info.run_id != self.info.run_id
         self.info = info
@@ -450,11 +482,11 @@ class AttentionPanel(QWidget):
 
     def _on_pair(self) -> None:
         if self.pair_src.text().strip():
-            self.inspect_requested.emit({"source": self.pair_src.text(), "target": self.pair_tgt.text() or None})
+            self._ask(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
 
     def _on_probe(self) -> None:
-        self.probe_requested.emit({"source": self.probe_src.text(), "target": self.probe_tgt.text(),
-                                   "every": self.probe_every.value()})  # fmt: skip
+        if self.client is not None:
+            self.client.send(SetProbe(self.probe_src.text(), self.probe_tgt.text(), self.probe_every.value()))
 
     def _on_timeline(self, index: int) -> None:
         if not self.snapshots:
@@ -493,10 +525,11 @@ class AttentionPanel(QWidget):
         if inspection is None:
             self.explain_title.setText(self._empty_hint(mode))
             return
-        self.explain_requested.emit({
-            "source": inspection.source, "target_ids": list(inspection.target_ids),
-            "kind": self.kind.currentData(), "layer": self.layer.value() - 1, "head": self.head.value() - 1,
-        })  # fmt: skip
+        layer, head = self.layer.value() - 1, self.head.value() - 1
+        self._ask(Explain(inspection.source, tuple(inspection.target_ids), self.kind.currentData(), layer, head))
+
+    def explain_worked_example(self) -> None:
+        self._ask(ExplainWorkedExample())
 
     def export_explanation(self, path: str) -> None:
         """The explainer as a picture, or every number of it (all queries) as CSV."""

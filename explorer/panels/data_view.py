@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWi
 
 from explorer.i18n import tr
 from explorer.panels.model_info import tokenizer_text
+from explorer.widgets import named
 from explorer.widgets.token_strip import TokenStrip
 from explorer.worker import RunData, RunInfo
 
@@ -20,7 +21,7 @@ class DataPanel(QWidget):
         self.setObjectName("data_panel")
         self.info: RunInfo | None = None
         self.data: RunData | None = None
-        self.summary = QLabel(objectName="data_summary")
+        self.summary = named(QLabel(), "data_summary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.RichText)
         self.grid_host = QWidget()

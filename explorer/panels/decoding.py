@@ -1,8 +1,16 @@
-"""Decoding panel: type a sentence and watch the model translate it one token at a time."""
+"""Decoding panel: type a sentence and watch the model translate it one token at a time.
+
+Route: a button makes a :class:`explorer.commands.Decode` command and sends it through the engine
+client (:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/worker.py) answers from
+:class:`model.stepping.DecodeDriver`, and the answer arrives on the engine's ``decode_stepped``
+signal (:meth:`DecodingPanel._on_decode_stepped`). The panel's own rule decides what is stale
+(:meth:`DecodingPanel.show_view`); the Attention panel follows what it shows (``view_shown``).
+"""
 
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -23,24 +31,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.decoding_driver import DecodeSettings, DecodeView
+from explorer.commands import Decode, DecodeAction
 from explorer.i18n import N_, tr
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.candidates import CandidateBars
 from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip
-from explorer.worker import RunInfo
+from model.snapshots import DecodeSettings, DecodeView
+
+if TYPE_CHECKING:
+    from explorer.engine_client import EngineClient
+    from explorer.worker import DecodeStepped, RunInfo
 
 
 class DecodingPanel(QWidget):
     """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding."""
 
-    decode_requested = Signal(str, dict)  # action, arguments — the main window sends it to the engine
-    view_shown = Signal(object)  # DecodeView, after the panel has drawn it
+    view_shown = Signal(DecodeView)  # after the panel has drawn it (the Attention panel follows it)
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.client: EngineClient | None = None  # set by attach; without it the panel sends nothing
         self.setObjectName("decoding_panel")
         self.info: RunInfo | None = None
         self.view: DecodeView | None = None
@@ -224,7 +236,7 @@ class DecodingPanel(QWidget):
         self.requested = self.settings()
         self._starting = True
         self.waiting = True
-        self.decode_requested.emit("start", {"settings": self.requested})
+        self._send(Decode(action="start", settings=self.requested))
         if self.autoplay_on_start and not self.play_button.isChecked():
             self.play_button.setChecked(True)
 
@@ -243,7 +255,31 @@ class DecodingPanel(QWidget):
         self._draw_cross()
         self._update_buttons()
 
-    def _act(self, action: str, restart: bool = True) -> None:
+    # -- the route to the engine -------------------------------------------------------------------
+    def attach(self, client: EngineClient) -> None:
+        self.client = client
+        client.engine.decode_stepped.connect(self._on_decode_stepped)
+
+    def _send(self, command: Decode) -> None:
+        if self.client is not None:
+            self.client.send(command)
+
+    def _on_decode_stepped(self, reply: DecodeStepped) -> None:
+        self.show_view(reply.view)
+
+    def play_sample(self, sentence: str) -> None:
+        """Greedy decoding of ``sentence`` to its end: the first-launch demonstration."""
+        self.mode.setCurrentIndex(self.mode.findData("greedy"))
+        self.input.setText(sentence)
+        self.start()
+        self._act("run", restart=False)
+
+    def on_failed(self) -> None:
+        """The engine refused a request: nothing is waited for, and auto-play must not keep hitting it."""
+        self.waiting = False
+        self.play_button.setChecked(False)
+
+    def _act(self, action: DecodeAction, restart: bool = True) -> None:
         """Send a stepping action. A sentence or settings changed since the last start (``restart``),
         or a start that failed, begin again from the start."""
         out = self.view is not None or self.waiting
@@ -253,7 +289,7 @@ class DecodingPanel(QWidget):
                 return
         self.selected = None
         self.waiting = True
-        self.decode_requested.emit(action, {})
+        self._send(Decode(action=action))
 
     def _on_mode(self) -> None:
         beam = self.mode.currentData() == "beam"

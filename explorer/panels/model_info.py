@@ -6,6 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from explorer.i18n import tr
+from explorer.widgets import named
 from explorer.worker import RunInfo
 
 
@@ -21,10 +22,10 @@ class ModelPanel(QWidget):
         self.setObjectName("model_panel")
         self.info: RunInfo | None = None
         self.loading = False  # a model asked for at start-up is on its way
-        self.summary = QLabel(objectName="model_summary")
+        self.summary = named(QLabel(), "model_summary")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.RichText)
-        self.table = QTableWidget(0, 3, objectName="parameter_table")
+        self.table = named(QTableWidget(0, 3), "parameter_table")
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)

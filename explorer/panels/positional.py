@@ -27,6 +27,7 @@ from explorer.appearance import legend_brush
 from explorer.commands import Positional
 from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
+from explorer.widgets import named
 from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.metric_plot import RUN_COLOURS
@@ -115,18 +116,18 @@ class PositionalPanel(QWidget):
         self.retranslate()
 
     def _create_controls(self) -> None:
-        self.d_model = QSpinBox(objectName="pe_dim_spin")
+        self.d_model = named(QSpinBox(), "pe_dim_spin")
         self.d_model.setRange(2, 4096)
         self.d_model.setSingleStep(2)
         self.d_model.setValue(128)
-        self.positions = QSpinBox(objectName="pe_len_spin")
+        self.positions = named(QSpinBox(), "pe_len_spin")
         self.positions.setRange(2, 4096)
         self.positions.setValue(100)
-        self.dims = QLineEdit("4 5 6 7", objectName="pe_dims_input")
-        self.shift = QSpinBox(objectName="pe_shift_spin")
+        self.dims = named(QLineEdit("4 5 6 7"), "pe_dims_input")
+        self.shift = named(QSpinBox(), "pe_shift_spin")
         self.shift.setRange(-1000, 1000)
         self.shift.setValue(5)
-        self.pos_spin = QSpinBox(objectName="pe_pos_spin")
+        self.pos_spin = named(QSpinBox(), "pe_pos_spin")
         self.pos_spin.setRange(0, 4095)
         self.pos_spin.setValue(10)
         for w in (self.d_model, self.positions, self.shift, self.pos_spin):
@@ -142,9 +143,9 @@ class PositionalPanel(QWidget):
         self.shift_plot = LinePlot("pe_shift_plot", N_("PE(pos + k) and M_k · PE(pos)"), N_("dimension"), N_("value"))
         self.shift_matrix = Heatmap("pe_shift_matrix", N_("M_k: a rotation of each (sin, cos) pair"), (-1.0, 1.0),
                                     DIVERGING_MAP, N_("row"), N_("column"))  # fmt: skip
-        self.shift_note = QLabel(objectName="pe_shift_note")
+        self.shift_note = named(QLabel(), "pe_shift_note")
         self.shift_note.setWordWrap(True)
-        self.model_note = QLabel(objectName="pe_model_note")
+        self.model_note = named(QLabel(), "pe_model_note")
         self.model_note.setWordWrap(True)
         self.learned = Heatmap("pe_learned_heatmap", N_("The model's learned position table (target side)"),
                                (-0.5, 0.5), DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
@@ -164,7 +165,7 @@ class PositionalPanel(QWidget):
                                "pos": self.pos_spin}[key])  # fmt: skip
             row.addStretch(1)
             controls.addLayout(row)
-        self.tabs = QTabWidget(objectName="pe_tabs")
+        self.tabs = named(QTabWidget(), "pe_tabs")
         self.tabs.addTab(self.curves, "")
         self.tabs.addTab(self.matrix, "")
         self.tabs.addTab(self.similarity, "")

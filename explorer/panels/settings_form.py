@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -23,10 +24,11 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.i18n import N_, tr
+from explorer.widgets import named
 from explorer.worker import NewModelSpec, RunInfo
 from model.config import PRESETS, ModelConfig
 from model.data import TASK_DESCRIPTIONS, TASKS, DataError, DataSpec
-from model.plain_data import ConfigError, SettingField, form_settings
+from model.plain_data import ConfigError, SettingField, SettingValue, form_settings
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
 from model.train_config import TRAIN_PRESETS, TrainConfig
 
@@ -60,11 +62,16 @@ def float_spin(lo: float, hi: float, step: float, decimals: int) -> QDoubleSpinB
     return w
 
 
-def setting_widget(s: SettingField) -> QWidget:
+Editor = QComboBox | QCheckBox | QSpinBox | QDoubleSpinBox
+
+
+def setting_widget(s: SettingField) -> Editor:
     """The editor of one setting: a combo box of its choices, a check box, or a spin box over its range."""
+    w: Editor
     if s.choices:
-        w, kind = QComboBox(), "combo"
-        w.addItems(s.choices)
+        combo = QComboBox()
+        combo.addItems(list(s.choices))
+        w, kind = combo, "combo"
     elif s.kind is bool:
         w, kind = QCheckBox(), "check"
     elif s.kind is int:
@@ -75,7 +82,7 @@ def setting_widget(s: SettingField) -> QWidget:
     return w
 
 
-def widget_value(w: QWidget) -> Any:
+def widget_value(w: Editor) -> Any:
     if isinstance(w, QComboBox):
         return w.currentText()
     if isinstance(w, QCheckBox):
@@ -85,7 +92,7 @@ def widget_value(w: QWidget) -> Any:
     return w.value()
 
 
-def set_widget_value(w: QWidget, value: Any) -> None:
+def set_widget_value(w: Editor, value: Any) -> None:
     if isinstance(w, QComboBox):
         w.setCurrentText(value)
     elif isinstance(w, QCheckBox):
@@ -116,19 +123,19 @@ class SettingsForm(QWidget):
         self.edited = False  # changed by the person since the form last showed a run
 
     def _create_data_rows(self) -> None:
-        self.task_combo = QComboBox(objectName="task_combo")
+        self.task_combo = named(QComboBox(), "task_combo")
         for name in TASKS:
             self.task_combo.addItem(name, name)
         self.task_combo.addItem("", FILE_ITEM)
         self.file_label = QLabel()
         self.file_label.setWordWrap(True)
         self.browse = QPushButton()
-        self.tokenizer_combo = QComboBox(objectName="tokenizer_combo")
+        self.tokenizer_combo = named(QComboBox(), "tokenizer_combo")
         self.tokenizer_combo.addItems(TOKENIZER_KINDS)
         self.vocab_spin = int_spin(16, 200000, 500)
-        self.preset_combo = QComboBox(objectName="preset_combo")
+        self.preset_combo = named(QComboBox(), "preset_combo")
         self.preset_combo.addItems(list(PRESETS))
-        self.error_label = QLabel(objectName="settings_error")
+        self.error_label = named(QLabel(), "settings_error")
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #c62828")
 
@@ -138,7 +145,10 @@ class SettingsForm(QWidget):
         self.train_widgets = {name: setting_widget(s) for name, s in TRAIN_SETTINGS.items() if name not in RATE_FIELDS}
         for name, w in {**self.model_widgets, **self.train_widgets}.items():
             setattr(self, SHORT_NAMES.get(name, name), w)
-        self.rate = setting_widget(TRAIN_SETTINGS["lr"])  # its decimals and label follow the schedule
+        rate = setting_widget(TRAIN_SETTINGS["lr"])  # its decimals and label follow the schedule
+        schedule = self.train_widgets["schedule"]
+        assert isinstance(rate, QDoubleSpinBox) and isinstance(schedule, QComboBox)
+        self.rate, self.schedule = rate, schedule
         self.rate.setObjectName("rate_spin")
         self._rate_label = QLabel()
 
@@ -148,7 +158,7 @@ class SettingsForm(QWidget):
         file_row = QHBoxLayout()
         file_row.addWidget(self.file_label, 1)
         file_row.addWidget(self.browse)
-        rows = [
+        rows: list[tuple[QFormLayout, str | None, QWidget | QLayout]] = [
             (self.data_form, N_("Task"), self.task_combo),
             (self.data_form, N_("Data file"), file_row),
             (self.data_form, N_("Tokenizer"), self.tokenizer_combo),
@@ -166,7 +176,10 @@ class SettingsForm(QWidget):
             label = self._rate_label if text is None else QLabel()
             if text is not None:
                 self._row_labels.append((label, text))
-            form.addRow(label, field)
+            if isinstance(field, QWidget):
+                form.addRow(label, field)
+            else:
+                form.addRow(label, field)
         for box, form in ((self.data_box, self.data_form), (self.model_box, self.model_form),
                           (self.train_box, self.train_form)):  # fmt: skip
             box.setLayout(form)
@@ -198,7 +211,7 @@ class SettingsForm(QWidget):
             label.setText(tr(text))
         self.task_combo.setItemText(self.task_combo.count() - 1, tr("Your file…"))
         for i, name in enumerate(TASKS):
-            self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[name]), Qt.ToolTipRole)
+            self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[name]), Qt.ItemDataRole.ToolTipRole)
         self._update_file_label()
         self._show_rate_row()  # the label and decimals only: the rate itself stays as the person set it
         self.validate()
@@ -267,7 +280,7 @@ class SettingsForm(QWidget):
                                 (tr("none chosen") if use_file else "—"))  # fmt: skip
         self.browse.setEnabled(use_file)
 
-    def model_overrides(self) -> dict[str, Any]:
+    def model_overrides(self) -> dict[str, SettingValue]:
         return {name: widget_value(w) for name, w in self.model_widgets.items()}
 
     def train_config(self) -> TrainConfig:

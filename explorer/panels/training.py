@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from explorer.commands import Command, Pause, PauseAt, Resume, Stop
 from explorer.i18n import N_, tr
 from explorer.panels.settings_form import SettingsForm, float_spin, int_spin
+from explorer.widgets import named
 from explorer.widgets.metric_plot import MetricPlot
 from explorer.worker import (
     ERROR,
@@ -107,12 +108,12 @@ class TrainingPanel(QWidget):
         for w in (self.pause_at_step, self.pause_at_loss):
             w.valueChanged.connect(self._on_pause_at)
         self.smooth_label = QLabel()
-        self.smooth_slider = QSlider(Qt.Orientation.Horizontal, objectName="smoothing_slider")
+        self.smooth_slider = named(QSlider(Qt.Orientation.Horizontal), "smoothing_slider")
         self.smooth_slider.setRange(0, 99)
         self.smooth_slider.setValue(60)
         self.smooth_slider.setMaximumWidth(160)
         self.smooth_value = QLabel("0.60")
-        self.log_check = QCheckBox(objectName="log_scale_check")
+        self.log_check = named(QCheckBox(), "log_scale_check")
         self.smooth_slider.valueChanged.connect(self._on_smoothing)
         self.log_check.toggled.connect(self._on_log)
         view_row = row_of(self.smooth_label, self.smooth_slider, self.smooth_value, self.log_check)
@@ -120,13 +121,13 @@ class TrainingPanel(QWidget):
         return [buttons, steps_row, view_row, pause_row]
 
     def _create_buttons(self) -> QHBoxLayout:
-        self.start_button = QPushButton(objectName="train_start_button")
-        self.pause_button = QPushButton(objectName="train_pause_button")
-        self.stop_button = QPushButton(objectName="train_stop_button")
-        self.reset_button = QPushButton(objectName="train_reset_button")
-        self.step_button = QPushButton(objectName="train_step_button")
-        self.step_n_button = QPushButton(objectName="train_step_n_button")
-        self.scratch_button = QPushButton(objectName="train_from_scratch_button")
+        self.start_button = named(QPushButton(), "train_start_button")
+        self.pause_button = named(QPushButton(), "train_pause_button")
+        self.stop_button = named(QPushButton(), "train_stop_button")
+        self.reset_button = named(QPushButton(), "train_reset_button")
+        self.step_button = named(QPushButton(), "train_step_button")
+        self.step_n_button = named(QPushButton(), "train_step_n_button")
+        self.scratch_button = named(QPushButton(), "train_from_scratch_button")
         self.scratch_button.clicked.connect(self.scratch_requested)
         self.step_n = int_spin(1, 1000000, 10)
         self.step_n.setValue(100)
@@ -139,7 +140,7 @@ class TrainingPanel(QWidget):
         return row_of(self.start_button, self.pause_button, self.stop_button, self.reset_button)
 
     def _create_plots(self) -> None:
-        self.run_list = QListWidget(objectName="run_list")
+        self.run_list = named(QListWidget(), "run_list")
         self.run_list.setMaximumHeight(70)
         self.run_list.itemChanged.connect(self._on_run_toggled)
         self.runs_label = QLabel()

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
 
+from explorer.widgets import named
+
 STYLES = {
     "info": "background: #e8f1fb; border: 1px solid #9db3d6;",
     "warning": "background: #fff4d6; border: 1px solid #e0b84d;",
@@ -18,7 +20,7 @@ class MessageBar(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("message_bar")
-        self.label = QLabel(objectName="message_text")
+        self.label = named(QLabel(), "message_text")
         self.label.setTextFormat(Qt.PlainText)  # messages quote file names and sentences: never markup
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)

@@ -1,0 +1,144 @@
+"""What the engine hands the window: frozen dataclasses of numpy arrays and plain values.
+
+Nothing here imports PyTorch: the window imports these types before the engine has loaded it, and
+an answer that crosses from the engine thread to the window is one of these, never a tensor or a
+module. Masks follow the one convention of :mod:`model.masks`: True means "may attend".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from model.tokenization import Encoded
+
+
+# -- decoding ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hypothesis:
+    """A finished translation candidate."""
+
+    tokens: list[int]  # generated ids, no BOS; ends with EOS unless cut at max_len
+    log_prob: float  # sum of the tokens' log-probabilities
+    score: float  # log_prob / ((5 + len(tokens)) / 6) ** length_penalty
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One continuation considered at a step: prefix ``parent`` + ``token``."""
+
+    parent: int  # row of the live prefix it extends (in DecodeStep.prefixes)
+    token: int
+    log_prob: float  # cumulative log-probability of prefix + token
+    status: str  # "live" (kept in the beam), "finished" (EOS or max_len) or "pruned"
+    prob: float = float("nan")  # P(token | prefix, source), this step's own probability
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """Everything one decoding step saw and decided. Arrays are numpy copies."""
+
+    index: int  # 0 for the first generated token
+    prefixes: list[list[int]]  # live prefixes entering this step (no BOS)
+    prefix_log_probs: list[float]  # their cumulative log-probabilities
+    top_tokens: np.ndarray  # [n_live, k] most probable next tokens per prefix
+    top_probs: np.ndarray  # [n_live, k] their probabilities P(token | prefix, source)
+    kept: list[Candidate]  # continuations taken: live ones first in beam order, then finished
+    pruned: list[Candidate]  # per-prefix top-`beam_size` continuations that lost out
+    finished: list[Hypothesis]  # hypotheses completed at this step, in the order of the finished ones in `kept`
+    cross_attention: np.ndarray | None  # [n_live, layers, heads, S] this position's cross-attention
+    self_attention: np.ndarray | None  # [n_live, layers, heads, index + 1] decoder self-attention
+
+    @property
+    def live_after(self) -> list[list[int]]:
+        """The prefixes alive after this step, in beam order."""
+        return [self.prefixes[c.parent] + [c.token] for c in self.kept if c.status == "live"]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A translated sentence."""
+
+    source: Encoded  # the source as the tokenizer split it (unknown spans included)
+    source_ids: list[int]  # what the encoder read: tokens + EOS, cut to max_len
+    text: str  # the best translation
+    tokens: list[int]  # its ids (no BOS; EOS last when produced)
+    hypotheses: list[tuple[str, float, float]]  # beam search: (text, score, log_prob), best first
+    truncated: bool  # the source was longer than the model accepts and was cut
+    reference: str | None  # the corpus translation, when the source is a corpus sentence
+
+
+# -- attention -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Inspection:
+    """Attention of one source/target pair, teacher-forced, as numpy."""
+
+    src_tokens: list[str]  # encoder positions (keys of cross-attention)
+    tgt_tokens: list[str]  # decoder inputs: <bos> + target (queries of decoder maps)
+    out_tokens: list[str]  # what each decoder position predicts: target + <eos>
+    encoder: np.ndarray  # [layers, heads, S, S]
+    decoder_self: np.ndarray  # [layers, heads, T, T]
+    cross: np.ndarray  # [layers, heads, T, S]
+    target_probs: np.ndarray  # [T] probability the model gave each out_token
+    teacher_forced: bool  # False when the target is the model's own greedy output
+    step: int = 0  # training step of the weights that produced it
+    source: str = ""  # the source text
+    target_ids: tuple[int, ...] = ()  # the target ids (no BOS/EOS), for asking about the same pair again
+    # per kind ("encoder" [S, S], "decoder_self" [T, T], "cross" [T, S]): True = may attend, as the model masked it
+    masks: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttentionExplanation:
+    """One head's attention spelled out: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, step by step."""
+
+    title: str  # what this is (kind, layer, head — or the worked example)
+    query_tokens: list[str]  # one per row of Q
+    key_tokens: list[str]  # one per row of K and V
+    q: np.ndarray  # [Lq, d_k] this head's queries (after W^Q, and RoPE when used)
+    k: np.ndarray  # [Lk, d_k]
+    v: np.ndarray  # [Lk, d_v]
+    scores: np.ndarray  # QKᵀ [Lq, Lk]
+    scaled: np.ndarray  # QKᵀ / √d_k
+    mask: np.ndarray  # True = may attend
+    weights: np.ndarray  # softmax of the scaled, masked scores
+    output: np.ndarray  # weights · V [Lq, d_v] (this head's part, before W^O)
+    exp: np.ndarray  # exp(scaled − shift) [Lq, Lk], 0 where masked: weights = exp / Σ exp, checkable by hand
+    shift: np.ndarray  # [Lq] subtracted before exp: 0, or the row's largest score where exp would overflow
+    kind: str = "example"  # "example" (the worked example) | "encoder" | "decoder_self" | "cross"
+    layer: int = -1  # 0-based layer of the head, −1 for the worked example
+    head: int = -1  # 0-based head, −1 for the worked example
+
+
+# -- step-through decoding -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodeSettings:
+    text: str
+    beam_size: int = 1  # 1 = greedy
+    length_penalty: float = 0.6
+    max_len: int | None = None  # None: from the source length
+    top_k: int = 10
+
+
+@dataclass(frozen=True)
+class DecodeView:
+    """What the decoding panel (and the attention panel following it) shows."""
+
+    decode_id: int  # which sentence; grows with every new start
+    settings: DecodeSettings
+    source_tokens: tuple[str, ...]  # encoder input pieces (EOS included)
+    unknown: frozenset[int]  # indexes of source pieces that were not in the vocabulary
+    source_length: int  # tokens the input has (EOS not counted)
+    source_read: int  # of those, how many the encoder reads: the model's max_len cuts longer inputs
+    reference: str | None  # corpus translation, when the sentence is from the corpus
+    position: int  # steps shown (0 = before the first)
+    at_end: bool  # no further step exists
+    steps: tuple[DecodeStep, ...]  # the steps shown, oldest first (ids; the GUI names them)
+    hypotheses: tuple[tuple[str, float, float, tuple[int, ...]], ...]  # finished: text, score, log P, ids
+    focus_tokens: tuple[int, ...]  # the prefix in focus: greedy output / best live beam / best finished
+    focus_text: str  # its detokenised text
+    inspection: Inspection | None  # teacher-forced attention of source → focus prefix
+    weights_step: int  # training step of the weights used

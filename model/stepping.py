@@ -1,0 +1,238 @@
+"""Step-through decoding, answered as immutable :class:`~model.snapshots.DecodeView` snapshots.
+
+A :class:`DecodeDriver` keeps one sentence being decoded. Each step is one decoder call for all live
+prefixes (:class:`~model.decoding.BeamStepper`); a view's teacher-forced maps of the prefix in focus
+are put together from the rows those calls recorded — at each position, the row of the beam the
+focus descends from, found by following the back-pointers — and the encoder's self-attention of the
+start, so showing a step computes nothing more. Views are kept per position: Back, Show and Go to a
+position already shown compute nothing at all. Every answer is on the weights of the moment: when
+training has changed them since the stepper was built, it is rebuilt and replayed to the same
+position first.
+
+No PyTorch is imported here (the session does the computing), so the window may import this module.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from model.snapshots import Candidate, DecodeSettings, DecodeStep, DecodeView, Inspection
+from model.tokenization import EOS_ID, UNK_ID
+
+if TYPE_CHECKING:
+    from model.decoding import DecoderRows
+    from model.session import DecodeSession, Session
+
+ACTIONS = ("step", "back", "run", "reset", "goto", "show")
+# The views of one sentence kept for going back: a long output of a large model steps through views that grow as
+# T² (decoder self-attention), so the least recently shown go beyond this.
+VIEW_CACHE_BYTES = 256 * 2**20
+
+
+class DecodeError(ValueError):
+    """A request a person can put right; ``code`` names it, for the window to say in its language."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+_decode_ids = itertools.count(1)  # across drivers: a new run's first sentence is still a new sentence
+
+
+class DecodeDriver:
+    """One sentence decoded step by step (engine thread only)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.decode_id = 0
+        self.settings: DecodeSettings | None = None
+        self._decode: DecodeSession | None = None
+        self._built_at = -1
+        self._views: dict[int, DecodeView] = {}  # by position, for the stepper of the moment; least recent first
+        self._cached_bytes = 0
+
+    def start(self, settings: DecodeSettings) -> DecodeView:
+        """A new sentence. If it cannot be decoded, the old one is dropped too: the panel has cleared it."""
+        self._decode, self.settings = None, settings
+        self._build(0)
+        self.decode_id = next(_decode_ids)
+        return self.view()
+
+    def act(self, action: str, position: int | None = None) -> DecodeView:
+        """Step, back, run (to the end), reset, goto ``position``, or show (the step shown now)."""
+        if action not in ACTIONS:
+            raise ValueError(f"unknown decoding action {action!r}")
+        self._fresh()
+        stepper = self._sentence.stepper
+        if action == "step":
+            stepper.step()
+        elif action == "back":
+            stepper.back()
+        elif action == "run":
+            stepper.run()
+            stepper.position = len(stepper.history)
+        elif action == "reset":
+            stepper.reset()
+        elif action == "goto" and position is not None:
+            while stepper.position < position and stepper.step() is not None:
+                pass
+            stepper.position = max(0, min(position, stepper.position))
+        return self.view()
+
+    def view(self) -> DecodeView:
+        """What the position shown now looks like: made once per position and kept (within VIEW_CACHE_BYTES;
+        a view let go is made again from the recorded rows, still without calling the model)."""
+        position = self._sentence.stepper.position
+        view = self._views.pop(position, None)
+        if view is None:
+            view = self._make_view()
+            self._cached_bytes += _size(view)
+        self._views[position] = view  # the most recently shown last
+        while self._cached_bytes > VIEW_CACHE_BYTES and len(self._views) > 1:
+            self._cached_bytes -= _size(self._views.pop(next(iter(self._views))))
+        return view
+
+    # -- the stepper ---------------------------------------------------------------------------------------------
+    @property
+    def _sentence(self) -> DecodeSession:
+        """The sentence being decoded (asked for only once one is: after _fresh or a start)."""
+        assert self._decode is not None
+        return self._decode
+
+    @property
+    def _settings(self) -> DecodeSettings:
+        assert self.settings is not None
+        return self.settings
+
+    def _build(self, position: int) -> None:
+        s = self._settings
+        self._views, self._cached_bytes = {}, 0
+        self._decode = decode = self.session.stepper(s.text, s.beam_size, s.max_len, s.length_penalty, s.top_k)
+        self._built_at = self.session.step
+        for _ in range(position):
+            if decode.stepper.step() is None:
+                break
+
+    def _fresh(self) -> None:
+        if self._decode is None:
+            if self.settings is None:
+                raise DecodeError("no_sentence", "Type a sentence and press Enter to start decoding.")
+            self._build(0)  # the start failed: try again, so that the person reads why it fails
+            self.decode_id = next(_decode_ids)
+            return
+        if self._built_at != self.session.step:  # the weights changed: same position, current weights
+            self._build(self._decode.stepper.position)
+
+    # -- views ---------------------------------------------------------------------------------------------------
+    def _make_view(self) -> DecodeView:
+        d, session = self._sentence, self.session
+        stepper = d.stepper
+        shown = tuple(stepper.history[: stepper.position])
+        # finished hypotheses, best first (ties: the earlier step first), each with where it finished
+        ranked = sorted(
+            ((h, t, i) for t, step in enumerate(shown) for i, h in enumerate(step.finished)),
+            key=lambda found: found[0].score,
+            reverse=True,
+        )
+        decode = session.tgt_tok.decode
+        hyps = tuple((decode(h.tokens), h.score, h.log_prob, tuple(h.tokens)) for h, _, _ in ranked)
+        # the prefix in focus: the best live beam (greedy: the output so far), else the best finished one
+        live = shown[-1].live_after if shown else []
+        end: tuple[int, int] | None  # the focus's last decoder position and its row there
+        if live or not ranked:
+            focus, end = (live[0] if live else []), (stepper.position, 0)  # row 0: the best prefix entering there
+        else:
+            best, t, i = ranked[0]
+            focus = best.tokens
+            # cut at max_len (no EOS): it would be read at a position the search never computes
+            end = (t, _finished_candidate(shown[t], i).parent) if focus[-1] == EOS_ID else None
+        return DecodeView(
+            decode_id=self.decode_id,
+            settings=self._settings,
+            source_tokens=tuple(d.source_tokens),
+            unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == UNK_ID),
+            source_length=len(d.source.ids),
+            source_read=len(d.source_ids) - 1,  # EOS is added after the cut
+            reference=d.reference,
+            position=stepper.position,
+            at_end=stepper.at_end,
+            steps=shown,
+            hypotheses=hyps,
+            focus_tokens=tuple(focus),
+            focus_text=decode(focus),
+            inspection=self._inspection(list(focus), end),
+            weights_step=session.step,
+        )
+
+    def _inspection(self, focus: list[int], end: tuple[int, int] | None) -> Inspection:
+        """Source → ``focus``, teacher-forced, from the recorded rows; ``end`` = (position, row) of the focus's
+        last decoder position. Without one (an output cut at max_len, read at a position the search never
+        computes), the session computes the whole pair."""
+        d, session = self._sentence, self.session
+        if end is None:
+            return session.inspect(self._settings.text, tgt_ids=focus)
+        stepper = d.stepper
+        y = [t for t in focus if t != EOS_ID]
+        chain = _back_pointers(stepper.history, end)  # the focus's row at positions 0 … len(y)
+        if len(stepper.rows) < len(chain):
+            stepper.lookahead()  # the position after the last step: its one decoder call
+        rows = stepper.rows[: len(chain)]
+        assert stepper.encoder_attention is not None  # the session's steppers record
+        decoder_self, cross = _assemble(rows, chain)
+        probs = [stepper.history[t].kept[chain[t + 1]].prob for t in range(len(y))]  # P(y_t | y_<t, source)
+        probs.append(float(rows[-1].eos_probs[chain[-1]]))  # P(EOS | y, source)
+        show, bos = session.tgt_tok.display_token, session.model_cfg.bos_id
+        return Inspection(
+            src_tokens=list(d.source_tokens),
+            tgt_tokens=[show(t) for t in [bos, *y]],
+            out_tokens=[show(t) for t in [*y, EOS_ID]],
+            encoder=stepper.encoder_attention,
+            decoder_self=decoder_self,
+            cross=cross,
+            target_probs=np.array(probs, dtype=np.float32),
+            teacher_forced=True,
+            step=session.step,
+            source=self._settings.text,
+            target_ids=tuple(y),
+            masks=session.attention_masks(d.source_ids, [bos, *y]),
+        )
+
+
+def _size(view: DecodeView) -> int:
+    """Bytes a kept view holds of its own (the encoder's map and the steps are shared by all views)."""
+    inspection = view.inspection
+    return 0 if inspection is None else inspection.decoder_self.nbytes + inspection.cross.nbytes
+
+
+def _finished_candidate(step: DecodeStep, i: int) -> Candidate:
+    """The candidate of ``step`` that completed its ``i``-th finished hypothesis (finished ones follow the live)."""
+    return [c for c in step.kept if c.status == "finished"][i]
+
+
+def _back_pointers(history: list[DecodeStep], end: tuple[int, int]) -> list[int]:
+    """The rows (prefix indexes) of one prefix at positions 0 … t, from its row at position t: the prefix in
+    row r at position t is the r-th live continuation of step t − 1, whose parent is its row there."""
+    t, row = end
+    chain = [row]
+    for step in reversed(history[:t]):
+        row = step.kept[row].parent
+        chain.append(row)
+    return chain[::-1]
+
+
+def _assemble(rows: list[DecoderRows], chain: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Decoder self-attention ``[layers, heads, T, T]`` (0 beyond each position, which it could not see) and
+    cross-attention ``[layers, heads, T, S]`` of one prefix: row t of each is that prefix's row at position t."""
+    first = rows[0].cross_attention  # [n, layers, heads, S]
+    layers, heads, S = first.shape[1:]
+    T = len(chain)
+    decoder_self = np.zeros((layers, heads, T, T), dtype=np.float32)
+    cross = np.empty((layers, heads, T, S), dtype=np.float32)
+    for t, (record, row) in enumerate(zip(rows, chain)):
+        decoder_self[:, :, t, : t + 1] = record.self_attention[row]
+        cross[:, :, t] = record.cross_attention[row]
+    return decoder_self, cross
