@@ -636,7 +636,9 @@ class MainWindow(QMainWindow):
     # -- recent files ---------------------------------------------------------------------------------
     def recent_files(self) -> list[str]:
         value = self.settings.value("recent_files", [])
-        return [value] if isinstance(value, str) else list(value or [])
+        if isinstance(value, str):
+            return [value]
+        return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
     def _remember_recent(self, path: str) -> None:
         path = str(Path(path).resolve())

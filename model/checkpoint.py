@@ -92,7 +92,7 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
     """
     path = Path(path)
     pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)\.)?[A-Za-z0-9_]+\.tmp")
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
     except OSError:
@@ -100,6 +100,7 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
     now = time.time()
     for tmp in candidates:
         match = pattern.fullmatch(tmp.name)
+        assert match is not None  # the candidates were chosen by this pattern
         try:
             idle = now - tmp.stat().st_mtime
         except OSError:

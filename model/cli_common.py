@@ -21,8 +21,10 @@ def add_setting_flags(group: argparse._ArgumentGroup, cls: type) -> None:
         if s.kind is bool:
             group.add_argument(f"--{s.flag}", action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            kind = None if s.choices else s.kind  # choices are text already
-            group.add_argument(f"--{s.flag}", type=kind, choices=s.choices or None, help=text)
+            if s.choices:  # choices are text already
+                group.add_argument(f"--{s.flag}", choices=s.choices, help=text)
+            else:
+                group.add_argument(f"--{s.flag}", type=s.kind, help=text)
 
 
 def given_settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:

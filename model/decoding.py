@@ -16,6 +16,7 @@ GNMT length-normalised score ``log_prob / ((5 + |Y|) / 6) ** α``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import numpy as np
 import torch
@@ -67,6 +68,14 @@ def _check_max_len(max_len: int) -> None:
 
 
 @torch.inference_mode()
+@overload
+def greedy_decode(
+    model: Transformer, src: Tensor, max_len: int, use_cache: bool = True, return_log_probs: Literal[False] = False
+) -> list[list[int]]: ...
+@overload
+def greedy_decode(
+    model: Transformer, src: Tensor, max_len: int, use_cache: bool = True, *, return_log_probs: Literal[True]
+) -> tuple[list[list[int]], Tensor]: ...
 def greedy_decode(
     model: Transformer,
     src: Tensor,

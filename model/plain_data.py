@@ -24,7 +24,10 @@ import functools
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 SETTING = "setting"  # the key of a Setting in a dataclass field's metadata
 SettingValue = int | float | str | bool  # what a setting holds
@@ -39,7 +42,7 @@ class ConfigError(ValueError):
         self.problems = list(problems)
 
 
-T = TypeVar("T")
+T = TypeVar("T", bound="DataclassInstance")
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def literal_choices(annotation: Any) -> tuple[str, ...]:
 
 def choice_problems(obj: Any) -> list[str]:
     """A message for each Literal field of the dataclass ``obj`` whose value is not one of its choices."""
-    hints = _hints(type(obj))
+    hints = _hints(type(obj))  # type: ignore[arg-type]  # a dataclass type is hashable; typeshed's cache says Hashable
     problems = []
     for f in dataclasses.fields(obj):
         choices, value = literal_choices(hints[f.name]), getattr(obj, f.name)

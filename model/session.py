@@ -11,6 +11,7 @@ import bisect
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.attention import NOTES_EXAMPLE, attention_steps
+from model.attention import NOTES_EXAMPLE, MultiHeadAttention, attention_steps
 from model.checkpoint import (
     DAMAGED,
     CheckpointError,
@@ -32,6 +33,7 @@ from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs
 from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
 from model.device import resolve_device
 from model.masks import decoder_self_mask, padding_mask
+from model.positional import LearnedPositionalEncoding
 from model.snapshots import AttentionExplanation, Inspection, Translation  # torch-free; still importable from here
 from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
@@ -392,6 +394,7 @@ class Session:
         if not (0 <= layer < len(layers) and 0 <= head < cfg.n_heads):
             raise ValueError(f"no layer {layer} / head {head} in this model")
         block = layers[layer].cross_attn if kind == "cross" else layers[layer].self_attn
+        assert isinstance(block, MultiHeadAttention)  # nn.ModuleList items are typed as modules
         _, ids, _ = self._source(src_text)
         y = [t for t in (tgt_ids or []) if t != EOS_ID][: cfg.max_len - 1]
         caught: dict[str, Any] = {}
@@ -432,9 +435,10 @@ class Session:
         cfg = self.model_cfg
         info: dict[str, Any] = {"kind": cfg.positional, "d_model": cfg.d_model, "max_len": cfg.max_len,
                                 "head_dim": cfg.head_dim, "step": self.step}  # fmt: skip
-        if cfg.positional == "learned":
-            info["source"] = self.model.src_pos.table().detach().float().cpu().numpy().copy()
-            info["target"] = self.model.tgt_pos.table().detach().float().cpu().numpy().copy()
+        src_pos, tgt_pos = self.model.src_pos, self.model.tgt_pos
+        if isinstance(src_pos, LearnedPositionalEncoding) and isinstance(tgt_pos, LearnedPositionalEncoding):
+            info["source"] = src_pos.table().detach().float().cpu().numpy().copy()
+            info["target"] = tgt_pos.table().detach().float().cpu().numpy().copy()
         return info
 
     # -- saving and loading -----------------------------------------------------------
@@ -449,11 +453,7 @@ class Session:
             "model_config": self.model_cfg.to_dict(),
             "train_config": self.train_cfg.to_dict(),
             "data_spec": self.data_spec.to_dict(),
-            "tokenizer_spec": {
-                "kind": self.tokenizer_spec.kind,
-                "vocab_size": self.tokenizer_spec.vocab_size,
-                "min_frequency": self.tokenizer_spec.min_frequency,
-            },
+            "tokenizer_spec": self.tokenizer_spec.to_dict(),
             "shared_tokenizer": self.shared_tokenizer,
             "preset": self.preset,
             "step": self.step,
@@ -463,7 +463,7 @@ class Session:
             "notes": self.notes,
             "version": VERSION,
         }
-        rng = {"torch": torch.get_rng_state()}
+        rng: dict[str, torch.Tensor | list[torch.Tensor]] = {"torch": torch.get_rng_state()}
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
         payload = {
@@ -556,7 +556,7 @@ def _read_saved_state(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
         ("model_config", ModelConfig.from_dict),
         ("train_config", TrainConfig.from_dict),
         ("data_spec", DataSpec.from_dict),
-        ("tokenizer_spec", lambda d: TokenizerSpec(**d)),
+        ("tokenizer_spec", TokenizerSpec.from_dict),
     ):
         if key not in meta:
             raise damaged(f"its settings lack {key}")
@@ -564,21 +564,33 @@ def _read_saved_state(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
             out[key.replace("_config", "_cfg")] = build(meta[key])
         except (ValueError, KeyError, TypeError) as exc:
             raise CheckpointError(f"{path}: its {key} cannot be used ({exc}); {DAMAGED}") from None
+    out.update(_read_tokenizers(path, meta, data, out["model_cfg"], damaged))
+    out.update(_read_progress(meta, damaged))
+    out["history"] = _read_history(data.get("history"), damaged)
+    out["rng"] = _read_rng(data, damaged)
+    return out
+
+
+def _read_tokenizers(path: str | Path, meta: dict[str, Any], data: dict[str, Any], cfg: ModelConfig,
+                     damaged: Callable[[str], CheckpointError]) -> dict[str, Any]:  # fmt: skip
     shared = meta.get("shared_tokenizer", False)
     if not isinstance(shared, bool):
         raise damaged(f"its shared_tokenizer setting ({shared!r}) is not true or false")
     try:
-        out["src_tok"] = TextTokenizer.from_json(data["src_tokenizer"])
-        out["tgt_tok"] = out["src_tok"] if shared else TextTokenizer.from_json(data["tgt_tokenizer"])
+        src_tok = TextTokenizer.from_json(data["src_tokenizer"])
+        tgt_tok = src_tok if shared else TextTokenizer.from_json(data["tgt_tokenizer"])
     except Exception as exc:  # noqa: BLE001 — the tokenizers library raises plain Exception for bad JSON
         raise CheckpointError(f"{path}: its tokenizers cannot be read ({exc}); {DAMAGED}") from None
-    cfg = out["model_cfg"]
-    if (out["src_tok"].vocab_size, out["tgt_tok"].vocab_size) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
+    if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         raise CheckpointError(f"{path}: its tokenizers do not match its model; the file is inconsistent")
-    out["preset"] = meta.get("preset", "custom")
+    return {"src_tok": src_tok, "tgt_tok": tgt_tok}
+
+
+def _read_progress(meta: dict[str, Any], damaged: Callable[[str], CheckpointError]) -> dict[str, Any]:
+    """The preset's name, the step, the training time, notes, the data stream's position, the evaluations."""
+    out: dict[str, Any] = {"preset": meta.get("preset", "custom")}
     if not isinstance(out["preset"], str):
         raise damaged(f"its preset name ({out['preset']!r}) is not text")
-
     out["step"] = meta.get("step", 0)
     if not _whole(out["step"]):
         raise damaged(f"its step ({out['step']!r}) is not a whole number ≥ 0")
@@ -593,11 +605,14 @@ def _read_saved_state(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
     if not (isinstance(stream, dict) and set(stream) == {"epoch", "position"} and all(map(_whole, stream.values()))):
         raise damaged(f"its position in the training data ({stream!r}) is not an epoch and a batch number")
     out["stream"] = dict(stream)
-    out["evals"] = meta.get("evals") or []
-    if not (isinstance(out["evals"], list) and all(_is_eval(e) for e in out["evals"])):
+    evals = meta.get("evals") or []
+    if not (isinstance(evals, list) and all(_is_eval(e) for e in evals)):
         raise damaged("its list of evaluations is not a list of results (step, split, loss, exact match, BLEU)")
-    out["evals"] = [dict(e) for e in out["evals"]]
-    out["history"] = _read_history(data.get("history"), damaged)
+    out["evals"] = [dict(e) for e in evals]
+    return out
+
+
+def _read_rng(data: dict[str, Any], damaged: Callable[[str], CheckpointError]) -> dict[str, Any]:
     rng = data.get("rng") or {}
     if not isinstance(rng, dict):
         raise damaged("its random-number state is not a table")
@@ -608,8 +623,7 @@ def _read_saved_state(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
         and generator.shape == torch.get_rng_state().shape
     ):
         raise damaged("its random-number state is not one this version of PyTorch can use")
-    out["rng"] = {k: v for k, v in rng.items() if v is not None}
-    return out
+    return {k: v for k, v in rng.items() if v is not None}
 
 
 def _whole(value: Any) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,7 +104,7 @@ class Encoded:
         return [self.text[a:b] for a, b in self.unknown]
 
 
-def _build(kind: str) -> tuple[Tokenizer, object]:
+def _build(kind: str) -> tuple[Tokenizer, Callable[..., trainers.Trainer]]:
     """An untrained tokenizer of ``kind`` and the trainer class to fit it."""
     if kind in ("word", "wordpiece"):
         model = models.WordLevel(unk_token=UNK) if kind == "word" else models.WordPiece(unk_token=UNK)
@@ -190,7 +190,7 @@ class TextTokenizer:
     def encode(self, text: str) -> Encoded:
         text = normalize_text(text)
         enc = self.hf.encode(text, add_special_tokens=False)
-        spans = [tuple(o) for o in enc.offsets]
+        spans = [(int(a), int(b)) for a, b in enc.offsets]
         unknown = [s for i, s in zip(enc.ids, spans) if i == UNK_ID]
         return Encoded(text, list(enc.ids), list(enc.tokens), spans, unknown)
 

@@ -195,12 +195,14 @@ class SettingsForm(QWidget):
         self.schedule.currentTextChanged.connect(self._on_schedule)
         self.task_combo.currentIndexChanged.connect(self._on_task)
         for slot in (self.validate, self._on_edit):
-            for w in [*self.findChildren(QSpinBox), *self.findChildren(QDoubleSpinBox)]:
-                w.valueChanged.connect(slot)
-            for w in self.findChildren(QComboBox):
-                w.currentIndexChanged.connect(slot)
-            for w in self.findChildren(QCheckBox):
-                w.toggled.connect(slot)
+            for spin in self.findChildren(QSpinBox):
+                spin.valueChanged.connect(slot)
+            for dspin in self.findChildren(QDoubleSpinBox):
+                dspin.valueChanged.connect(slot)
+            for combo in self.findChildren(QComboBox):
+                combo.currentIndexChanged.connect(slot)
+            for check in self.findChildren(QCheckBox):
+                check.toggled.connect(slot)
 
     def retranslate(self) -> None:
         self.data_box.setTitle(tr("Data"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,10 +134,11 @@ def load_corpus(spec: DataSpec) -> Corpus:
         return Corpus(spec, train, valid, test, "sym", "sym")
     if task in ("grammar-en-zh", "grammar-zh-en"):
         splits = generate_grammar(spec.n_train, spec.n_valid, spec.n_test, seed=spec.seed)
-        pairs = [[(s.en, s.zh) for s in part] for part in (splits.train, splits.valid, splits.test)]
-        return _directed(spec, pairs, "en", "zh", reverse=task == "grammar-zh-en")
+        parts = [[(s.en, s.zh) for s in part] for part in (splits.train, splits.valid, splits.test)]
+        return _directed(spec, parts, "en", "zh", reverse=task == "grammar-zh-en")
     if task in ("hsk-en-zh", "hsk-zh-en"):
         return _directed(spec, list(load_hsk_pairs()), "en", "zh", reverse=task == "hsk-zh-en")
+    assert spec.path is not None  # a DataSpec names a task or a file
     pairs, report = load_pairs_file(spec.path, spec.file_format, spec.src_key, spec.tgt_key, spec.target_path)
     if spec.swap:
         pairs = [(t, s) for s, t in pairs]
@@ -153,11 +154,9 @@ def load_corpus(spec: DataSpec) -> Corpus:
     return Corpus(spec, train, valid, test, _language(p[0] for p in pairs), _language(p[1] for p in pairs), report)
 
 
-def _directed(spec: DataSpec, splits: list[list[Pair]], a: str, b: str, reverse: bool) -> Corpus:
-    if reverse:
-        splits = [[(t, s) for s, t in part] for part in splits]
-        a, b = b, a
-    return Corpus(spec, *splits, a, b)
+def _directed(spec: DataSpec, splits: Sequence[list[Pair]], a: str, b: str, reverse: bool) -> Corpus:
+    train, valid, test = ([(t, s) for s, t in part] for part in splits) if reverse else splits
+    return Corpus(spec, train, valid, test, b, a) if reverse else Corpus(spec, train, valid, test, a, b)
 
 
 def _language(texts) -> str:
