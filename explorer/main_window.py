@@ -25,7 +25,6 @@ from explorer import dialogs
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
 from explorer.commands import (
     ChangeTraining,
-    Command,
     Load,
     NewModel,
     Save,
@@ -191,7 +190,8 @@ class MainWindow(QMainWindow):
     def _connect_panels(self) -> None:
         self.training.start_requested.connect(self._on_start_requested)
         self.training.scratch_requested.connect(self.train_from_scratch)
-        self.training.control_requested.connect(self._on_control)
+        self.training.attach(self.client)
+        self.training.acted.connect(self._person_takes_over)
         self.training.reset_requested.connect(self._on_reset)
         self.decoding.attach(self.client)
         self.attention.attach(self.client, self.decoding)
@@ -457,7 +457,6 @@ class MainWindow(QMainWindow):
         new_path = status.path if status.path and status.path != self.status.path else None
         changed = dataclasses.replace(status, step=0) != dataclasses.replace(self.status, step=0)
         self.status = status
-        self.training.on_status(status)
         self.positional.training = status.state == TRAINING
         if new_path is not None:
             self._remember_recent(new_path)
@@ -468,7 +467,6 @@ class MainWindow(QMainWindow):
             self._update_status_labels_soon()
 
     def _on_metrics(self, batch: MetricsBatch) -> None:
-        self.training.on_metrics(batch)
         if len(batch.steps):
             self._last_loss = float(batch.steps.loss[-1])
             self._last_speed = float(batch.steps.tokens_per_s[-1])
@@ -545,10 +543,6 @@ class MainWindow(QMainWindow):
         if spec.train != info.train_config:
             self.engine.submit(ChangeTraining(spec.train))
         go()
-
-    def _on_control(self, command: Command) -> None:
-        self._person_takes_over()
-        self.engine.submit(command)
 
     def _on_reset(self, spec: NewModelSpec) -> None:
         self._person_takes_over()

@@ -1,4 +1,13 @@
-"""Training panel: what to train, with which settings, and live curves of how it goes."""
+"""Training panel: what to train, with which settings, and live curves of how it goes.
+
+Route: Pause, Resume, Stop and the auto-pause go straight to the engine through the engine client
+(:meth:`TrainingPanel.attach`; ``Engine._dispatch`` in explorer/worker.py, then ``Session``).
+Start, Step and Reset may replace the model, so they go to the main window first
+(``start_requested``, ``reset_requested``), which asks about unsaved work and then sends
+``NewModel`` / ``ChangeTraining`` / ``Start`` / ``Step``. Answers: the engine's ``status_changed`` and
+``metrics_logged`` (connected in ``attach``) and ``run_described`` (through the main window, which
+decides whether the form is refilled).
+"""
 
 from __future__ import annotations
 
@@ -24,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.commands import Command, Pause, PauseAt, Resume, Stop
+from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
 from explorer.panels.settings_form import SettingsForm, float_spin, int_spin
 from explorer.widgets import named
@@ -59,7 +69,7 @@ class TrainingPanel(QWidget):
     # the main window answers these (it owns the engine and the dialogs)
     start_requested = Signal(NewModelSpec, int)  # the settings; 0: train on, n > 0: n updates, then pause
     scratch_requested = Signal()  # a fresh model with these settings, training at once
-    control_requested = Signal(Command)  # Pause, Resume, Stop, PauseAt: nothing to ask first
+    acted = Signal()  # the person pressed a control (the program's own start-up plans yield to it)
     reset_requested = Signal(NewModelSpec)  # fresh weights with these settings (the window asks first)
 
     PLOTS = (
@@ -73,6 +83,7 @@ class TrainingPanel(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.client: EngineClient | None = None  # set by attach; without it the panel sends nothing
         self.setObjectName("training_panel")
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self.runs: dict[int, RunInfo] = {}
@@ -135,7 +146,7 @@ class TrainingPanel(QWidget):
         self.step_button.clicked.connect(lambda: self._on_start("step", 1))
         self.step_n_button.clicked.connect(lambda: self._on_start("step", self.step_n.value()))
         self.pause_button.clicked.connect(self._on_pause)
-        self.stop_button.clicked.connect(lambda: self.control_requested.emit(Stop()))
+        self.stop_button.clicked.connect(lambda: self._send(Stop()))
         self.reset_button.clicked.connect(self._on_reset)
         return row_of(self.start_button, self.pause_button, self.stop_button, self.reset_button)
 
@@ -219,7 +230,7 @@ class TrainingPanel(QWidget):
     # -- commands --------------------------------------------------------------------------------
     def _on_start(self, kind: str, n: int = 0) -> None:
         if kind == "start" and self.status.state in (PAUSED, ERROR):
-            self.control_requested.emit(Resume())
+            self._send(Resume())
             return
         try:
             spec = self.form.spec()
@@ -230,7 +241,7 @@ class TrainingPanel(QWidget):
         self.start_requested.emit(spec, n if kind == "step" else 0)
 
     def _on_pause(self) -> None:
-        self.control_requested.emit(Resume() if self.status.state in (PAUSED, ERROR) else Pause())
+        self._send(Resume() if self.status.state in (PAUSED, ERROR) else Pause())
 
     def _on_reset(self) -> None:
         try:
@@ -242,7 +253,7 @@ class TrainingPanel(QWidget):
 
     def _on_pause_at(self) -> None:
         step, loss = self.pause_at_step.value(), self.pause_at_loss.value()
-        self.control_requested.emit(PauseAt(step=step or None, loss=loss or None))
+        self._send(PauseAt(step=step or None, loss=loss or None))
 
     def set_presenting(self, on: bool) -> None:
         """Presenter mode: the settings form (the editing controls) is hidden."""
@@ -266,6 +277,18 @@ class TrainingPanel(QWidget):
         self.scratch_button.setEnabled(valid and not training)
 
     # -- engine events ------------------------------------------------------------------------------
+    # -- the route to the engine -------------------------------------------------------------------
+    def attach(self, client: EngineClient) -> None:
+        self.client = client
+        client.engine.status_changed.connect(self.on_status)
+        client.engine.metrics_logged.connect(self.on_metrics)
+
+    def _send(self, command: Command) -> None:
+        """A control that replaces nothing (pause, resume, stop, auto-pause)."""
+        self.acted.emit()
+        if self.client is not None:
+            self.client.send(command)
+
     def on_status(self, status: EngineStatus) -> None:
         self.status = status
         if status.state != TRAINING:  # while training it moves with the learning-rate plot's redraws
