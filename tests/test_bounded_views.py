@@ -90,7 +90,8 @@ def _snapshots(session, n: int):
 
 
 def test_probe_snapshots_arriving_fast_are_drawn_a_few_times_a_second(qtbot, copy_session_factory, monkeypatch):
-    from explorer.panels.attention import ABSORB_MS, AttentionPanel
+    from explorer.panels.attention import AttentionPanel
+    from explorer.panels.attention_parts import ABSORB_MS
 
     panel = AttentionPanel()
     qtbot.addWidget(panel)
@@ -106,7 +107,7 @@ def test_probe_snapshots_arriving_fast_are_drawn_a_few_times_a_second(qtbot, cop
         panel.on_probe(s)
     qtbot.wait(ABSORB_MS + 200)
     assert len(draws) == 2
-    assert len(panel.snapshots) <= panel.MAX_SNAPSHOTS and panel.snapshots[-1].step == snapshots[-1].step
+    assert len(panel.snapshots) <= panel.over_training.MAX_SNAPSHOTS and panel.snapshots[-1].step == snapshots[-1].step
     steps = [s.step for s in panel.snapshots]
     assert steps == sorted(steps) and steps[0] == snapshots[0].step  # thinned evenly, first and last kept
 

@@ -133,7 +133,7 @@ def test_heatmap_shows_the_engines_weights(trained_window, qtbot, checkpoint):
         shown = a.heatmap.image.image
         assert shown == pytest.approx(captured[1][0, 2].numpy(), abs=1e-6), kind
         if kind == "decoder_self":  # the future is masked, and drawn as masked
-            assert a.heatmap.mask is not None and a.heatmap.mask[0, 1] and not a.heatmap.mask[1, 0]
+            assert a.heatmap.masked is not None and a.heatmap.masked[0, 1] and not a.heatmap.masked[1, 0]
             assert a.heatmap.overlay.isVisible()
     a.average.setChecked(True)
     assert a.shown_matrix() == pytest.approx(maps.cross[1][0].mean(0).numpy(), abs=1e-6)
@@ -165,10 +165,10 @@ def test_attention_following_decoding_shows_the_teacher_forced_maps_of_the_focus
         assert a.heatmap.image.image == pytest.approx(captured[1][0, 2].numpy(), abs=1e-5), kind
         if kind == "decoder_self":  # hatched: exactly the later positions
             n = tgt.shape[1]
-            assert np.array_equal(a.heatmap.mask, np.triu(np.ones((n, n), dtype=bool), 1))
+            assert np.array_equal(a.heatmap.masked, np.triu(np.ones((n, n), dtype=bool), 1))
             assert a.heatmap.overlay.isVisible()
         else:
-            assert a.heatmap.mask is None and not a.heatmap.overlay.isVisible()
+            assert a.heatmap.masked is None and not a.heatmap.overlay.isVisible()
     assert a.heatmap.row_box.isVisible() and a.heatmap.rows[-1].endswith("→ ?")  # the position predicting next
 
 
@@ -212,8 +212,8 @@ def test_timeline_scrubs_through_training_snapshots(make_window, qtbot):
     assert a.heatmap.image.image == pytest.approx(a.snapshots[-1].inspection.cross[0, 0])
     assert not np.allclose(first, a.heatmap.image.image)
     assert window.training.probe_marker.value() == a.snapshots[-1].step
-    a.lower.setCurrentWidget(a.over_training)  # the entropy plot is drawn when its tab is opened
-    entropy_x, entropy_y = a.entropy.data(1, "head0")
+    a.tabs.setCurrentWidget(a.over_training)  # the entropy plot is drawn when its tab is opened
+    entropy_x, entropy_y = a.over_training.entropy.data(1, "head0")
     assert list(entropy_x) == steps
     row = a.snapshots[0].inspection.cross[0, 0]
     expected = float(np.mean(-(row * np.log(np.clip(row, 1e-12, 1))).sum(-1)))
@@ -242,7 +242,7 @@ def test_qk_explainer_worked_example_and_a_real_head(trained_window, qtbot):
     a.layer.setValue(2)
     a.head.setValue(4)
     with qtbot.waitSignal(trained_window.engine.explained, timeout=10000):
-        qtbot.mouseClick(a.explain_button, Qt.LeftButton)
+        qtbot.mouseClick(a.explainer.explain_button, Qt.LeftButton)
     assert a.explanation.weights == pytest.approx(a.heatmap.values, abs=1e-5)
 
 

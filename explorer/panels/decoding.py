@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from explorer.commands import Decode, DecodeAction
 from explorer.i18n import N_, tr
+from explorer.widgets import named
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.candidates import CandidateBars
 from explorer.widgets.export import render_widget, titled_view, write_rows
@@ -50,7 +52,7 @@ class DecodingPanel(QWidget):
 
     view_shown = Signal(DecodeView)  # after the panel has drawn it (the Attention panel follows it)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.client: EngineClient | None = None  # set by attach; without it the panel sends nothing
         self.setObjectName("decoding_panel")
@@ -62,78 +64,96 @@ class DecodingPanel(QWidget):
         self.requested: DecodeSettings | None = None  # the sentence and settings of the last start sent
         self._starting = False  # a start is out: answers about earlier sentences are dropped
         self._shown_id = 0  # decode id of the newest sentence shown
+        self._create_inputs()
+        self._create_stepping()
+        self._create_views()
+        self._connect()
+        self._lay_out()
+        self._on_mode()
+        self.retranslate()
+        self._update_buttons()
 
-        self.input = QLineEdit(objectName="decode_input")
-        self.input.returnPressed.connect(self.start)
-        self.translate_button = QPushButton(objectName="decode_start_button")
-        self.translate_button.clicked.connect(self.start)
-        self.chips = TokenStrip()
-        self.chips.setObjectName("decode_source_tokens")
-        self.mode = QComboBox(objectName="decode_mode_combo")
+    def _create_inputs(self) -> None:
+        """The sentence and the decoding settings."""
+        self.input = named(QLineEdit(), "decode_input")
+        self.translate_button = named(QPushButton(), "decode_start_button")
+        self.chips = named(TokenStrip(), "decode_source_tokens")
+        self.mode = named(QComboBox(), "decode_mode_combo")
         self.mode.addItem("", "greedy")
         self.mode.addItem("", "beam")
-        self.beam_size = QSpinBox(objectName="beam_size_spin")
+        self.beam_size = named(QSpinBox(), "beam_size_spin")
         self.beam_size.setRange(2, 16)
         self.beam_size.setValue(4)
-        self.alpha = QDoubleSpinBox(objectName="decode_alpha_spin")
+        self.alpha = named(QDoubleSpinBox(), "decode_alpha_spin")
         self.alpha.setRange(0.0, 3.0)
         self.alpha.setSingleStep(0.1)
         self.alpha.setValue(0.6)
-        self.max_len = QSpinBox(objectName="decode_max_len_spin")
+        self.max_len = named(QSpinBox(), "decode_max_len_spin")
         self.max_len.setRange(0, 256)  # 0: auto; the maximum follows the model's max_len (on_run)
-        self.mode.currentIndexChanged.connect(self._on_mode)
 
-        self.back_button = QPushButton(objectName="decode_back_button")
-        self.step_button = QPushButton(objectName="decode_step_button")
-        self.run_button = QPushButton(objectName="decode_run_button")
-        self.reset_button = QPushButton(objectName="decode_reset_button")
-        self.play_button = QPushButton(objectName="decode_autoplay_button")
+    def _create_stepping(self) -> None:
+        """Back, Step, Run to end, Reset, and auto-play with its speed."""
+        self.back_button = named(QPushButton(), "decode_back_button")
+        self.step_button = named(QPushButton(), "decode_step_button")
+        self.run_button = named(QPushButton(), "decode_run_button")
+        self.reset_button = named(QPushButton(), "decode_reset_button")
+        self.play_button = named(QPushButton(), "decode_autoplay_button")
         self.play_button.setCheckable(True)
-        self.speed = QSlider(Qt.Horizontal, objectName="decode_speed_slider")
+        self.speed = named(QSlider(Qt.Orientation.Horizontal), "decode_speed_slider")
         self.speed.setRange(1, 10)  # steps per second
         self.speed.setValue(2)
         self.speed.setMaximumWidth(90)
+        self.play_timer = QTimer(self)
+        self.play_timer.setInterval(500)
+
+    def _create_views(self) -> None:
+        """The output so far, the notes about it, and the step's candidates, cross-attention and beams."""
+        self.output = named(QLabel(), "decode_output")
+        self.output.setTextFormat(Qt.TextFormat.RichText)  # the model's text in it is escaped (show_view)
+        self.output.setWordWrap(True)
+        self.output.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        font = self.output.font()
+        font.setPointSizeF(font.pointSizeF() * 1.5)
+        self.output.setFont(font)
+        self.reference = named(QLabel(), "decode_reference")
+        self.notice = named(QLabel(), "decode_notice")  # e.g. the input was cut to the model's length
+        self.step_label = named(QLabel(), "decode_step_label")
+        for label in (self.reference, self.notice, self.step_label):
+            label.setTextFormat(Qt.TextFormat.PlainText)
+        self.reference.setWordWrap(True)
+        self.notice.setWordWrap(True)
+        self.notice.setStyleSheet("color: #b26a00")
+        self.notice.hide()
+        self.candidates = CandidateBars("candidates_plot")
+        self.cross = Heatmap(
+            "step_cross_heatmap", N_("This step's cross-attention"), row_name=N_("head"), col_name=N_("source")
+        )
+        self.cross_layer = named(QSpinBox(), "step_cross_layer_spin")
+        self.cross_layer.setRange(1, 1)
+        self.tree = BeamTreeView("beam_tree_view")
+        self.nbest = named(QTableWidget(0, 4), "nbest_list")
+        self.nbest.verticalHeader().hide()
+        self.nbest.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+
+    def _connect(self) -> None:
+        self.input.returnPressed.connect(self.start)
+        self.translate_button.clicked.connect(self.start)
+        self.mode.currentIndexChanged.connect(self._on_mode)
         self.back_button.clicked.connect(lambda: self._act("back"))
         self.step_button.clicked.connect(lambda: self._act("step"))
         self.run_button.clicked.connect(lambda: self._act("run"))
         self.reset_button.clicked.connect(lambda: self._act("reset"))
         self.play_button.toggled.connect(self._on_play)
         self.speed.valueChanged.connect(lambda v: self.play_timer.setInterval(int(1000 / v)))
-        self.play_timer = QTimer(self)
-        self.play_timer.setInterval(500)
         self.play_timer.timeout.connect(self._on_play_tick)
-
-        self.output = QLabel(objectName="decode_output")
-        self.output.setTextFormat(Qt.RichText)  # the model's text in it is escaped (show_view)
-        self.output.setWordWrap(True)
-        self.output.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        font = self.output.font()
-        font.setPointSizeF(font.pointSizeF() * 1.5)
-        self.output.setFont(font)
-        self.reference = QLabel(objectName="decode_reference")
-        self.reference.setTextFormat(Qt.PlainText)
-        self.reference.setWordWrap(True)
-        self.notice = QLabel(objectName="decode_notice")  # e.g. the input was cut to the model's length
-        self.notice.setTextFormat(Qt.PlainText)
-        self.notice.setWordWrap(True)
-        self.notice.setStyleSheet("color: #b26a00")
-        self.notice.hide()
-        self.step_label = QLabel(objectName="decode_step_label")
-        self.step_label.setTextFormat(Qt.PlainText)
-        self.candidates = CandidateBars("candidates_plot")
-        self.cross = Heatmap(
-            "step_cross_heatmap", N_("This step's cross-attention"), row_name=N_("head"), col_name=N_("source")
-        )
-        self.cross_layer = QSpinBox(objectName="step_cross_layer_spin")
-        self.cross_layer.setRange(1, 1)
         self.cross_layer.valueChanged.connect(lambda _: self._draw_cross())
-        self.tree = BeamTreeView("beam_tree_view")
         self.tree.node_clicked.connect(self._on_node)
-        self.nbest = QTableWidget(0, 4, objectName="nbest_list")
-        self.nbest.verticalHeader().hide()
-        self.nbest.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.nbest.setEditTriggers(QTableWidget.NoEditTriggers)
 
+    def _lay_out(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(self.input, 1)
+        top.addWidget(self.translate_button)
         controls = QHBoxLayout()
         self.labels = {key: QLabel() for key in ("mode", "beam", "alpha", "max")}
         for key, w in (("mode", self.mode), ("beam", self.beam_size), ("alpha", self.alpha), ("max", self.max_len)):
@@ -141,16 +161,24 @@ class DecodingPanel(QWidget):
             controls.addWidget(w)
         controls.addStretch(1)
         buttons = QHBoxLayout()
-        for w in (self.back_button, self.step_button, self.run_button, self.reset_button):
-            buttons.addWidget(w)
+        for button in (self.back_button, self.step_button, self.run_button, self.reset_button, self.play_button):
+            buttons.addWidget(button)
         self.speed_label = QLabel()
-        buttons.addWidget(self.play_button)
         buttons.addWidget(self.speed_label)
         buttons.addWidget(self.speed)
         buttons.addStretch(1)
-        top = QHBoxLayout()
-        top.addWidget(self.input, 1)
-        top.addWidget(self.translate_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.chips)
+        layout.addLayout(controls)
+        layout.addLayout(buttons)
+        for label in (self.notice, self.output, self.reference, self.step_label):
+            layout.addWidget(label)
+        layout.addWidget(self._lay_out_body(), 1)
+
+    def _lay_out_body(self) -> QSplitter:
+        """Candidates beside the step's cross-attention; below them the beam tree and the n-best list."""
         cross_box = QWidget()
         cross_layout = QVBoxLayout(cross_box)
         cross_layout.setContentsMargins(0, 0, 0, 0)
@@ -161,35 +189,21 @@ class DecodingPanel(QWidget):
         layer_row.addStretch(1)
         cross_layout.addLayout(layer_row)
         cross_layout.addWidget(self.cross, 1)
-        middle = QSplitter(Qt.Horizontal)
+        middle = QSplitter(Qt.Orientation.Horizontal)
         middle.addWidget(self.candidates)
         middle.addWidget(cross_box)
         tree_box, nbest_box = QWidget(), QWidget()
         self.tree_title, _ = titled_view(tree_box, self.tree, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV"))
         self.nbest_title, _ = titled_view(nbest_box, self.nbest, "n_best", self.export_nbest, ("PNG", "SVG", "CSV"))
-        self.beam_box = QSplitter(Qt.Horizontal)
+        self.beam_box = QSplitter(Qt.Orientation.Horizontal)
         self.beam_box.addWidget(tree_box)
         self.beam_box.addWidget(nbest_box)
         self.beam_box.setStretchFactor(0, 3)
-        body = QSplitter(Qt.Vertical)
+        body = QSplitter(Qt.Orientation.Vertical)
         body.addWidget(middle)
         body.addWidget(self.beam_box)
         body.setSizes([400, 400])  # the tree needs room: one row per continuation considered
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(top)
-        layout.addWidget(self.chips)
-        layout.addLayout(controls)
-        layout.addLayout(buttons)
-        layout.addWidget(self.notice)
-        layout.addWidget(self.output)
-        layout.addWidget(self.reference)
-        layout.addWidget(self.step_label)
-        layout.addWidget(body, 1)
-        self._on_mode()
-        self.retranslate()
-        self._update_buttons()
+        return body
 
     def retranslate(self) -> None:
         self.input.setPlaceholderText(tr("Type a sentence and press Enter"))
@@ -405,7 +419,7 @@ class DecodingPanel(QWidget):
             for c, value in enumerate((text or "∅", f"{score:.3f}", f"{log_prob:.3f}", str(len(tokens)))):
                 item = QTableWidgetItem(value)
                 if c:
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.nbest.setItem(r, c, item)
 
     def _on_node(self, level: int, row: int) -> None:
@@ -441,8 +455,10 @@ class DecodingPanel(QWidget):
             self.cross.set_data(np.zeros((0, 0)), [], [])
             return
         step_index, row = self.selected
-        step = self.view.steps[step_index]
-        layer = self.cross_layer.value() - 1
-        weights = step.cross_attention[row, layer]  # [heads, S]
+        cross = self.view.steps[step_index].cross_attention  # [n_live, layers, heads, S]
+        if cross is None:  # a step recorded without its attention: nothing to draw
+            self.cross.set_data(np.zeros((0, 0)), [], [])
+            return
+        weights = cross[row, self.cross_layer.value() - 1]  # [heads, S]
         heads = [f"{tr('head')} {h + 1}" for h in range(weights.shape[0])]
         self.cross.set_data(weights, heads, list(self.view.source_tokens))

@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPen
+from PySide6.QtGui import QColor, QFontMetrics, QPen, QResizeEvent
 from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from explorer.i18n import N_, tr
+from explorer.widgets import named
 from explorer.widgets.export import export_button, render_scene, titled_view, write_numbers
 
 ATTENTION_MAP = pg.colormap.get("viridis")
@@ -60,10 +61,9 @@ def _ticks(labels: list[str], limit: int, stagger: bool = False) -> list[tuple[f
 class Heatmap(QWidget):
     """A labelled heatmap of a [rows, cols] matrix with a colour bar."""
 
-    cell_hovered = Signal(int, int)  # row, col; (-1, -1) outside
-
-    def __init__(self, object_name: str, title: str = "", levels=(0.0, 1.0), colour_map=ATTENTION_MAP,
-                 row_name: str = N_("query"), col_name: str = N_("key"), parent=None):  # fmt: skip
+    def __init__(self, object_name: str, title: str = "", levels: tuple[float, float] = (0.0, 1.0),
+                 colour_map: pg.ColorMap = ATTENTION_MAP, row_name: str = N_("query"), col_name: str = N_("key"),
+                 parent: QWidget | None = None) -> None:  # fmt: skip
         super().__init__(parent)
         self.setObjectName(object_name)
         self._title_source = title
@@ -71,7 +71,7 @@ class Heatmap(QWidget):
         self.values = np.zeros((0, 0))
         self.rows: list[str] = []
         self.cols: list[str] = []
-        self.mask: np.ndarray | None = None
+        self.masked: np.ndarray | None = None  # True: the cell may not be attended to (hatched)
         self.levels = levels
         self._hover = (-1, -1)
 
@@ -91,9 +91,9 @@ class Heatmap(QWidget):
             self.plot.getAxis(name).setStyle(tickLength=0)
         self.view.scene().sigMouseMoved.connect(self._on_move)
 
-        self.hover_label = QLabel(objectName=f"{object_name}_hover")
+        self.hover_label = named(QLabel(), f"{object_name}_hover")
         self.hover_label.setMinimumHeight(18)
-        self.hover_label.setTextFormat(Qt.PlainText)  # it quotes tokens, such as <unk>
+        self.hover_label.setTextFormat(Qt.TextFormat.PlainText)  # it quotes tokens, such as <unk>
         self.title, self.export_button = titled_view(
             self, self.view, object_name, self.export, ("PNG", "SVG", "CSV", "NPY"), self.hover_label
         )
@@ -117,7 +117,7 @@ class Heatmap(QWidget):
     ) -> None:
         """Show ``values [rows, cols]``; ``mask`` True marks cells that may not be attended to."""
         values = np.asarray(values, dtype=np.float64)
-        self.values, self.rows, self.cols, self.mask = values, list(rows), list(cols), mask
+        self.values, self.rows, self.cols, self.masked = values, list(rows), list(cols), mask
         if levels is not None:
             self.levels = levels
             self.colorbar.setLevels(levels)
@@ -160,7 +160,7 @@ class Heatmap(QWidget):
         bottom.setTicks([_ticks(self.cols, 40, stagger=crowded)])
         bottom.setHeight(2 * fm.height() + 8 if crowded else fm.height() + 10)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         super().resizeEvent(event)
         self._column_ticks()
 
@@ -181,12 +181,11 @@ class Heatmap(QWidget):
         if cell == self._hover:
             return
         self._hover = cell
-        self.cell_hovered.emit(*cell)
         if not inside:
             self.hover_label.setText("")
             return
-        masked = self.mask is not None and self.mask[r, c]
-        note = f"  ({tr('masked: may not attend')})" if masked else ""
+        hidden = self.masked is not None and self.masked[r, c]
+        note = f"  ({tr('masked: may not attend')})" if hidden else ""
         self.hover_label.setText(
             f"{tr(self.row_name)} {r + 1} “{self.rows[r]}” → {tr(self.col_name)} {c + 1} “{self.cols[c]}”: "
             f"{self.values[r, c]:.4f}{note}"
@@ -206,7 +205,7 @@ class HeatmapGrid(QWidget):
 
     cell_clicked = Signal(int, int)  # layer, head (0-based)
 
-    def __init__(self, object_name: str, parent=None):
+    def __init__(self, object_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName(object_name)
         self.maps = np.zeros((0, 0, 0, 0))
@@ -274,4 +273,4 @@ class HeatmapGrid(QWidget):
             render_scene(self.view.scene(), self.plot.sceneBoundingRect(), path)
 
 
-__all__ = ["ATTENTION_MAP", "DIVERGING_MAP", "Heatmap", "HeatmapGrid", "Qt"]
+__all__ = ["ATTENTION_MAP", "DIVERGING_MAP", "Heatmap", "HeatmapGrid"]
