@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from model.snapshots import DecodeSettings
-
     from explorer.worker import NewModelSpec
+    from model.snapshots import DecodeSettings
     from model.train_config import TrainConfig
 
 _ids = itertools.count(1)
