@@ -24,12 +24,10 @@ from PySide6.QtWidgets import (
 from explorer import dialogs
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
 from explorer.commands import (
-    ChangeTraining,
     Load,
     NewModel,
     Save,
     Start,
-    Step,
 )
 from explorer.engine_client import EngineClient
 from explorer.help import HelpBox
@@ -39,7 +37,6 @@ from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
 from explorer.panels.model_info import ModelPanel
 from explorer.panels.positional import PositionalPanel
-from explorer.panels.settings_form import needs_new_model
 from explorer.panels.training import TrainingPanel
 from explorer.samples import SAMPLES
 from explorer.widgets import named
@@ -49,7 +46,6 @@ from explorer.worker import (
     Engine,
     EngineStatus,
     MetricsBatch,
-    NewModelSpec,
     RunInfo,
 )
 from resources import default_model, resource_path
@@ -188,11 +184,10 @@ class MainWindow(QMainWindow):
         e.paused_at.connect(self._on_paused_at)
 
     def _connect_panels(self) -> None:
-        self.training.start_requested.connect(self._on_start_requested)
         self.training.scratch_requested.connect(self.train_from_scratch)
-        self.training.attach(self.client)
+        self.training.attach(self.client, self._when_discarded)
         self.training.acted.connect(self._person_takes_over)
-        self.training.reset_requested.connect(self._on_reset)
+        self.training.acted.connect(self.docks["training"].raise_)
         self.decoding.attach(self.client)
         self.attention.attach(self.client, self.decoding)
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
@@ -520,37 +515,7 @@ class MainWindow(QMainWindow):
         self.message_bar.show_message(text, level, actions)
 
     # -- commands ----------------------------------------------------------------------------------------
-    def _on_start_requested(self, spec: NewModelSpec, steps: int) -> None:
-        """Start (``steps`` 0) or train ``steps`` updates, with a new model when the settings need one."""
-        self._person_takes_over()
-        self.docks["training"].raise_()
-        info = self.training.current
-
-        def go() -> None:
-            self.engine.submit(Step(n=steps) if steps else Start())
-
-        def build_and_go() -> None:
-            self.engine.submit(NewModel(spec))
-            go()
-
-        if info is None or needs_new_model(spec, info):
-            if info is not None and self.status.step > 0:
-                question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
-                self._when_discarded(build_and_go, question.format(step=self.status.step), always_ask=True)
-            else:
-                build_and_go()
-            return
-        if spec.train != info.train_config:
-            self.engine.submit(ChangeTraining(spec.train))
-        go()
-
-    def _on_reset(self, spec: NewModelSpec) -> None:
-        self._person_takes_over()
-        question = tr("Reset starts a new model with fresh weights. The current model (step {step}) will be replaced.")
-        self._when_discarded(lambda: self.engine.submit(NewModel(spec)), question.format(step=self.status.step),
-                             always_ask=self.status.step > 0)  # fmt: skip
-
-    def _when_discarded(self, then, question: str, always_ask: bool = False) -> None:
+    def _when_discarded(self, then: Callable[[], object], question: str, always_ask: bool = False) -> None:
         """Run ``then`` once the current model may be replaced: ask first when work would be lost."""
         if self.status.dirty:
             choice = dialogs.ask(self, tr("Unsaved work"), question + "\n\n" + tr("Save it first?"),

@@ -1,17 +1,17 @@
 """Training panel: what to train, with which settings, and live curves of how it goes.
 
-Route: Pause, Resume, Stop and the auto-pause go straight to the engine through the engine client
-(:meth:`TrainingPanel.attach`; ``Engine._dispatch`` in explorer/worker.py, then ``Session``).
-Start, Step and Reset may replace the model, so they go to the main window first
-(``start_requested``, ``reset_requested``), which asks about unsaved work and then sends
-``NewModel`` / ``ChangeTraining`` / ``Start`` / ``Step``. Answers: the engine's ``status_changed`` and
-``metrics_logged`` (connected in ``attach``) and ``run_described`` (through the main window, which
-decides whether the form is refilled).
+Route: every button sends its command (``Start``, ``Step``, ``Pause``, ``Resume``, ``Stop``,
+``PauseAt``; ``NewModel`` and ``ChangeTraining`` when the settings need them) through the engine
+client (:meth:`TrainingPanel.attach`; ``Engine._dispatch`` in explorer/worker.py, then ``Session``).
+When that would replace the current model the window's ``confirm_replace``, given to ``attach``,
+asks about unsaved work first. Answers: the engine's ``status_changed`` and ``metrics_logged``
+(connected in ``attach``) and ``run_described`` (through the main window, which decides whether the
+form is refilled).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,10 +32,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.commands import Command, Pause, PauseAt, Resume, Stop
+from explorer.commands import ChangeTraining, Command, NewModel, Pause, PauseAt, Resume, Start, Step, Stop
 from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
-from explorer.panels.settings_form import SettingsForm, float_spin, int_spin
+from explorer.panels.settings_form import SettingsForm, float_spin, int_spin, needs_new_model
 from explorer.widgets import named
 from explorer.widgets.metric_plot import MetricPlot
 from explorer.worker import (
@@ -52,6 +52,7 @@ from explorer.worker import (
 from model.data import DataError
 
 MAX_RUNS = 12  # runs kept in the run list for overlays
+ConfirmReplace = Callable[[Callable[[], object], str, bool], None]
 
 
 def row_of(*widgets: QWidget) -> QHBoxLayout:
@@ -67,10 +68,8 @@ class TrainingPanel(QWidget):
     """Settings, Start/Pause/Stop/Reset/Step, the run list and six live plots."""
 
     # the main window answers these (it owns the engine and the dialogs)
-    start_requested = Signal(NewModelSpec, int)  # the settings; 0: train on, n > 0: n updates, then pause
     scratch_requested = Signal()  # a fresh model with these settings, training at once
     acted = Signal()  # the person pressed a control (the program's own start-up plans yield to it)
-    reset_requested = Signal(NewModelSpec)  # fresh weights with these settings (the window asks first)
 
     PLOTS = (
         ("loss_plot", N_("Loss"), N_("cross-entropy")),
@@ -84,6 +83,7 @@ class TrainingPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.client: EngineClient | None = None  # set by attach; without it the panel sends nothing
+        self.confirm_replace: ConfirmReplace = lambda then, question, always_ask: then()
         self.setObjectName("training_panel")
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self.runs: dict[int, RunInfo] = {}
@@ -238,7 +238,30 @@ class TrainingPanel(QWidget):
             self.form.error_label.setText(str(exc))
             self.form.error_label.show()
             return
-        self.start_requested.emit(spec, n if kind == "step" else 0)
+        self._train(spec, n if kind == "step" else 0)
+
+    def _train(self, spec: NewModelSpec, steps: int) -> None:
+        """Start (``steps`` 0) or train ``steps`` updates, with a new model when the settings need one."""
+        self.acted.emit()
+        info = self.current
+
+        def go() -> None:
+            self._send(Step(n=steps) if steps else Start())
+
+        def build_and_go() -> None:
+            self._send(NewModel(spec))
+            go()
+
+        if info is None or needs_new_model(spec, info):
+            if info is not None and self.status.step > 0:
+                question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
+                self.confirm_replace(build_and_go, question.format(step=self.status.step), True)
+            else:
+                build_and_go()
+            return
+        if spec.train != info.train_config:
+            self._send(ChangeTraining(spec.train))
+        go()
 
     def _on_pause(self) -> None:
         self._send(Resume() if self.status.state in (PAUSED, ERROR) else Pause())
@@ -249,7 +272,10 @@ class TrainingPanel(QWidget):
         except (ValueError, DataError) as exc:
             self.form.error_label.setText(str(exc))
             return
-        self.reset_requested.emit(spec)
+        self.acted.emit()
+        question = tr("Reset starts a new model with fresh weights. The current model (step {step}) will be replaced.")
+        self.confirm_replace(lambda: self._send(NewModel(spec)), question.format(step=self.status.step),
+                             self.status.step > 0)  # fmt: skip
 
     def _on_pause_at(self) -> None:
         step, loss = self.pause_at_step.value(), self.pause_at_loss.value()
@@ -278,13 +304,14 @@ class TrainingPanel(QWidget):
 
     # -- engine events ------------------------------------------------------------------------------
     # -- the route to the engine -------------------------------------------------------------------
-    def attach(self, client: EngineClient) -> None:
-        self.client = client
+    def attach(self, client: EngineClient, confirm_replace: ConfirmReplace) -> None:
+        """Send through ``client``; ``confirm_replace(then, question, always_ask)`` runs ``then`` once the
+        current model may be replaced (the window asks about unsaved work first)."""
+        self.client, self.confirm_replace = client, confirm_replace
         client.engine.status_changed.connect(self.on_status)
         client.engine.metrics_logged.connect(self.on_metrics)
 
     def _send(self, command: Command) -> None:
-        """A control that replaces nothing (pause, resume, stop, auto-pause)."""
         self.acted.emit()
         if self.client is not None:
             self.client.send(command)
