@@ -30,6 +30,7 @@ from explorer.commands import (
     Start,
 )
 from explorer.engine_client import EngineClient
+from explorer.first_launch import FirstLaunch
 from explorer.help import HelpBox
 from explorer.i18n import LANGUAGES, N_, language, tr
 from explorer.panels.attention import AttentionPanel
@@ -38,7 +39,7 @@ from explorer.panels.decoding import DecodingPanel
 from explorer.panels.model_info import ModelPanel
 from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel
-from explorer.samples import SAMPLES
+from explorer.recent_files import RecentFiles
 from explorer.widgets import named
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import (
@@ -50,7 +51,6 @@ from explorer.worker import (
 )
 from resources import default_model, resource_path
 
-MAX_RECENT = 8
 Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
 STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
@@ -91,17 +91,15 @@ class MainWindow(QMainWindow):
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self._after_save: dict[int, Callable[[], None]] = {}
         self._restoring: tuple[int, Path] | None = None  # (load request, autosave file) being restored
-        # What the program does on its own at start-up yields to what the person does: the bundled model's
-        # load (request id) is forgotten, with its sample sentence and welcome, once the person acts.
-        self._auto_load: int | None = None
-        self._person_acted = False
-        self._startup_open: int | None = None  # the command line's checkpoint: if it fails, the bundled model
-        self._start_default = start_default
         self._last_loss: float | None = None
         self._last_speed: float | None = None
         self._create_panels()
         self._create_docks()
         self._create_top_bar()
+        self.first_launch = FirstLaunch(self.client, self.settings, self.message_bar, start_default)
+        self.first_launch.use_panels(self.training, self.model_panel, self.decoding, self.attention,
+                                     self.train_from_scratch)  # fmt: skip
+        self.first_launch.busy = lambda: self._restoring is not None
         self._build_menus()
         self._build_status_bar()
         self._connect_engine()
@@ -186,7 +184,7 @@ class MainWindow(QMainWindow):
     def _connect_panels(self) -> None:
         self.training.scratch_requested.connect(self.train_from_scratch)
         self.training.attach(self.client, self._when_discarded)
-        self.training.acted.connect(self._person_takes_over)
+        self.training.acted.connect(self.first_launch.person_takes_over)
         self.training.acted.connect(self.docks["training"].raise_)
         self.decoding.attach(self.client)
         self.attention.attach(self.client, self.decoding)
@@ -219,66 +217,17 @@ class MainWindow(QMainWindow):
         # Load once the event loop runs: loading on the engine thread while the window is still being built
         # would compete with it for the GIL and delay the window.
         if open_path:
-            QTimer.singleShot(0, lambda: self._open_at_start(open_path))
+            QTimer.singleShot(0, lambda: self.first_launch.open_at_start(open_path))
         elif start_default:
-            QTimer.singleShot(0, self.open_default_model)
+            QTimer.singleShot(0, self.first_launch.open_default_model)
 
     def _on_paused_at(self, step: int, loss: float) -> None:
         text = tr("Paused by itself at step {step} (loss {loss:.3f}), as asked.").format(step=step, loss=loss)
         self.show_message(text, "info")
 
-    def _open_at_start(self, path: str) -> None:
-        if not self._person_acted:
-            self._startup_open = self.engine.submit(Load(str(path)))
-
-    def open_default_model(self) -> None:
-        """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence.
-        Nothing happens once the person has acted: their model or their run is never replaced."""
-        if self._restoring is not None or self._person_acted:
-            return
-        bundled = default_model()
-        if bundled is None:
-            self.engine.submit(NewModel(self.training.form.spec(), if_no_model=True))
-            return
-        self._auto_load = self.engine.submit(Load(str(bundled), kind="bundled", if_no_model=True))
-        self.model_panel.set_loading(True)
-        # now, not when the model arrives: the bar moves every panel down, and that re-layout and repaint
-        # (~30 + 30 ms on two cores) would come just as the first answers are drawn
-        self._welcome()
-
-    def _person_takes_over(self) -> None:
-        """The person acted (trained, opened, restored, made a model): the start-up's own plans are dropped."""
-        self._person_acted = True
-        self._auto_load = None
-        self.model_panel.set_loading(False)
-        if self.message_bar.showing and self.message_bar.label.text() == self._welcome_text():
-            self.message_bar.hide()  # it speaks of the bundled model, which is no longer coming
-
-    def _welcome(self) -> None:
-        if self.settings.value("welcomed", False, type=bool) or self.message_bar.showing:
-            return
-        self.settings.setValue("welcomed", True)
-        self.show_message(self._welcome_text(), "info", [(tr("Train from scratch"), self.train_from_scratch)])
-
-    @staticmethod
-    def _welcome_text() -> str:
-        return tr(
-            "Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
-            "Type a sentence in the Decoding panel and step through its translation, or train one yourself."
-        )
-
     def train_from_scratch(self) -> None:
         """A fresh model with the Training panel's settings, training at once."""
         self.new_model(start=True)
-
-    def _decode_sample(self, info: RunInfo) -> None:
-        """The first-launch demonstration: the task's sample sentence translated, its cross-attention shown."""
-        task = info.data.task or ""
-        sentence = SAMPLES.get(task)
-        if sentence is None:
-            return
-        self.attention.follow_cross_attention(info.model_config.n_decoder_layers)
-        self.decoding.play_sample(sentence)
 
     # -- drag and drop -----------------------------------------------------------------------------
     @staticmethod
@@ -370,6 +319,7 @@ class MainWindow(QMainWindow):
         self.file_menu.addAction(action("save", self.save, QKeySequence.StandardKey.Save))
         self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.StandardKey.SaveAs))
         self.recent_menu = self.file_menu.addMenu("")
+        self.recent = RecentFiles(self.settings, self.recent_menu, self.open_checkpoint, self.data_dir)
         self.file_menu.addSeparator()
         self.file_menu.addAction(action("quit", self.close, QKeySequence.StandardKey.Quit))
         self.language_menu = self.view_menu.addMenu("")
@@ -398,7 +348,7 @@ class MainWindow(QMainWindow):
         self.view_menu.addSeparator()
         self.view_menu.addAction(action("reset_layout", self.reset_layout))
         self.help_menu.addAction(action("about", self._about))
-        self._rebuild_recent()
+        self.recent.rebuild()
 
     def _build_status_bar(self) -> None:
         self._labels_timer = QTimer(self, singleShot=True, interval=200)
@@ -454,7 +404,7 @@ class MainWindow(QMainWindow):
         self.status = status
         self.positional.training = status.state == TRAINING
         if new_path is not None:
-            self._remember_recent(new_path)
+            self.recent.remember(new_path)
         if changed:
             self._update_title()
             self._update_status_labels()
@@ -473,7 +423,7 @@ class MainWindow(QMainWindow):
             self._labels_timer.start()
 
     def _on_run(self, info: RunInfo) -> None:
-        automatic = info.origin != 0 and info.origin == self._auto_load
+        automatic = self.first_launch.is_automatic(info)
         # a late automatic load never overwrites settings the person has been editing meanwhile
         self.training.on_run(info, fill_form=not (automatic and self.training.form.edited))
         self.decoding.on_run(info)
@@ -485,20 +435,11 @@ class MainWindow(QMainWindow):
             self._restoring[1].unlink(missing_ok=True)  # the autosave is open again: its file is no longer needed
             self._restoring = None
         if automatic:
-            self._auto_load = None
-            self._decode_sample(info)
-            self._welcome()
+            self.first_launch.arrived(info)
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
-        if request_id == self._auto_load:
-            self.model_panel.set_loading(False)
-        if request_id == self._startup_open:  # the command line's file cannot be opened: never no model at all
-            self._startup_open = None
-            if self.training.current is None and not self._person_acted and self._start_default:
-                if default_model() is not None:
-                    message += "\n" + tr("The bundled model is open instead.")
-                self.open_default_model()
+        message = self.first_launch.failed(request_id, message)
         if self._restoring is not None and request_id == self._restoring[0]:
             self._restoring = None  # the autosave could not be opened: it stays where it is
         self.decoding.on_failed()
@@ -506,7 +447,7 @@ class MainWindow(QMainWindow):
 
     def _on_saved(self, request_id: int, path: str) -> None:
         self.statusBar().showMessage(tr("Saved") + f" {path}", 5000)
-        self._remember_recent(path)
+        self.recent.remember(path)
         then = self._after_save.pop(request_id, None)
         if then is not None:
             then()
@@ -532,7 +473,7 @@ class MainWindow(QMainWindow):
 
     def new_model(self, start: bool = False) -> None:
         """A fresh model from the Training panel's settings (training at once with ``start``)."""
-        self._person_takes_over()
+        self.first_launch.person_takes_over()
         self.docks["training"].show()
         self.docks["training"].raise_()
         try:
@@ -556,11 +497,11 @@ class MainWindow(QMainWindow):
     def open_checkpoint(self, path: str | None = None, confirm: bool = True) -> None:
         if path is None:
             path, _ = QFileDialog.getOpenFileName(
-                self, tr("Open checkpoint"), self._last_folder(), tr(CHECKPOINT_FILTER)
+                self, tr("Open checkpoint"), self.recent.last_folder(), tr(CHECKPOINT_FILTER)
             )
             if not path:
                 return
-        self._person_takes_over()
+        self.first_launch.person_takes_over()
         target = str(path)
         if confirm:
             self._when_discarded(
@@ -578,7 +519,7 @@ class MainWindow(QMainWindow):
             self.save_as(then=then)
 
     def save_as(self, then=None) -> None:
-        suggested = str(Path(self._last_folder()) / "model.ckpt")
+        suggested = str(Path(self.recent.last_folder()) / "model.ckpt")
         path, _ = QFileDialog.getSaveFileName(self, tr("Save checkpoint"), suggested, tr(CHECKPOINT_FILTER))
         if not path:
             return
@@ -588,31 +529,8 @@ class MainWindow(QMainWindow):
         if then:
             self._after_save[rid] = then
 
-    def _last_folder(self) -> str:
-        recent = self.recent_files()
-        return str(Path(recent[0]).parent) if recent else str(Path.home())
-
-    # -- recent files ---------------------------------------------------------------------------------
     def recent_files(self) -> list[str]:
-        value = self.settings.value("recent_files", [])
-        if isinstance(value, str):
-            return [value]
-        return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
-
-    def _remember_recent(self, path: str) -> None:
-        path = str(Path(path).resolve())
-        if self.data_dir in Path(path).parents:
-            return  # autosaves are not "recent files"
-        files = [path] + [p for p in self.recent_files() if p != path]
-        self.settings.setValue("recent_files", files[:MAX_RECENT])
-        self._rebuild_recent()
-
-    def _rebuild_recent(self) -> None:
-        self.recent_menu.clear()
-        files = self.recent_files()
-        for path in files:
-            self.recent_menu.addAction(Path(path).name, partial(self.open_checkpoint, path)).setToolTip(path)
-        self.recent_menu.setEnabled(bool(files))
+        return self.recent.files()
 
     # -- autosave ---------------------------------------------------------------------------------------
     @property
@@ -632,7 +550,7 @@ class MainWindow(QMainWindow):
                                             (tr("Discard"), lambda: newest.unlink(missing_ok=True))])  # fmt: skip
 
     def _restore(self, path: Path) -> None:
-        self._person_takes_over()
+        self.first_launch.person_takes_over()
 
         def load() -> None:
             self._restoring = (self.engine.submit(Load(str(path), kind="autosave")), path)

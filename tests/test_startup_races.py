@@ -53,7 +53,7 @@ def test_start_before_the_bundled_model_is_even_asked_for(make_window, qtbot):
 
 def test_start_while_the_bundled_model_loads(make_window, qtbot):
     window = make_window(start_default=True)
-    qtbot.waitUntil(lambda: window._auto_load is not None, timeout=5000)  # asked for, not yet answered
+    qtbot.waitUntil(lambda: window.first_launch.auto_load is not None, timeout=5000)  # asked for, not yet answered
     _choose_copy_tiny(window)
     window.training.start_button.click()
     qtbot.waitUntil(lambda: window.training.current is not None and window.training.current.data.task == "copy",
@@ -66,7 +66,7 @@ def test_start_while_the_bundled_model_loads(make_window, qtbot):
 def test_settings_edited_while_the_bundled_model_loads_are_kept(make_window, qtbot):
     window = make_window(start_default=True)
     form = window.training.form
-    qtbot.waitUntil(lambda: window._auto_load is not None, timeout=5000)
+    qtbot.waitUntil(lambda: window.first_launch.auto_load is not None, timeout=5000)
     form.d_model.setValue(96)  # the person starts preparing a run of their own
     form.dropout.setValue(0.25)
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=20000)

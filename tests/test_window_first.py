@@ -57,7 +57,7 @@ def test_the_model_panel_says_the_bundled_model_is_loading_until_it_arrives(make
     if default_model() is None:
         pytest.skip("the bundled model is missing")
     window = make_window(start_default=True)
-    qtbot.waitUntil(lambda: window._auto_load is not None, timeout=5000)
+    qtbot.waitUntil(lambda: window.first_launch.auto_load is not None, timeout=5000)
     if window.model_panel.info is None:  # not arrived yet (it usually has not)
         assert window.model_panel.summary.text().startswith("Loading the trained model")
         # the welcome bar is up already: showing it as the model arrives re-laid out the whole window then

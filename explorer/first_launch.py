@@ -1,0 +1,110 @@
+"""What the program does on its own at start-up, and how it yields to what the person does.
+
+At launch the window opens the command line's checkpoint, or the bundled trained model, shows the
+welcome bar and translates a sample sentence with its cross-attention on screen. Every part of that
+plan is dropped once the person acts (trains, opens, restores, makes a model): a late automatic
+load never replaces their model (the engine also skips a load marked ``if_no_model`` once a model
+exists), and nothing of the bundled model's demonstration lands on theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QSettings
+
+from explorer.commands import Load, NewModel
+from explorer.i18n import tr
+from explorer.samples import SAMPLES
+from resources import default_model
+
+if TYPE_CHECKING:
+    from explorer.engine_client import EngineClient
+    from explorer.panels.attention import AttentionPanel
+    from explorer.panels.decoding import DecodingPanel
+    from explorer.panels.model_info import ModelPanel
+    from explorer.panels.training import TrainingPanel
+    from explorer.widgets.message_bar import MessageBar
+    from explorer.worker import RunInfo
+
+
+def welcome_text() -> str:
+    return tr(
+        "Welcome! This model has already learned English → Chinese from the project's teaching grammar. "
+        "Type a sentence in the Decoding panel and step through its translation, or train one yourself."
+    )
+
+
+class FirstLaunch:
+    def __init__(self, client: EngineClient, settings: QSettings, bar: MessageBar, start_default: bool) -> None:
+        self.client, self.settings, self.bar = client, settings, bar
+        self.start_default = start_default  # open the bundled model when nothing else is asked for
+        self.auto_load: int | None = None  # the bundled model's load, until it arrives or the person acts
+        self.startup_open: int | None = None  # the command line's checkpoint: if it fails, the bundled model
+        self.person_acted = False
+        self.busy: Callable[[], bool] = lambda: False  # e.g. an autosave being restored
+
+    def use_panels(self, training: TrainingPanel, model: ModelPanel, decoding: DecodingPanel,
+                   attention: AttentionPanel, train_from_scratch: Callable[[], None]) -> None:  # fmt: skip
+        self.training, self.model, self.decoding, self.attention = training, model, decoding, attention
+        self.train_from_scratch = train_from_scratch
+
+    def open_at_start(self, path: str) -> None:
+        if not self.person_acted:
+            self.startup_open = self.client.send(Load(str(path)))
+
+    def open_default_model(self) -> None:
+        """Start with the bundled, trained model (a fresh one if it is missing), showing a sentence.
+        Nothing happens once the person has acted: their model or their run is never replaced."""
+        if self.busy() or self.person_acted:
+            return
+        bundled = default_model()
+        if bundled is None:
+            self.client.send(NewModel(self.training.form.spec(), if_no_model=True))
+            return
+        self.auto_load = self.client.send(Load(str(bundled), kind="bundled", if_no_model=True))
+        self.model.set_loading(True)
+        # now, not when the model arrives: the bar moves every panel down, and that re-layout and repaint
+        # (~30 + 30 ms on two cores) would come just as the first answers are drawn
+        self.welcome()
+
+    def person_takes_over(self) -> None:
+        """The person acted: the start-up's own plans are dropped."""
+        self.person_acted = True
+        self.auto_load = None
+        self.model.set_loading(False)
+        if self.bar.showing and self.bar.label.text() == welcome_text():
+            self.bar.hide()  # it speaks of the bundled model, which is no longer coming
+
+    def welcome(self) -> None:
+        if self.settings.value("welcomed", False, type=bool) or self.bar.showing:
+            return
+        self.settings.setValue("welcomed", True)
+        self.bar.show_message(welcome_text(), "info", [(tr("Train from scratch"), self.train_from_scratch)])
+
+    def is_automatic(self, info: RunInfo) -> bool:
+        """The run is the bundled model this plan asked for (the person's edits to the form stay)."""
+        return info.origin != 0 and info.origin == self.auto_load
+
+    def arrived(self, info: RunInfo) -> None:
+        """The bundled model is open: translate the task's sample sentence, its cross-attention shown."""
+        self.auto_load = None
+        sentence = SAMPLES.get(info.data.task or "")
+        if sentence is not None:
+            self.attention.follow_cross_attention(info.model_config.n_decoder_layers)
+            self.decoding.play_sample(sentence)
+        self.welcome()
+
+    def failed(self, request_id: int, message: str) -> str:
+        """A request of this plan failed: the bundled model instead of a command line's file that cannot
+        be opened (never no model at all). Returns the message to show."""
+        if request_id == self.auto_load:
+            self.model.set_loading(False)
+        if request_id == self.startup_open:
+            self.startup_open = None
+            if self.training.current is None and not self.person_acted and self.start_default:
+                if default_model() is not None:
+                    message += "\n" + tr("The bundled model is open instead.")
+                self.open_default_model()
+        return message
