@@ -6,11 +6,10 @@ engine thread (:class:`explorer.worker.Engine`) dispatches it on its type to a h
 model (:class:`model.session.Session`); the answer comes back on the engine's typed signal, which
 the panel connected to itself, carrying the request's id.
 
-One freshness rule, here: of the views a panel asks for (an inspection, an explanation, the
-positional tables), only the answer to the newest request of its kind is shown; an older answer
-still on its way is dropped (:meth:`EngineClient.fresh`). Decoding answers follow the decoding
-panel's own rule, which is about sentences rather than requests (a step of the sentence on screen
-is never stale; anything about a replaced sentence is).
+One freshness rule, here: of everything a panel asks to see (an inspection, an explanation, the
+positional tables, a decoding step), only the answer to the newest request of its kind is shown; an
+older answer still on its way is dropped (:meth:`EngineClient.fresh`). A decoding step asked for
+before the person typed a new sentence, or before their next click, is such an older answer.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def test_a_new_input_never_stands_over_the_last_ones_results(copy_window, qtbot,
     qtbot.waitUntil(lambda: len(failures) == 1 and not d.waiting, timeout=10000)
     nothing_shown()
     assert "cannot be decoded" in window.message_bar.label.text()
-    d.show_view(old)  # a late answer about the old sentence is not shown under the new input
+    d._on_decode_stepped(DecodeStepped(0, old))  # a late answer to an earlier request: not shown under the new input
     nothing_shown()
     qtbot.mouseClick(d.findChild(QPushButton, "decode_step_button"), Qt.LeftButton)  # tries the sentence again
     qtbot.waitUntil(lambda: len(failures) == 3, timeout=10000)  # its start, and the step: each says why

@@ -3,8 +3,10 @@
 Route: a button makes a :class:`explorer.commands.Decode` command and sends it through the engine
 client (:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/worker.py) answers from
 :class:`model.stepping.DecodeDriver`, and the answer arrives on the engine's ``decode_stepped``
-signal (:meth:`DecodingPanel._on_decode_stepped`). The panel's own rule decides what is stale
-(:meth:`DecodingPanel.show_view`); the Attention panel follows what it shows (``view_shown``).
+signal (:meth:`DecodingPanel._on_decode_stepped`). Only the answer to the newest decoding request
+is shown (the engine client's one freshness rule: a step of a sentence that has since been
+replaced, or asked for before a newer click, is dropped); the Attention panel follows what this
+panel shows (``view_shown``).
 """
 
 from __future__ import annotations
@@ -62,8 +64,6 @@ class DecodingPanel(QWidget):
         self.selected: tuple[int, int] | None = None  # (step, row) whose candidates are shown
         self.autoplay_on_start = False  # presenter mode: a new sentence plays by itself
         self.requested: DecodeSettings | None = None  # the sentence and settings of the last start sent
-        self._starting = False  # a start is out: answers about earlier sentences are dropped
-        self._shown_id = 0  # decode id of the newest sentence shown
         self._create_inputs()
         self._create_stepping()
         self._create_views()
@@ -248,7 +248,6 @@ class DecodingPanel(QWidget):
             self.output.setText(html.escape(tr("Type a sentence first.")))
             return
         self.requested = self.settings()
-        self._starting = True
         self.waiting = True
         self._send(Decode(action="start", settings=self.requested))
         if self.autoplay_on_start and not self.play_button.isChecked():
@@ -276,10 +275,11 @@ class DecodingPanel(QWidget):
 
     def _send(self, command: Decode) -> None:
         if self.client is not None:
-            self.client.send(command)
+            self.client.ask(command)  # the newest decoding request is the one whose answer is shown
 
     def _on_decode_stepped(self, reply: DecodeStepped) -> None:
-        self.show_view(reply.view)
+        if self.client is not None and self.client.fresh(Decode, reply.request_id):
+            self.show_view(reply.view)
 
     def play_sample(self, sentence: str) -> None:
         """Greedy decoding of ``sentence`` to its end: the first-launch demonstration."""
@@ -365,11 +365,8 @@ class DecodingPanel(QWidget):
         pieces = self.info.tgt_pieces if self.info else ()
         return pieces[token] if 0 <= token < len(pieces) else f"#{token}"
 
-    def show_view(self, view: DecodeView) -> bool:
-        """Show a decoding step; False (and nothing shown) for an answer about a replaced sentence."""
-        if view.decode_id < self._shown_id or (self._starting and view.decode_id == self._shown_id):
-            return False  # an answer about a sentence that has been replaced
-        self._starting, self._shown_id = False, view.decode_id
+    def show_view(self, view: DecodeView) -> None:
+        """Show a decoding step (the engine client has dropped answers to requests made stale since)."""
         self.view, self.waiting = view, False
         self.chips.set_tokens(list(view.source_tokens), set(view.unknown))
         beam = view.settings.beam_size > 1
@@ -403,7 +400,6 @@ class DecodingPanel(QWidget):
         self._draw_cross()
         self._update_buttons()
         self.view_shown.emit(view)
-        return True
 
     def export_nbest(self, path: str) -> None:
         if path.lower().endswith(".csv"):
