@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from explorer import dialogs
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
+from explorer.autosave import Autosave
 from explorer.commands import (
     Load,
     NewModel,
@@ -90,7 +90,6 @@ class MainWindow(QMainWindow):
         self.client = EngineClient(self.engine)
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self._after_save: dict[int, Callable[[], None]] = {}
-        self._restoring: tuple[int, Path] | None = None  # (load request, autosave file) being restored
         self._last_loss: float | None = None
         self._last_speed: float | None = None
         self._create_panels()
@@ -99,7 +98,8 @@ class MainWindow(QMainWindow):
         self.first_launch = FirstLaunch(self.client, self.settings, self.message_bar, start_default)
         self.first_launch.use_panels(self.training, self.model_panel, self.decoding, self.attention,
                                      self.train_from_scratch)  # fmt: skip
-        self.first_launch.busy = lambda: self._restoring is not None
+        self.autosave = Autosave(self.data_dir, self.client, self.message_bar)
+        self.first_launch.busy = lambda: self.autosave.restoring is not None
         self._build_menus()
         self._build_status_bar()
         self._connect_engine()
@@ -213,7 +213,7 @@ class MainWindow(QMainWindow):
 
     def _begin(self, open_path: str | None, start_default: bool) -> None:
         self.engine.start()
-        self._offer_autosave()
+        self.autosave.offer(self._when_discarded, self.first_launch.person_takes_over)
         # Load once the event loop runs: loading on the engine thread while the window is still being built
         # would compete with it for the GIL and delay the window.
         if open_path:
@@ -431,17 +431,14 @@ class MainWindow(QMainWindow):
         self.positional.on_run(info)
         self.model_panel.on_run(info)
         self.data_panel.on_run(info)
-        if self._restoring is not None and info.origin == self._restoring[0]:
-            self._restoring[1].unlink(missing_ok=True)  # the autosave is open again: its file is no longer needed
-            self._restoring = None
+        self.autosave.arrived(info)
         if automatic:
             self.first_launch.arrived(info)
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
         message = self.first_launch.failed(request_id, message)
-        if self._restoring is not None and request_id == self._restoring[0]:
-            self._restoring = None  # the autosave could not be opened: it stays where it is
+        self.autosave.failed(request_id)
         self.decoding.on_failed()
         self.show_message(message, "error")
 
@@ -532,30 +529,9 @@ class MainWindow(QMainWindow):
     def recent_files(self) -> list[str]:
         return self.recent.files()
 
-    # -- autosave ---------------------------------------------------------------------------------------
     @property
     def autosave_path(self) -> Path:
-        return self.data_dir / "autosave.ckpt"
-
-    def _offer_autosave(self) -> None:
-        found = sorted(self.data_dir.glob("autosave*.ckpt"), key=lambda p: p.stat().st_mtime, reverse=True)
-        if not found:
-            return
-        newest = found[0]
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(newest.stat().st_mtime))
-        text = tr("Unsaved work from an earlier session was kept ({when}). Restore it?").format(when=when)
-        if len(found) > 1:
-            text += " " + tr("({n} older autosaves are in {folder}.)").format(n=len(found) - 1, folder=self.data_dir)
-        self.show_message(text, "warning", [(tr("Restore"), lambda: self._restore(newest)),
-                                            (tr("Discard"), lambda: newest.unlink(missing_ok=True))])  # fmt: skip
-
-    def _restore(self, path: Path) -> None:
-        self.first_launch.person_takes_over()
-
-        def load() -> None:
-            self._restoring = (self.engine.submit(Load(str(path), kind="autosave")), path)
-
-        self._when_discarded(load, tr("Restoring the autosave replaces the current model."))
+        return self.autosave.path
 
     # -- closing ------------------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802
