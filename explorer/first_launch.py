@@ -74,14 +74,15 @@ class FirstLaunch:
         self.person_acted = True
         self.auto_load = None
         self.model.set_loading(False)
-        if self.bar.showing and self.bar.label.text() == welcome_text():
+        if self.bar.showing and self.bar.kind == "welcome":
             self.bar.hide()  # it speaks of the bundled model, which is no longer coming
 
     def welcome(self) -> None:
         if self.settings.value("welcomed", False, type=bool) or self.bar.showing:
             return
         self.settings.setValue("welcomed", True)
-        self.bar.show_message(welcome_text(), "info", [(tr("Train from scratch"), self.train_from_scratch)])
+        actions = [(tr("Train from scratch"), self.train_from_scratch)]
+        self.bar.show_message(welcome_text(), "info", actions, kind="welcome")
 
     def is_automatic(self, info: RunInfo) -> bool:
         """The run is the bundled model this plan asked for (the person's edits to the form stay)."""

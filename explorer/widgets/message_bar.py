@@ -28,6 +28,7 @@ class MessageBar(QFrame):
         self._layout.setContentsMargins(8, 4, 8, 4)
         self._layout.addWidget(self.label, 1)
         self.buttons: list[QPushButton] = []
+        self.kind = ""
         self.hide()
 
     @property
@@ -35,7 +36,7 @@ class MessageBar(QFrame):
         return not self.isHidden()
 
     def show_message(self, text: str, level: str = "info", actions: list[tuple[str, Callable[[], None]]] | None = None,
-                     closable: bool = True) -> None:  # fmt: skip
+                     closable: bool = True, kind: str = "") -> None:  # fmt: skip
         for b in self.buttons:
             b.deleteLater()
         self.buttons = []
@@ -45,6 +46,7 @@ class MessageBar(QFrame):
         )
         self.label.setText(text)
         self.level = level
+        self.kind = kind  # what the message is about, for code that may take it back (e.g. "welcome")
         for label, callback in actions or []:
             b = QPushButton(label)
             b.clicked.connect(self._hide_then(callback))
