@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,7 @@ from model.config import ModelConfig
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
 from model.plain_data import SettingValue
+from model.snapshots import StepColumns
 from model.stepping import DecodeDriver, DecodeError
 from model.tokenization import UNK_ID, Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
@@ -95,30 +96,6 @@ class EngineStatus:
     dirty: bool  # trained since the last save
     path: str | None  # file the session was loaded from / saved to
     device: str  # "CPU" or the GPU's name
-
-
-@dataclass(frozen=True)
-class StepColumns:
-    """Training metrics of consecutive updates, one array per metric (the engine's history records)."""
-
-    step: np.ndarray
-    time: np.ndarray  # seconds of training so far
-    loss: np.ndarray
-    lr: np.ndarray
-    token_accuracy: np.ndarray
-    grad_norm: np.ndarray  # before clipping
-    tokens_per_s: np.ndarray
-
-    @classmethod
-    def of(cls, records: Sequence[Mapping[str, float]]) -> StepColumns:
-        return cls(**{f.name: _frozen(np.array([r[f.name] for r in records], dtype=np.float64)) for f in fields(cls)})
-
-    @classmethod
-    def from_history(cls, history: Mapping[str, Sequence[float]]) -> StepColumns:
-        return cls(**{f.name: _frozen(np.array(history[f.name], dtype=np.float64)) for f in fields(cls)})
-
-    def __len__(self) -> int:
-        return len(self.step)
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,17 @@ from model.decoding import BeamStepper, beam_search, greedy_decode, output_budge
 from model.device import resolve_device
 from model.masks import decoder_self_mask, padding_mask
 from model.positional import LearnedPositionalEncoding
-from model.snapshots import AttentionExplanation, Inspection, Translation  # torch-free; still importable from here
+from model.snapshots import (  # torch-free; still importable from here
+    TRAIN_METRICS,
+    AttentionExplanation,
+    Inspection,
+    Translation,
+)
 from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 from model.transformer import Transformer
 
-TRAIN_KEYS = ("step", "time", "loss", "lr", "token_accuracy", "grad_norm", "tokens_per_s")
+TRAIN_KEYS = TRAIN_METRICS  # the per-step history's columns (see model.snapshots.StepColumns)
 VERSION = "0.1.0"
 
 

@@ -7,7 +7,8 @@ module. Masks follow the one convention of :mod:`model.masks`: True means "may a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -142,3 +143,38 @@ class DecodeView:
     focus_text: str  # its detokenised text
     inspection: Inspection | None  # teacher-forced attention of source → focus prefix
     weights_step: int  # training step of the weights used
+
+
+@dataclass(frozen=True)
+class StepColumns:
+    """Training metrics of consecutive updates, one array per metric (the engine's history records)."""
+
+    step: np.ndarray
+    time: np.ndarray  # seconds of training so far
+    loss: np.ndarray
+    lr: np.ndarray
+    token_accuracy: np.ndarray
+    grad_norm: np.ndarray  # before clipping
+    tokens_per_s: np.ndarray
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, float]]) -> StepColumns:
+        return cls(
+            **{f.name: _read_only(np.array([r[f.name] for r in records], dtype=np.float64)) for f in fields(cls)}
+        )
+
+    @classmethod
+    def from_history(cls, history: Mapping[str, Sequence[float]]) -> StepColumns:
+        return cls(**{f.name: _read_only(np.array(history[f.name], dtype=np.float64)) for f in fields(cls)})
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+# the metrics the engine records at every update, in order (model.session keeps its history by them)
+TRAIN_METRICS: tuple[str, ...] = tuple(f.name for f in fields(StepColumns))
