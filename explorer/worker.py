@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 from PySide6.QtCore import QThread, Signal
@@ -53,6 +53,7 @@ from explorer.commands import (
 )
 from explorer.i18n import N_, tr
 from model.config import ModelConfig
+from model.config import Positional as PositionalKind
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device
 from model.plain_data import SettingValue
@@ -65,7 +66,11 @@ if TYPE_CHECKING:
     from model.session import AttentionExplanation, Inspection, Session
     from model.snapshots import DecodeView
 
-IDLE, TRAINING, PAUSED, ERROR = "idle", "training", "paused", "error"
+EngineState = Literal["idle", "training", "paused", "error"]
+IDLE: Final = "idle"
+TRAINING: Final = "training"
+PAUSED: Final = "paused"
+ERROR: Final = "error"
 # Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
 # loading what training needs) waits until no command has come for this long.
 QUIET_S = 0.5
@@ -90,7 +95,7 @@ class NewModelSpec:
 
 @dataclass(frozen=True)
 class EngineStatus:
-    state: str  # idle | training | paused | error
+    state: EngineState
     step: int
     run_id: int
     dirty: bool  # trained since the last save
@@ -103,15 +108,17 @@ class Evaluation:
     """One evaluation of the model on a held-out split."""
 
     step: int
-    split: str  # valid | test
+    split: Literal["valid", "test"]
     loss: float
     exact_match: float  # share of sentences translated exactly as the reference, 0..1
     bleu: float  # corpus BLEU, 0..100
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> Evaluation:
-        return cls(int(record["step"]), str(record["split"]), float(record["loss"]), float(record["exact_match"]),
-                   float(record["bleu"]))  # fmt: skip
+        split: Literal["valid", "test"] = "test" if record["split"] == "test" else "valid"
+        return cls(
+            int(record["step"]), split, float(record["loss"]), float(record["exact_match"]), float(record["bleu"])
+        )
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,7 @@ class RunData:
 class PositionalTables:
     """What the positional-encoding lab shows of the current model."""
 
-    kind: str  # sinusoidal | learned | rope
+    kind: PositionalKind
     d_model: int
     max_len: int
     head_dim: int
@@ -331,7 +338,7 @@ class Engine(QThread):
         self._device_name = device
         self._threads = threads or max(1, os.cpu_count() or 1)
         self.session: Session | None = None  # engine thread only
-        self._state = IDLE
+        self._state: EngineState = IDLE
         self._run_id = 0
         self._path: str | None = None
         self._steps_left = 0  # "step N": updates still to do before pausing
