@@ -302,7 +302,6 @@ class TrainingPanel(QWidget):
         self.reset_button.setEnabled(valid and self.current is not None)
         self.scratch_button.setEnabled(valid and not training)
 
-    # -- engine events ------------------------------------------------------------------------------
     # -- the route to the engine -------------------------------------------------------------------
     def attach(self, client: EngineClient, confirm_replace: ConfirmReplace) -> None:
         """Send through ``client``; ``confirm_replace(then, question, always_ask)`` runs ``then`` once the
@@ -316,6 +315,7 @@ class TrainingPanel(QWidget):
         if self.client is not None:
             self.client.send(command)
 
+    # -- engine events ------------------------------------------------------------------------------
     def on_status(self, status: EngineStatus) -> None:
         self.status = status
         if status.state != TRAINING:  # while training it moves with the learning-rate plot's redraws
