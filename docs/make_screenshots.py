@@ -75,7 +75,7 @@ def main() -> None:
     window.docks["attention"].resize(1100, 900)
     a.kind.setCurrentIndex(a.kind.findData("cross"))
     a.layer.setValue(a.layer.maximum())
-    a.timeline.setValue(max(0, a.timeline.maximum() // 2))
+    a.over_training.timeline.setValue(max(0, a.over_training.timeline.maximum() // 2))
     a.tabs.setCurrentIndex(0)
     pump(app, 0.8)
     a.grab().save(str(OUT / f"panel-attention-over-training{suffix}.png"))

@@ -96,19 +96,22 @@ def test_probe_snapshots_arriving_fast_are_drawn_a_few_times_a_second(qtbot, cop
     panel = AttentionPanel()
     qtbot.addWidget(panel)
     draws = []
-    monkeypatch.setattr(panel, "refresh", lambda: draws.append(len(panel.snapshots)))
+    monkeypatch.setattr(panel, "refresh", lambda: draws.append(len(panel.over_training.snapshots)))
     snapshots = _snapshots(copy_session_factory(), 1_000)
     for s in snapshots[:300]:  # hundreds of steps a second, a probe every 50: many within one interval
         panel.on_probe(s)
-    assert draws == [] and panel.snapshots == []  # nothing drawn per snapshot
+    assert draws == [] and panel.over_training.snapshots == []  # nothing drawn per snapshot
     qtbot.wait(ABSORB_MS + 200)
     assert draws == [300]  # one redraw for all of them
     for s in snapshots[300:]:
         panel.on_probe(s)
     qtbot.wait(ABSORB_MS + 200)
     assert len(draws) == 2
-    assert len(panel.snapshots) <= panel.over_training.MAX_SNAPSHOTS and panel.snapshots[-1].step == snapshots[-1].step
-    steps = [s.step for s in panel.snapshots]
+    assert (
+        len(panel.over_training.snapshots) <= panel.over_training.MAX_SNAPSHOTS
+        and panel.over_training.snapshots[-1].step == snapshots[-1].step
+    )
+    steps = [s.step for s in panel.over_training.snapshots]
     assert steps == sorted(steps) and steps[0] == snapshots[0].step  # thinned evenly, first and last kept
 
 

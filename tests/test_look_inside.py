@@ -195,27 +195,27 @@ def test_timeline_scrubs_through_training_snapshots(make_window, qtbot):
     form = window.training.form
     form.task_combo.setCurrentIndex(form.task_combo.findData("copy"))
     a = window.attention
-    a.probe_every.setValue(5)
+    a.over_training.probe_every.setValue(5)
     window.training.step_n.setValue(20)
     qtbot.mouseClick(window.training.step_n_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.status.step == 20 and window.status.state == "paused", timeout=30000)
-    qtbot.waitUntil(lambda: len(a.snapshots) >= 5, timeout=10000)
-    steps = [s.step for s in a.snapshots]
+    qtbot.waitUntil(lambda: len(a.over_training.snapshots) >= 5, timeout=10000)
+    steps = [s.step for s in a.over_training.snapshots]
     assert steps[0] == 0 and 20 in steps
     a.kind.setCurrentIndex(a.kind.findData("cross"))
-    slider = window.findChild(type(a.timeline), "attention_timeline_slider")
+    slider = window.findChild(type(a.over_training.timeline), "attention_timeline_slider")
     slider.setValue(0)
     first = a.heatmap.image.image.copy()
-    assert first == pytest.approx(a.snapshots[0].inspection.cross[0, 0])
+    assert first == pytest.approx(a.over_training.snapshots[0].inspection.cross[0, 0])
     assert window.training.probe_marker.value() == 0 and window.training.probe_marker.isVisible()
     slider.setValue(slider.maximum())
-    assert a.heatmap.image.image == pytest.approx(a.snapshots[-1].inspection.cross[0, 0])
+    assert a.heatmap.image.image == pytest.approx(a.over_training.snapshots[-1].inspection.cross[0, 0])
     assert not np.allclose(first, a.heatmap.image.image)
-    assert window.training.probe_marker.value() == a.snapshots[-1].step
+    assert window.training.probe_marker.value() == a.over_training.snapshots[-1].step
     a.tabs.setCurrentWidget(a.over_training)  # the entropy plot is drawn when its tab is opened
     entropy_x, entropy_y = a.over_training.entropy.data(1, "head0")
     assert list(entropy_x) == steps
-    row = a.snapshots[0].inspection.cross[0, 0]
+    row = a.over_training.snapshots[0].inspection.cross[0, 0]
     expected = float(np.mean(-(row * np.log(np.clip(row, 1e-12, 1))).sum(-1)))
     assert entropy_y[0] == pytest.approx(expected, abs=1e-5)
 
@@ -223,15 +223,17 @@ def test_timeline_scrubs_through_training_snapshots(make_window, qtbot):
 def test_qk_explainer_worked_example_and_a_real_head(trained_window, qtbot):
     a = trained_window.attention
     with qtbot.waitSignal(trained_window.engine.explained, timeout=10000):
-        qtbot.mouseClick(a.notes_button, Qt.LeftButton)
-    e = a.explanation
+        qtbot.mouseClick(a.explainer.notes_button, Qt.LeftButton)
+    e = a.explainer.explanation
     s = 1 / math.sqrt(2)
     weights_row1 = [math.exp(s), 1.0, math.exp(s)]
     weights_row1 = [w / sum(weights_row1) for w in weights_row1]
-    headers = [a.per_key.horizontalHeaderItem(c).text() for c in range(a.per_key.columnCount())]
+    headers = [a.explainer.per_key.horizontalHeaderItem(c).text() for c in range(a.explainer.per_key.columnCount())]
     softmax = headers.index("softmax")
-    assert [float(a.per_key.item(j, softmax).text()) for j in range(3)] == pytest.approx(weights_row1, abs=1e-4)
-    assert float(a.per_key.item(0, 1).text()) == pytest.approx(s, abs=1e-4)
+    assert [float(a.explainer.per_key.item(j, softmax).text()) for j in range(3)] == pytest.approx(
+        weights_row1, abs=1e-4
+    )
+    assert float(a.explainer.per_key.item(0, 1).text()) == pytest.approx(s, abs=1e-4)
     assert e.output[0] == pytest.approx(
         [10 * weights_row1[0] + 5 * weights_row1[2], 10 * weights_row1[1] + 5 * weights_row1[2]]
     )
@@ -243,7 +245,7 @@ def test_qk_explainer_worked_example_and_a_real_head(trained_window, qtbot):
     a.head.setValue(4)
     with qtbot.waitSignal(trained_window.engine.explained, timeout=10000):
         qtbot.mouseClick(a.explainer.explain_button, Qt.LeftButton)
-    assert a.explanation.weights == pytest.approx(a.heatmap.values, abs=1e-5)
+    assert a.explainer.explanation.weights == pytest.approx(a.heatmap.values, abs=1e-5)
 
 
 def show_positional(window):

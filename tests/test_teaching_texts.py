@@ -59,7 +59,7 @@ def test_exp_column_with_a_mask_and_with_scores_too_large_for_exp():
 
 def per_key_columns(panel):
     """The explainer's per-key table as {header: [cell texts]}."""
-    t = panel.per_key
+    t = panel.explainer.per_key
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
     return {h: [t.item(r, c).text() for r in range(t.rowCount())] for c, h in enumerate(headers)}
 
@@ -72,15 +72,15 @@ def test_explainer_shows_an_exp_column_that_checks_the_softmax_by_hand(qtbot, en
     e = notes_example()
     panel.on_explanation(e)
     for row in range(3):
-        panel.query.setCurrentIndex(row)
+        panel.explainer.query.setCurrentIndex(row)
         columns = per_key_columns(panel)
         shown_exp = np.array([float(x) for x in columns["exp(·)"]])
         shown_weights = np.array([float(x) for x in columns["softmax"]])
         assert shown_exp == pytest.approx(np.exp(e.scaled[row]), abs=1e-4)
         assert shown_exp / shown_exp.sum() == pytest.approx(shown_weights, abs=1e-4)
-    title = panel.explain_title.text()
+    title = panel.explainer.explain_title.text()
     assert "Worked example" in title and "notes" not in title.lower()
-    assert "notes" not in panel.notes_button.text().lower()
+    assert "notes" not in panel.explainer.notes_button.text().lower()
 
 
 def test_worked_example_note_shows_the_correct_row_beside_the_misprint(qtbot, english):
@@ -89,8 +89,8 @@ def test_worked_example_note_shows_the_correct_row_beside_the_misprint(qtbot, en
     panel = AttentionPanel()
     qtbot.addWidget(panel)
     panel.on_explanation(notes_example())
-    note = panel.explain_note.text()
-    assert not panel.explain_note.isHidden()
+    note = panel.explainer.explain_note.text()
+    assert not panel.explainer.explain_note.isHidden()
     assert "0.85" in note and "cannot be a softmax" in note
     a = math.exp(1 / math.sqrt(2)) / (2 * math.exp(1 / math.sqrt(2)) + 1)  # first row, by hand
     b = 1 / (2 * math.exp(1 / math.sqrt(2)) + 1)
@@ -98,8 +98,11 @@ def test_worked_example_note_shows_the_correct_row_beside_the_misprint(qtbot, en
     assert f"[{15 * a:.3f}, {10 * b + 5 * a:.3f}]" in note  # output [6.017, 3.983]
     q = torch.eye(3, 4, dtype=torch.float64)
     panel.on_explanation(explain(q, q, q, None, "x", list("abc"), list("abc"), "cross", 1, 3))
-    assert panel.explain_note.isHidden()
-    assert "Cross-attention" in panel.explain_title.text() and "layer 2, head 4" in panel.explain_title.text()
+    assert panel.explainer.explain_note.isHidden()
+    assert (
+        "Cross-attention" in panel.explainer.explain_title.text()
+        and "layer 2, head 4" in panel.explainer.explain_title.text()
+    )
 
 
 def test_explainer_titles_are_chinese_in_the_chinese_interface(qtbot):
@@ -112,14 +115,17 @@ def test_explainer_titles_are_chinese_in_the_chinese_interface(qtbot):
     try:
         panel.retranslate()
         panel.on_explanation(notes_example())
-        assert panel.explain_title.text().startswith("<b>算例") and "查询 1" in panel.explain_title.text()
-        assert "印刷" in panel.explain_note.text()
+        assert (
+            panel.explainer.explain_title.text().startswith("<b>算例")
+            and "查询 1" in panel.explainer.explain_title.text()
+        )
+        assert "印刷" in panel.explainer.explain_note.text()
         q = torch.eye(3, 4, dtype=torch.float64)
         panel.on_explanation(explain(q, q, q, None, "x", list("abc"), list("abc"), "cross", 1, 3))
-        title = re.sub(r"<[^>]+>", "", panel.explain_title.text())
+        title = re.sub(r"<[^>]+>", "", panel.explainer.explain_title.text())
         assert "第 2 层，第 4 个头" in title
         assert not re.search(r"\b(worked|example|layer|head|query|weights|output)\b", title)
-        assert panel.per_key.horizontalHeaderItem(2).text() == "掩码"
+        assert panel.explainer.per_key.horizontalHeaderItem(2).text() == "掩码"
     finally:
         language.set("en")
 

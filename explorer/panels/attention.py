@@ -33,10 +33,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSlider,
     QSpinBox,
     QStackedWidget,
-    QTableWidget,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -215,51 +213,6 @@ class AttentionPanel(QWidget):
         self.over_training.retranslate()
         self.explainer.retranslate()
         self.refresh()
-
-    # -- the parts' state and widgets, by their old names (tests, docs and scripts reach them here) ---
-    @property
-    def snapshots(self) -> list[ProbeSnapshot]:
-        return self.over_training.snapshots
-
-    @property
-    def timeline(self) -> QSlider:
-        return self.over_training.timeline
-
-    @property
-    def probe_src(self) -> QLineEdit:
-        return self.over_training.probe_src
-
-    @property
-    def probe_tgt(self) -> QLineEdit:
-        return self.over_training.probe_tgt
-
-    @property
-    def probe_every(self) -> QSpinBox:
-        return self.over_training.probe_every
-
-    @property
-    def explanation(self) -> AttentionExplanation | None:
-        return self.explainer.explanation
-
-    @property
-    def query(self) -> QComboBox:
-        return self.explainer.query
-
-    @property
-    def per_key(self) -> QTableWidget:
-        return self.explainer.per_key
-
-    @property
-    def explain_title(self) -> QLabel:
-        return self.explainer.explain_title
-
-    @property
-    def explain_note(self) -> QLabel:
-        return self.explainer.explain_note
-
-    @property
-    def notes_button(self) -> QPushButton:
-        return self.explainer.notes_button
 
     # -- the route to the engine (see explorer.engine_client) ----------------------------------------
     def attach(self, client: EngineClient, decoding: DecodingPanel) -> None:
@@ -441,7 +394,7 @@ class AttentionPanel(QWidget):
             self._update_entropy()
 
     def _update_entropy(self) -> None:
-        if not self.snapshots or self.info is None:
+        if not self.over_training.snapshots or self.info is None:
             return
         if self.tabs.currentWidget() is not self.over_training:
             self._entropy_stale = True  # drawn when its tab is opened
