@@ -34,6 +34,8 @@ def main() -> None:
     ap.add_argument("--checkpoint", help="a trained grammar-en-zh model for the look-inside panels")
     ap.add_argument("--sentence", default="Did you read two interesting books in the library yesterday?")
     ap.add_argument("--first-launch", action="store_true", help="only the first-launch shots (bundled model)")
+    ap.add_argument("--classroom", metavar="TAG", help="the default layout at this X screen's size, presenter "
+                    "mode and the model map, after a fresh install; TAG names the files (e.g. 1366x768)")  # fmt: skip
     args = ap.parse_args()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -51,6 +53,9 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp())
     if args.first_launch:
         first_launch(app, folder)
+        return
+    if args.classroom:
+        classroom(app, folder, args.classroom, args.sentence)
         return
     window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
                         data_dir=folder, start_default=False)  # fmt: skip
@@ -97,7 +102,7 @@ def first_launch(app, folder: Path) -> None:
     from explorer.main_window import MainWindow
     from explorer.worker import Engine
 
-    shots = (("first-launch", "en", "light"), ("window-zh", "zh", "light"), ("window-dark", "en", "dark"))
+    shots = (("window-zh", "zh", "light"), ("window-dark", "en", "dark"))
     for name, lang, theme in shots:
         language.set(lang)
         settings = QSettings(str(folder / f"{name}.ini"), QSettings.IniFormat)
@@ -105,13 +110,57 @@ def first_launch(app, folder: Path) -> None:
         window = MainWindow(engine=Engine("cpu"), settings=settings, data_dir=folder / name)
         window.resize(1600, 1000)
         window.show()
-        deadline = time.perf_counter() + 30
-        while not (window.decoding.view and window.decoding.view.at_end) and time.perf_counter() < deadline:
-            pump(app, 0.1)
-        pump(app, 1.0)
+        wait_for(app, lambda: window.decoding.view is not None)  # noqa: B023 — used at once
         window.grab().save(str(OUT / f"{name}.png"))
         window.close()
     language.set("en")
+
+
+def wait_for(app, done, seconds: float = 30) -> None:
+    deadline = time.perf_counter() + seconds
+    while not done() and time.perf_counter() < deadline:
+        pump(app, 0.1)
+    pump(app, 1.0)
+
+
+def classroom(app, folder: Path, tag: str, sentence: str) -> None:
+    """What a person sees after a fresh install, in the window as it opens on this screen: the first
+    launch; a beam search they typed, run to its end; the model map; presenter mode's tree and map."""
+    from PySide6.QtCore import QSettings, Qt
+    from PySide6.QtTest import QTest
+
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "c.ini"), QSettings.IniFormat),
+                        data_dir=folder / "classroom")  # fmt: skip
+    window.show()
+    d = window.decoding
+    wait_for(app, lambda: d.view is not None)
+    window.grab().save(str(OUT / f"first-launch-{tag}.png"))
+    d.mode.setCurrentIndex(d.mode.findData("beam"))
+    d.input.setText(sentence)
+    d.translate_button.click()
+    wait_for(app, lambda: d.view is not None and d.view.settings.text == sentence and not d.waiting)
+    d.run_button.click()
+    wait_for(app, lambda: d.view.at_end and not d.waiting)
+    window.grab().save(str(OUT / f"window-beam-{tag}.png"))
+    window.docks["map"].raise_()
+    pump(app, 1.0)
+    window.grab().save(str(OUT / f"model-map-{tag}.png"))
+    window.docks["attention"].raise_()
+    d.reset_button.click()
+    wait_for(app, lambda: not d.waiting and d.view.position == 0)
+    window.set_presenter(True)
+    for _ in range(8):
+        QTest.keyClick(window, Qt.Key.Key_PageDown)
+        wait_for(app, lambda: not d.waiting, 10)
+    for key, name in ((Qt.Key.Key_2, "tree"), (Qt.Key.Key_3, "attention"), (Qt.Key.Key_1, "decoding")):
+        QTest.keyClick(window, key)
+        pump(app, 1.5)
+        window.grab().save(str(OUT / f"presenter-{name}-{tag}.png"))
+    window.set_presenter(False)
+    window.close()
 
 
 def inside(app, args, folder: Path, suffix: str) -> None:

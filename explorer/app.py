@@ -127,11 +127,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
         print("Transformer Explorer is now in your application menu; .ckpt files open with it.")
         return 0
+    from explorer.system_check import xcb_problem
+
+    problem = xcb_problem()  # Qt itself would abort with a core dump, naming the wrong library
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
+    from explorer.fonts import register_chinese_font
+
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)  # nothing here makes a bare QCoreApplication
+    register_chinese_font(app)  # only where no installed font has Chinese glyphs
     app.setOrganizationName("transformer-explorer")
     app.setApplicationName("Transformer Explorer")
     app.setStyle("Fusion")

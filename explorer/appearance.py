@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
 THEMES = ("light", "dark")
 
@@ -55,7 +55,17 @@ def _plot_items(root: QWidget):
 
 
 def restyle_plots(root: QWidget, fg: QColor, tick_font: QFont | None = None) -> None:
+    """Axes, their labels, titles and legends under ``root`` in ``fg`` (and ``tick_font``). Plots made later
+    take ``fg`` from pyqtgraph's "foreground" option, which :func:`apply_theme` sets."""
+    for view in root.findChildren(QGraphicsView):
+        # pyqtgraph caches each view's background, painted in the palette it was first drawn with: without
+        # this, a map keeps the old theme's backdrop behind axis labels drawn in the new theme's colour
+        view.resetCachedContent()
+        view.viewport().update()
     for item in _plot_items(root):
+        item.titleLabel.setAttr("color", fg)
+        if item.titleLabel.text:  # an empty title stays hidden (setText would give it a height)
+            item.titleLabel.setText(item.titleLabel.text)
         for name in ("left", "bottom", "right", "top"):
             axis = item.getAxis(name)
             axis.setPen(fg)

@@ -153,6 +153,17 @@ class SetProbe(Command):
     every: int = 50
 
 
+SplitName = Literal["train", "valid", "test"]
+
+
+@dataclass(frozen=True)
+class SampleSentence(Command):
+    """A random source sentence of the current corpus's ``split`` (test: never trained on), with its
+    reference; from the next split that has sentences (valid, then train) when that one is empty."""
+
+    split: SplitName = "test"
+
+
 # -- the engine itself -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FailOnPurpose(Command):

@@ -77,6 +77,12 @@ class FirstLaunch:
         if self.bar.showing and self.bar.kind == "welcome":
             self.bar.hide()  # it speaks of the bundled model, which is no longer coming
 
+    def welcome_done(self) -> None:
+        """The person decodes a sentence of their own, as the welcome suggests: the bar has done its work
+        and gives its height back to the views."""
+        if self.bar.showing and self.bar.kind == "welcome":
+            self.bar.hide()
+
     def welcome(self) -> None:
         if self.settings.value("welcomed", False, type=bool) or self.bar.showing:
             return
@@ -89,13 +95,17 @@ class FirstLaunch:
         return info.origin != 0 and info.origin == self.auto_load
 
     def arrived(self, info: RunInfo) -> None:
-        """The bundled model is open: translate the task's sample sentence, its cross-attention shown."""
+        """The bundled model is open: its sample sentence ready to step, its cross-attention shown."""
         self.auto_load = None
+        self.show_sample(info)
+        self.welcome()
+
+    def show_sample(self, info: RunInfo) -> None:
+        """The task's sample sentence at its first decoding step, with the last layer's cross-attention."""
         sentence = SAMPLES.get(info.data.task or "")
         if sentence is not None:
             self.attention.follow_cross_attention(info.model_config.n_decoder_layers)
             self.decoding.play_sample(sentence)
-        self.welcome()
 
     def failed(self, request_id: int, message: str) -> str:
         """A request of this plan failed: the bundled model instead of a command line's file that cannot

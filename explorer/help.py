@@ -2,8 +2,32 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QIcon,
+    QKeySequence,
+    QLinearGradient,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QPen,
+    QPixmap,
+    QShortcut,
+)
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QDockWidget,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QStyle,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer.i18n import language, tr
 
@@ -137,6 +161,22 @@ d<sub>k</sub> = d<sub>model</sub>/h 维中工作；<b>d<sub>ff</sub></b> 是前�
 （论文的 base 模型若用三张各 37,000 词元的独立表：56%）。因此当原文和译文共用一个词表时，论文让两个嵌入层和输出层共用同一个权重矩阵
 （§3.4），这里的论文预设也是这样做的。</p>""",
     },
+    "map": {
+        "en": """<p>The paper's Figure 1, drawn for the model that is open now: the <b>encoder</b> stack on the left
+reads the source sentence, the <b>decoder</b> stack on the right writes the translation one token at a time. Each
+stack is N identical layers; each layer is built from <b>sublayers</b> (multi-head attention, the position-wise
+feed-forward network), each wrapped in a residual connection and a layer normalisation (<b>Add &amp; Norm</b>).
+The arrow from the encoder's output goes into every decoder layer's <b>cross-attention</b>: that is where the
+translation looks at the source.</p>
+<p>Point at a part to see its equation with this model's numbers; click it to open the view that shows it: an
+attention sublayer opens that layer in the attention map, the positional encoding opens the positional lab, the
+output layer and the softmax open the next-token candidates. Click a closed layer to open it.</p>""",
+        "zh": """<p>论文的图 1，按当前打开的模型画出：左边的<b>编码器</b>堆栈读入原文，右边的<b>解码器</b>堆栈一次一个词元地写出译文。
+每个堆栈由 N 个相同的层组成；每层由若干<b>子层</b>（多头注意力、逐位置前馈网络）构成，每个子层都包在残差连接和层归一化之中
+（<b>相加与归一化</b>）。从编码器输出引出的箭头进入每个解码器层的<b>交叉注意力</b>：译文正是在这里查看原文。</p>
+<p>把鼠标指向一个部件，可以看到它的公式和这个模型的具体数值；点击它会打开显示它的视图：注意力子层打开注意力图中的那一层，
+位置编码打开位置编码实验室，输出层和 softmax 打开下一个词元的候选。点击一个收起的层可以展开它。</p>""",
+    },
     "data": {
         "en": """<p>The model never sees letters or characters directly: a <b>tokenizer</b> cuts each sentence into
 <b>tokens</b> from a fixed vocabulary, and each token becomes a number. The chips show exactly what the model
@@ -166,34 +206,267 @@ def help_text(key: str) -> str:
     return HELP[key].get(language.code, HELP[key]["en"])
 
 
-class HelpBox(QWidget):
-    """A “What am I looking at?” button that opens a short explanation above a panel."""
+SHEET_SHADOW = 12  # px of soft shadow drawn left of the sheet's border
+SHEET_WIDTH = (320, 480)  # the sheet's least and greatest width, px; never wider than the panel
 
-    def __init__(self, key: str, parent=None):
+
+def info_pixmap(colour: QColor, side: int) -> QPixmap:
+    """A circled “i” drawn from shapes (a ring, a dot and a bar): no font needs the ⓘ glyph."""
+    pixmap = QPixmap(side, side)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    ring = max(1.0, side / 12)
+    painter.setPen(QPen(colour, ring))
+    painter.drawEllipse(QRectF(ring / 2, ring / 2, side - ring, side - ring))
+    stem = max(1.5, side * 0.13)  # width of the i's bar; the dot is a little wider
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(colour)
+    painter.drawEllipse(QPointF(side / 2, side * 0.29), stem * 0.62, stem * 0.62)
+    painter.drawRoundedRect(QRectF((side - stem) / 2, side * 0.42, stem, side * 0.36), stem / 3, stem / 3)
+    painter.end()
+    return pixmap
+
+
+def info_icon(palette: QPalette) -> QIcon:
+    """The ⓘ icon in ``palette``'s text colour, at the sizes buttons and titles ask for."""
+    icon = QIcon()
+    colour = palette.color(QPalette.ColorRole.WindowText)
+    for side in (12, 14, 16, 20, 24, 32, 48, 64):
+        icon.addPixmap(info_pixmap(colour, side))
+    return icon
+
+
+class HelpSheet(QFrame):
+    """The explanation as a side sheet over the right part of a panel: a title, a close button, a scrolling body.
+
+    It is a child of the panel's holder but in no layout, so opening it moves nothing underneath.
+    """
+
+    closed = Signal()  # the close button or Esc
+
+    def __init__(self, key: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName(f"{key}_help_sheet")
+        self.icon = QLabel()
+        self.title = QLabel()
+        self.title.setObjectName(f"{key}_help_title")
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.close_button = QToolButton()
+        self.close_button.setObjectName(f"{key}_help_close")
+        self.close_button.setAutoRaise(True)
+        self.close_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarCloseButton))
+        self.close_button.clicked.connect(self.closed)
+        self.text = QLabel()
+        self.text.setObjectName(f"{key}_help_text")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.body = QScrollArea()
+        self.body.setWidgetResizable(True)
+        self.body.setFrameShape(QFrame.Shape.NoFrame)
+        self.body.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.body.setWidget(self.text)
+        self.text.setAutoFillBackground(False)  # setWidget turned it on; the sheet paints the body
+        self.body.viewport().setAutoFillBackground(False)
+        self.text.setMinimumWidth(1)  # wrap to the sheet's width, however narrow, never wider
+        escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        escape.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        escape.activated.connect(self.closed)
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        header = QHBoxLayout()
+        header.setSpacing(6)
+        header.addWidget(self.icon)
+        header.addWidget(self.title, 1)
+        header.addWidget(self.close_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(SHEET_SHADOW + 10, 6, 4, 6)
+        layout.addLayout(header)
+        layout.addWidget(self.body, 1)
+
+    def retranslate(self, title: str, body: str) -> None:
+        self.title.setText(title)
+        self.text.setText(body)
+        self.close_button.setToolTip(tr("Close (Esc)"))
+
+    def set_icon(self, icon: QIcon) -> None:
+        side = self.title.fontMetrics().height()
+        self.icon.setPixmap(icon.pixmap(QSize(side, side), self.devicePixelRatioF()))
+
+    def place(self, area: QRect) -> None:
+        """Over the right part of ``area`` (the holder's rectangle), its full height."""
+        least, most = SHEET_WIDTH
+        width = min(area.width(), max(least, min(most, area.width() * 2 // 5)))
+        self.setGeometry(area.right() - width + 1, area.top(), width, area.height())
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
+        painter = QPainter(self)
+        shadow = QLinearGradient(0, 0, SHEET_SHADOW, 0)
+        shadow.setColorAt(0.0, QColor(0, 0, 0, 0))
+        shadow.setColorAt(1.0, QColor(0, 0, 0, 90))
+        painter.fillRect(QRect(0, 0, SHEET_SHADOW, self.height()), shadow)
+        body = self.rect().adjusted(SHEET_SHADOW, 0, 0, 0)
+        painter.fillRect(body, self.palette().color(QPalette.ColorRole.Base))
+        painter.setPen(self.palette().color(QPalette.ColorRole.Mid))
+        painter.drawLine(body.topLeft(), body.bottomLeft())
+
+
+class HelpBox(QWidget):
+    """A “What am I looking at?” button that opens a short explanation over a panel.
+
+    Attached to a panel's holder (:meth:`attach_to`), it takes no room: the button sits in the title bar of the
+    dock that holds the panel (on the holder's top-right corner where there is no title bar), and the
+    explanation opens as a :class:`HelpSheet` over the panel's right part.
+    """
+
+    def __init__(self, key: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.key = key
         self.button = QToolButton()
         self.button.setObjectName(f"{key}_help_button")
         self.button.setCheckable(True)
         self.button.setAutoRaise(True)
-        self.text = QLabel()
-        self.text.setObjectName(f"{key}_help_text")
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.text.setStyleSheet("padding: 6px; border: 1px solid palette(mid); border-radius: 4px;")
-        self.text.hide()
-        self.button.toggled.connect(self.text.setVisible)
-        row = QHBoxLayout()
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addStretch(1)
-        row.addWidget(self.button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 0, 4, 0)
-        layout.setSpacing(2)
-        layout.addLayout(row)
-        layout.addWidget(self.text)
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.button.toggled.connect(self._on_toggled)
+        self.sheet = HelpSheet(key, self)
+        self.sheet.hide()
+        self.sheet.closed.connect(lambda: self.button.setChecked(False))
+        self.text = self.sheet.text
+        self._area: QWidget | None = None  # what the sheet covers
+        self._holder: QWidget | None = None
+        self._dock: QDockWidget | None = None
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.button)
+        self._refresh_icon()
         self.retranslate()
 
+    def attach_to(self, holder: QWidget) -> None:
+        """Float over ``holder`` (the widget that holds the panel) instead of taking a row in its layout."""
+        self._holder = holder
+        self.setParent(holder)
+        self._cover(holder)
+        self._find_dock()
+        self.show()
+
+    def _cover(self, area: QWidget) -> None:
+        if self._area is not None:
+            self._area.removeEventFilter(self)
+        self._area = area
+        self.sheet.setParent(area)
+        self.sheet.hide()
+        area.installEventFilter(self)
+
+    def _find_dock(self) -> None:
+        """Move the button into the title bar of the dock that now holds the holder, if one does."""
+        dock = self._holder.parentWidget() if self._holder is not None else None
+        if not isinstance(dock, QDockWidget) or dock is self._dock:
+            return
+        self._dock = dock
+        self.setParent(dock)
+        self.show()
+        dock.installEventFilter(self)
+        dock.windowTitleChanged.connect(self.sheet.title.setText)
+        self.sheet.title.setText(dock.windowTitle() or tr("What am I looking at?"))
+        self._place()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        kind = event.type()
+        if watched is self._holder and kind == QEvent.Type.ParentChange:
+            self._find_dock()
+        if kind in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.LayoutRequest):
+            self._place()
+        return False
+
+    def _title_bar(self) -> QRect | None:
+        """The free part of the dock's title bar, between the title and the float/close buttons, in dock pixels."""
+        if self._dock is None or self._holder is None or self._holder.parentWidget() is not self._dock:
+            return None
+        found = self._dock.findChildren(QAbstractButton, options=Qt.FindChildOption.FindDirectChildrenOnly)
+        buttons = [b for b in found if b.objectName().startswith("qt_dockwidget_") and b.isVisibleTo(self._dock)]
+        top = min((b.y() for b in buttons), default=0)
+        height = self._holder.y() - top
+        if height < 12:  # a floating dock in the window manager's frame: no title bar of its own
+            return None
+        right = min((b.x() for b in buttons), default=self._dock.width()) - 2
+        return QRect(0, top, right, height)
+
+    def _place(self) -> None:
+        """The button in the title bar (or on the holder's corner); the open sheet over the holder's right part."""
+        if self._holder is None:
+            return
+        title = self._title_bar()
+        if title is not None:
+            self._in_title_bar(title)
+        elif self._dock is not None and self._dock.titleBarWidget() is not None:
+            self.hide()  # whoever replaced the title bar (presenter mode) wants no chrome over the panel
+        else:
+            self._on_corner(self._holder)
+        self.raise_()
+        if not self.sheet.isHidden() and self._area is not None:  # open, even if the dock is not on screen
+            self.sheet.place(self._sheet_area(self._area))
+
+    def _in_title_bar(self, title: QRect) -> None:
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.button.setFixedHeight(title.height())
+        self.button.setIconSize(QSize(title.height() - 4, title.height() - 4))
+        width = self.sizeHint().width()
+        self.setGeometry(title.right() - width + 1, title.top(), width, title.height())
+        self.show()
+
+    def _on_corner(self, holder: QWidget) -> None:
+        """Just the icon, over the holder's top-right corner, where it hides the least of the panel."""
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        self.button.setMinimumHeight(0)
+        self.button.setMaximumHeight(16777215)  # QWIDGETSIZE_MAX: the button's own height again
+        self.button.setIconSize(QSize(16, 16))
+        size = self.sizeHint()
+        corner = holder.mapTo(self.parentWidget() or holder, QPoint(holder.width() - size.width(), 0))
+        self.setGeometry(QRect(corner, size))
+        self.setVisible(self.sheet.isHidden())  # the open sheet has its own close button there
+
+    @staticmethod
+    def _sheet_area(area: QWidget) -> QRect:
+        """The part of ``area`` on screen: a holder squeezed below its minimum size overflows its dock."""
+        seen = area.visibleRegion().boundingRect()
+        return area.rect().intersected(seen) if not seen.isEmpty() else area.rect()
+
+    def _on_toggled(self, on: bool) -> None:
+        if not on:
+            focus = QApplication.focusWidget()
+            had_focus = focus is not None and self.sheet.isAncestorOf(focus)
+            self.sheet.hide()
+            self._place()
+            if had_focus and self.isVisible():
+                self.button.setFocus()
+            return
+        if self._area is None:  # not attached: cover whatever holds the button
+            self._cover(self.parentWidget() or self)
+        assert self._area is not None
+        self.sheet.place(self._sheet_area(self._area))
+        self.sheet.show()
+        self.sheet.raise_()
+        self._place()
+        self.sheet.body.setFocus()  # so that Esc closes it and the arrow keys scroll it
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        if event.type() == QEvent.Type.PaletteChange:  # the theme changed: redraw the icon in its text colour
+            self._refresh_icon()
+        super().changeEvent(event)
+
+    def _refresh_icon(self) -> None:
+        icon = info_icon(self.palette())
+        self.button.setIcon(icon)
+        self.sheet.set_icon(icon)
+
     def retranslate(self) -> None:
-        self.button.setText("ⓘ " + tr("What am I looking at?"))
-        self.text.setText(help_text(self.key))
+        self.button.setText(" " + tr("What am I looking at?"))  # a space between the icon and the words
+        self.button.setToolTip(tr("What am I looking at?"))
+        title = self._dock.windowTitle() if self._dock is not None else ""
+        self.sheet.retranslate(title or tr("What am I looking at?"), help_text(self.key))
+        self._place()

@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMenuBar,
@@ -37,8 +39,10 @@ from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
 from explorer.panels.model_info import ModelPanel
+from explorer.panels.model_map import ModelMapPanel, ModelPart
 from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel
+from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
 from explorer.widgets import named
 from explorer.widgets.message_bar import MessageBar
@@ -51,9 +55,13 @@ from explorer.worker import (
 )
 from resources import default_model, resource_path
 
-Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel
+Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel
+ATTENTION_OF_PART = {"encoder_self_attention": "encoder", "decoder_self_attention": "decoder_self",
+                     "cross_attention": "cross"}  # fmt: skip
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
 STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
+DEFAULT_SIZE = (1500, 920)  # the window on a screen that has room for it
+SIDE_BY_SIDE_WIDTH = 1200  # narrower screens show the decoding panel and the attention map as tabs
 
 
 def default_data_dir() -> Path:
@@ -71,6 +79,7 @@ class MainWindow(QMainWindow):
         ("positional", N_("Positional encoding")),
         ("model", N_("Model")),
         ("data", N_("Data")),
+        ("map", N_("Model map")),
     )
 
     def __init__(
@@ -92,8 +101,12 @@ class MainWindow(QMainWindow):
         self._after_save: dict[int, Callable[[], None]] = {}
         self._last_loss: float | None = None
         self._last_speed: float | None = None
+        self._bundled_requests: set[int] = set()  # loads of the bundled model asked for from the menu
+        self.bundled_run: int | None = None  # the run that is the bundled model, while it is open
         self._create_panels()
         self._create_docks()
+        self.presenter = Presenter(self)
+        self.presenter.changed.connect(self._on_presenting)
         self._create_top_bar()
         self.first_launch = FirstLaunch(self.client, self.settings, self.message_bar, start_default)
         self.first_launch.use_panels(self.training, self.model_panel, self.decoding, self.attention,
@@ -105,7 +118,7 @@ class MainWindow(QMainWindow):
         self._connect_engine()
         self._connect_panels()
         language.changed.connect(self.retranslate)
-        self._restore_window(first_screen=start_default and not open_path and default_model() is not None)
+        self._restore_window()
         self.retranslate()
         self._begin(open_path, start_default)
 
@@ -118,6 +131,7 @@ class MainWindow(QMainWindow):
         self.positional.attach(self.client)
         self.model_panel = ModelPanel()
         self.data_panel = DataPanel()
+        self.model_map = ModelMapPanel()
         self.panels: dict[str, Panel] = {
             "training": self.training,
             "decoding": self.decoding,
@@ -125,6 +139,7 @@ class MainWindow(QMainWindow):
             "positional": self.positional,
             "model": self.model_panel,
             "data": self.data_panel,
+            "map": self.model_map,
         }
 
     def _create_docks(self) -> None:
@@ -139,7 +154,7 @@ class MainWindow(QMainWindow):
             holder_layout.setContentsMargins(0, 0, 0, 0)
             holder_layout.setSpacing(0)
             self.help_boxes[key] = HelpBox(key)
-            holder_layout.addWidget(self.help_boxes[key])
+            self.help_boxes[key].attach_to(holder)  # over the panel: the button in the dock's title bar
             holder_layout.addWidget(self.panels[key], 1)
             dock.setWidget(holder)
             dock.setFeatures(
@@ -167,6 +182,7 @@ class MainWindow(QMainWindow):
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.setSpacing(2)
         top_layout.addWidget(self.menu_bar)
+        top_layout.addWidget(self.presenter.bar)
         top_layout.addWidget(self.message_bar)
         self.setMenuWidget(top)
 
@@ -187,23 +203,43 @@ class MainWindow(QMainWindow):
         self.training.acted.connect(self.first_launch.person_takes_over)
         self.training.acted.connect(self.docks["training"].raise_)
         self.decoding.attach(self.client)
+        self.decoding.sentence_asked.connect(self.first_launch.welcome_done)
         self.attention.attach(self.client, self.decoding)
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
+        self.model_map.part_chosen.connect(self._on_part_chosen)
 
-    def _restore_window(self, first_screen: bool) -> None:
+    def _on_part_chosen(self, part: ModelPart) -> None:
+        """A part of the model map opens the view that shows it: an attention sublayer → that layer in the
+        attention map; the positional encoding → the PE lab; the output layer and softmax → the candidates."""
+        kind = ATTENTION_OF_PART.get(part.kind)
+        if kind is not None:
+            a = self.attention
+            a.kind.setCurrentIndex(a.kind.findData(kind))
+            if part.layer is not None:
+                a.layer.setValue(part.layer + 1)
+            a.show_tab("map")
+            self._bring_forward("attention")
+        elif part.kind in ("positional", "embedding"):
+            self._bring_forward("positional")
+        elif part.kind in ("softmax", "output_linear"):
+            self.decoding.set_focus(None)
+            self._bring_forward("decoding")
+
+    def _bring_forward(self, key: str) -> None:
+        dock = self.docks[key]
+        dock.show()
+        dock.raise_()
+
+    def _restore_window(self) -> None:
         """The size, layout and theme of the last session; the default ones on a first launch."""
         geometry = self.settings.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         else:
-            self.resize(1500, 920)
+            self._fit_to_screen()
         state = self.settings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        elif first_screen:
-            # First launch: the architecture next to the translation and its attention. (It also keeps the
-            # six training plots out of the first paint, which took ~0.35 s of the launch.)
-            self.docks["model"].raise_()
         self._base_font = QApplication.font()
         self.presenting = False
         theme = self.settings.value("theme")
@@ -249,26 +285,45 @@ class MainWindow(QMainWindow):
 
     # -- layout -------------------------------------------------------------------------------------
     def _default_layout(self) -> None:
+        """The decoding views beside the attention map; training, model and data tabbed behind the
+        decoding panel, the positional lab and the model map behind the attention map. On a screen
+        narrower than both side by side need, everything shares one area as tabs."""
         d = self.docks
         for dock in d.values():
             dock.setFloating(False)
             dock.show()
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["training"])
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["decoding"])
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["attention"])
-        screen = QApplication.primaryScreen()
-        short = screen is not None and screen.availableGeometry().height() < 900
-        if short:  # a laptop screen: decoding and attention as tabs, each with the full height
-            self.tabifyDockWidget(d["decoding"], d["attention"])
+        left = ("decoding", "training", "model", "data")
+        right = ("attention", "positional", *(("map",) if "map" in d else ()))
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["decoding"])
+        if self._screen_size()[0] >= SIDE_BY_SIDE_WIDTH:
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["attention"])
+            self.resizeDocks([d["decoding"], d["attention"]], [52, 48], Qt.Orientation.Horizontal)
         else:
-            self.splitDockWidget(d["decoding"], d["attention"], Qt.Orientation.Vertical)
-            self.resizeDocks([d["decoding"], d["attention"]], [380, 620], Qt.Orientation.Vertical)
-        self.tabifyDockWidget(d["attention"], d["positional"])
-        self.tabifyDockWidget(d["training"], d["model"])
-        self.tabifyDockWidget(d["model"], d["data"])
-        d["training"].raise_()
+            self.tabifyDockWidget(d["decoding"], d["attention"])
+        for group in (left, right):
+            for before, key in zip(group, group[1:]):
+                self.tabifyDockWidget(d[before], d[key])
         d["attention"].raise_()
-        self.resizeDocks([d["training"], d["decoding"]], [700, 900], Qt.Orientation.Horizontal)
+        d["decoding"].raise_()
+
+    @staticmethod
+    def _screen_size() -> tuple[int, int]:
+        screen = QApplication.primaryScreen()
+        if screen is None:
+            return DEFAULT_SIZE
+        area = screen.availableGeometry()
+        return area.width(), area.height()
+
+    def _fit_to_screen(self) -> None:
+        """The default size, or the whole screen where that is smaller (a laptop, a projector)."""
+        width, height = self._screen_size()
+        if width >= DEFAULT_SIZE[0] + 40 and height >= DEFAULT_SIZE[1] + 60:
+            self.resize(*DEFAULT_SIZE)
+        else:
+            screen = QApplication.primaryScreen()
+            if screen is not None:
+                self.setGeometry(screen.availableGeometry())
+            self.setWindowState(Qt.WindowState.WindowMaximized)
 
     def set_language(self, code: str) -> None:
         language.set(code)  # every panel retranslates itself
@@ -283,14 +338,44 @@ class MainWindow(QMainWindow):
         self.theme = name
 
     def set_presenter(self, on: bool) -> None:
-        """Presenter mode: larger fonts, editing controls hidden, decoding plays by itself."""
+        """Presenter mode: full screen, one view at a time in large type, keys for a clicker (see
+        :mod:`explorer.presenter`); the editing controls hidden; a new sentence plays by itself."""
+        self.presenter.set_on(on)
+
+    def _on_presenting(self, on: bool) -> None:
         self.presenting = on
         self.menu_actions["presenter"].setChecked(on)
         set_presenter_font(self, on, self._base_font)
         self.training.set_presenting(on)
         self.decoding.autoplay_on_start = on
-        if on:
-            self.statusBar().showMessage(tr("Presenter mode: F5 leaves it"), 4000)
+
+    def _fill_scenes_menu(self) -> None:
+        """Save the current scene, recall a saved one (entering presenter mode), delete one."""
+        menu = self.scenes_menu
+        menu.clear()
+        save = menu.addAction(tr("Save the current scene…"), self._save_scene)
+        save.setObjectName("action_save_scene")
+        names = self.presenter.scenes.names()
+        if names:
+            menu.addSeparator()
+        for name in names:
+            menu.addAction(name, partial(self._recall_scene, name))
+        if names:
+            delete = menu.addMenu(tr("Delete a scene"))
+            for name in names:
+                delete.addAction(name, partial(self.presenter.delete_scene, name))
+
+    def _save_scene(self) -> None:
+        name, ok = QInputDialog.getText(self, tr("Save the current scene"),
+                                        tr("Name of the scene (the view, sentence, decoding mode and "
+                                           "attention layer/head are kept):"))  # fmt: skip
+        if ok and name.strip():
+            self.presenter.save_scene(name.strip())
+            self.note(tr("Scene “{name}” saved").format(name=name.strip()), 4000)
+
+    def _recall_scene(self, name: str) -> None:
+        self.presenter.apply_scene(name)
+        self.set_presenter(True)
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
@@ -316,6 +401,7 @@ class MainWindow(QMainWindow):
 
         self.file_menu.addAction(action("new", self.new_model, QKeySequence.StandardKey.New))
         self.file_menu.addAction(action("open", lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open))
+        self.file_menu.addAction(action("open_bundled", self.open_bundled))
         self.file_menu.addAction(action("save", self.save, QKeySequence.StandardKey.Save))
         self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.StandardKey.SaveAs))
         self.recent_menu = self.file_menu.addMenu("")
@@ -339,7 +425,11 @@ class MainWindow(QMainWindow):
             self.theme_menu.addAction(a)
         presenter = action("presenter", self.set_presenter, QKeySequence("F5"))
         presenter.setCheckable(True)
+        self.addAction(presenter)  # F5 also works while presenting, when the menu bar is hidden
         self.view_menu.addAction(presenter)
+        self.scenes_menu = self.view_menu.addMenu("")
+        self.scenes_menu.setObjectName("scenes_menu")
+        self.scenes_menu.aboutToShow.connect(self._fill_scenes_menu)
         self.view_menu.addSeparator()
         for key, _ in self.PANELS:
             toggle = self.docks[key].toggleViewAction()
@@ -351,16 +441,32 @@ class MainWindow(QMainWindow):
         self.recent.rebuild()
 
     def _build_status_bar(self) -> None:
+        """The device, state, step, loss and speed at the right of the menu bar (a status bar below would
+        take a row from the views on a 768-px screen), with passing notes before them."""
         self._labels_timer = QTimer(self, singleShot=True, interval=200)
         self._labels_timer.timeout.connect(self._update_status_labels)
+        self.note_label = named(QLabel(), "status_note")
+        self._note_timer = QTimer(self, singleShot=True)
+        self._note_timer.timeout.connect(self.note_label.clear)
         self.device_label = named(QLabel(), "status_device")
         self.state_label = named(QLabel(), "status_state")
         self.step_label = named(QLabel(), "status_step")
         self.loss_label = named(QLabel(), "status_loss")
         self.speed_label = named(QLabel(), "status_speed")
+        corner = self.status_corner = QWidget()  # kept: the menu bar does not own its corner widget
+        row = QHBoxLayout(corner)
+        row.setContentsMargins(0, 0, 6, 0)
+        row.setSpacing(14)
+        row.addWidget(self.note_label)
         for w in (self.device_label, self.state_label, self.step_label, self.loss_label, self.speed_label):
-            w.setMinimumWidth(90)
-            self.statusBar().addPermanentWidget(w)
+            row.addWidget(w)
+        self.menu_bar.setCornerWidget(corner, Qt.Corner.TopRightCorner)
+
+    def note(self, text: str, ms: int = 0) -> None:
+        """A passing note beside the status (``ms`` = 0: until the next one)."""
+        self.note_label.setText(text)
+        if ms:
+            self._note_timer.start(ms)
 
     def retranslate(self) -> None:
         titles = dict(self.PANELS)
@@ -374,7 +480,10 @@ class MainWindow(QMainWindow):
         self.recent_menu.setTitle(tr("Recent files"))
         self.language_menu.setTitle(tr("Language"))
         self.theme_menu.setTitle(tr("Theme"))
+        self.scenes_menu.setTitle(tr("Scenes"))
+        self.presenter.bar.retranslate()
         names = {"new": N_("New model…"), "open": N_("Open checkpoint…"), "save": N_("Save"),
+                 "open_bundled": N_("Open the bundled model"),
                  "save_as": N_("Save as…"), "quit": N_("Quit"), "reset_layout": N_("Reset layout"),
                  "about": N_("About Transformer Explorer"), "theme_light": N_("Light"), "theme_dark": N_("Dark"),
                  "presenter": N_("Presenter mode")}  # fmt: skip
@@ -384,7 +493,12 @@ class MainWindow(QMainWindow):
         self._update_status_labels()
 
     def _update_title(self) -> None:
-        name = Path(self.status.path).name if self.status.path else tr("unsaved model")
+        if self.status.path:
+            name = Path(self.status.path).name
+        elif self.bundled_run is not None and self.status.run_id == self.bundled_run:
+            name = tr("the bundled model (English → Chinese, teaching grammar)")
+        else:
+            name = tr("unsaved model")
         self.setWindowTitle(f"{'• ' if self.status.dirty else ''}{name} — Transformer Explorer")
 
     def _update_status_labels(self) -> None:
@@ -424,6 +538,11 @@ class MainWindow(QMainWindow):
 
     def _on_run(self, info: RunInfo) -> None:
         automatic = self.first_launch.is_automatic(info)
+        if automatic or info.origin in self._bundled_requests:
+            self.bundled_run = info.run_id
+        elif info.run_id != self.bundled_run:
+            self.bundled_run = None
+        self._update_title()
         # a late automatic load never overwrites settings the person has been editing meanwhile
         self.training.on_run(info, fill_form=not (automatic and self.training.form.edited))
         self.decoding.on_run(info)
@@ -431,9 +550,13 @@ class MainWindow(QMainWindow):
         self.positional.on_run(info)
         self.model_panel.on_run(info)
         self.data_panel.on_run(info)
+        self.model_map.on_run(info)
         self.autosave.arrived(info)
         if automatic:
             self.first_launch.arrived(info)
+        elif info.origin in self._bundled_requests:
+            self._bundled_requests.discard(info.origin)
+            self.first_launch.show_sample(info)
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
@@ -443,7 +566,7 @@ class MainWindow(QMainWindow):
         self.show_message(message, "error")
 
     def _on_saved(self, request_id: int, path: str) -> None:
-        self.statusBar().showMessage(tr("Saved") + f" {path}", 5000)
+        self.note(tr("Saved") + f" {Path(path).name}", 5000)
         self.recent.remember(path)
         then = self._after_save.pop(request_id, None)
         if then is not None:
@@ -479,10 +602,16 @@ class MainWindow(QMainWindow):
             self.show_message(str(exc), "error")
             return
 
+        replaces_bundled = self.bundled_run is not None and self.status.run_id == self.bundled_run
+
         def replace() -> None:
             self.engine.submit(NewModel(spec))
             if start:
                 self.engine.submit(Start())
+            if replaces_bundled and not self.status.dirty:  # one click, and one click back
+                self.show_message(tr("A new model is training from scratch. The bundled model is not lost: "
+                                     "File → Open the bundled model brings it back."),  # fmt: skip
+                                  "info", [(tr("Open the bundled model"), self.open_bundled)])  # fmt: skip
 
         question = (
             N_("Training from scratch replaces the current model.")
@@ -506,6 +635,19 @@ class MainWindow(QMainWindow):
             )
         else:
             self.engine.submit(Load(target))
+
+    def open_bundled(self) -> None:
+        """The bundled, trained model again (asking first if unsaved work would be replaced)."""
+        bundled = default_model()
+        if bundled is None:
+            self.show_message(tr("The bundled model is missing from this installation."), "error")
+            return
+        self.first_launch.person_takes_over()
+
+        def load() -> None:
+            self._bundled_requests.add(self.engine.submit(Load(str(bundled), kind="bundled")))
+
+        self._when_discarded(load, tr("Opening the bundled model replaces the current model."))
 
     def save(self, then=None) -> None:
         if self.status.path:
@@ -538,15 +680,15 @@ class MainWindow(QMainWindow):
         """Stop the engine after its current step, autosave unsaved work, and join the thread. While
         training that takes well under 2 s; a step or a save that lasts longer is waited for rather
         than cut off (cutting it off would lose the work being saved)."""
+        if self.presenting:  # the layout and the font of the window outside presenter mode are kept
+            self.presenter.set_on(False)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.training.timer.stop()
         self.positional.refresh_timer.stop()
         self.decoding.play_timer.stop()
-        if self.presenting:  # the font is the application's: give it back
-            set_presenter_font(self, False, self._base_font)
         if self.engine.isRunning() and not self.engine.shutdown(str(self.autosave_path), timeout_ms=2000):
-            self.statusBar().showMessage(tr("Finishing the current step and saving your work…"))
+            self.note(tr("Finishing the current step and saving your work…"))
             QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
             self.engine.wait()  # never leave a running thread behind: that would abort the program
             QApplication.restoreOverrideCursor()

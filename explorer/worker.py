@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -44,9 +45,11 @@ from explorer.commands import (
     PauseAt,
     Positional,
     Resume,
+    SampleSentence,
     Save,
     SetProbe,
     Shutdown,
+    SplitName,
     Start,
     Step,
     Stop,
@@ -145,6 +148,7 @@ class RunInfo:
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
     src_pieces: tuple[str, ...]  # display text of every source id
     tgt_pieces: tuple[str, ...]  # display text of every target id (the GUI names decoded ids with it)
+    src_words: tuple[str, ...]  # the source vocabulary's whole words (completion of what a person types)
     history_steps: StepColumns  # metrics already in the session (e.g. from a checkpoint)
     history_evals: tuple[Evaluation, ...]
     origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
@@ -215,6 +219,19 @@ class Explained:
 class DecodeStepped:
     request_id: int
     view: DecodeView
+
+
+@dataclass(frozen=True)
+class SentenceSampled:
+    """A random sentence of the run's corpus (:class:`~explorer.commands.SampleSentence`), or why there is none."""
+
+    request_id: int
+    run_id: int
+    asked: SplitName  # the split asked for
+    split: SplitName | None = None  # where it came from: the one asked for, or the next one with sentences
+    source: str = ""
+    reference: str | None = None
+    error: str | None = None  # the corpus could not be read
 
 
 @dataclass(frozen=True)
@@ -322,6 +339,7 @@ class Engine(QThread):
     explained = Signal(Explained)
     paused_at = Signal(int, float)  # the auto-pause fired: step, loss
     positional_ready = Signal(PositionalReady)
+    sentence_sampled = Signal(SentenceSampled)
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
 
@@ -347,6 +365,7 @@ class Engine(QThread):
         self._last_flush = 0.0
         self._stop = False
         self._decoder: DecodeDriver | None = None
+        self._rng = random.Random()  # random sentences of the corpus
         self._later: list[Callable[[], None]] = []  # done once commands stop coming (see QUIET_S)
         self._probe_step = -1  # step of the last probe snapshot
         self._probe: dict[str, Any] = {"source": None, "target": None, "every": 50}
@@ -469,6 +488,8 @@ class Engine(QThread):
                 self._decode(c)
             case SetProbe():
                 self._set_probe(c)
+            case SampleSentence():
+                self._sample_sentence(c)
             case FailOnPurpose():
                 raise RuntimeError(c.message)
             case _:
@@ -669,6 +690,7 @@ class Engine(QThread):
             schedule=_frozen(s.lr_schedule(horizon)),
             src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
             tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
+            src_words=s.source_words(),
             history_steps=StepColumns.from_history(s.history.train),
             history_evals=tuple(Evaluation.of(e) for e in s.history.evals),
         )
@@ -725,10 +747,9 @@ class Engine(QThread):
         from model.session import Session
 
         session = Session.load(path, device=self._device.type)  # raises before anything changes
+        # restored work is not yet saved anywhere the person chose: dirty from the first status on
+        session.dirty = kind == "autosave"
         self._install(session, path=path if kind == "file" else None, origin=c.request_id)
-        if kind == "autosave":
-            session.dirty = True  # restored work is not yet saved anywhere the person chose
-            self._publish_status()
 
     def _save(self, c: Save) -> None:
         s = self._need_session()
@@ -754,6 +775,17 @@ class Engine(QThread):
         else:
             view = self._decoder.act(c.action, c.position)
         self.decode_stepped.emit(DecodeStepped(c.request_id, view))
+
+    def _sample_sentence(self, c: SampleSentence) -> None:
+        """A random source sentence of the asked split (or the next one with sentences), with its reference; a
+        corpus that cannot be read (a moved file) is said in the answer, for the panel that asked."""
+        s = self._need_session()
+        try:
+            source, reference, split = s.sample_source(c.split, self._rng)
+        except (ValueError, OSError) as exc:  # DataError is a ValueError
+            self.sentence_sampled.emit(SentenceSampled(c.request_id, self._run_id, c.split, error=str(exc)))
+            return
+        self.sentence_sampled.emit(SentenceSampled(c.request_id, self._run_id, c.split, split, source, reference))
 
     def _do_shutdown(self, autosave: str | None) -> None:
         """Stop; unsaved work goes to ``autosave`` (never over an autosave nobody has answered for)."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -29,7 +30,7 @@ from model.checkpoint import (
     save_checkpoint,
 )
 from model.config import ModelConfig
-from model.data import BatchStream, Corpus, DataSpec, EncodedPairs, encode_pairs, load_corpus
+from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, encode_pairs, load_corpus
 from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
 from model.device import resolve_device
 from model.masks import decoder_self_mask, padding_mask
@@ -40,7 +41,7 @@ from model.snapshots import (  # torch-free; still importable from here
     Inspection,
     Translation,
 )
-from model.tokenization import EOS_ID, Encoded, TextTokenizer, TokenizerSpec, normalize_text
+from model.tokenization import EOS_ID, SPECIAL_TOKENS, Encoded, TextTokenizer, TokenizerSpec, normalize_text
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 from model.transformer import Transformer
 
@@ -90,6 +91,31 @@ def attention_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dic
         "decoder_self": decoder_self_mask(tgt_in, pad_id)[0, 0].cpu().numpy().copy(),
         "cross": keys.expand(T, S).cpu().numpy().copy(),
     }
+
+
+SplitName = Literal["train", "valid", "test"]
+
+
+def whole_words(tok: TextTokenizer) -> tuple[str, ...]:
+    """The pieces of ``tok`` that a person types as words, sorted without regard to case: for ``word`` and
+    ``wordpiece`` every piece with a letter or digit except the special ones and word continuations (``##…``);
+    for ``bpe`` and ``byte_bpe`` the pieces that begin a word (``▁cat``, `` cat``), without that mark; for
+    ``char`` none (completing one character completes nothing)."""
+    if tok.kind == "char":
+        return ()
+    mark = {"bpe": "▁", "byte_bpe": " "}.get(tok.kind)
+    words = set()
+    for i in range(len(SPECIAL_TOKENS), tok.vocab_size):
+        piece = tok.display_token(i)
+        if mark is not None:
+            if not piece.startswith(mark):
+                continue
+            piece = piece[len(mark) :]
+        elif piece.startswith("##"):
+            continue
+        if any(ch.isalnum() for ch in piece):
+            words.add(piece)
+    return tuple(sorted(words, key=lambda w: (w.casefold(), w)))
 
 
 @dataclass(frozen=True)
@@ -199,6 +225,21 @@ class Session:
                 self.corpus.split(split), self.src_tok, self.tgt_tok, self.model_cfg.max_len
             )
         return self._encoded[split]
+
+    def sample_source(self, split: SplitName, rng: random.Random) -> tuple[str, str, SplitName]:
+        """A random pair of ``split``, or of the next split that has sentences (test → valid → train): its
+        source, its reference and the split it came from. Raises DataError if the corpus cannot be read."""
+        order: tuple[SplitName, ...] = ("test", "valid", "train")
+        for name in order[order.index(split) :]:
+            pairs = self.corpus.split(name)
+            if pairs:
+                source, target = rng.choice(pairs)
+                return source, target, name
+        raise DataError(f"{self.data_spec.name} has no sentences")
+
+    def source_words(self) -> tuple[str, ...]:
+        """The source vocabulary's whole words, for completing what a person types (see :func:`whole_words`)."""
+        return whole_words(self.src_tok)
 
     # -- training ----------------------------------------------------------------------
     @property

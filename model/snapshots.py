@@ -143,6 +143,8 @@ class DecodeView:
     focus_text: str  # its detokenised text
     inspection: Inspection | None  # teacher-forced attention of source → focus prefix
     weights_step: int  # training step of the weights used
+    # per source piece, the text typed for it (an unknown piece reads <unk>, the person typed e.g. "cat"); EOS: "<eos>"
+    source_typed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ class DecodeDriver:
             focus_text=decode(focus),
             inspection=self._inspection(list(focus), end),
             weights_step=session.step,
+            source_typed=_typed(d),
         )
 
     def _inspection(self, focus: list[int], end: tuple[int, int] | None) -> Inspection:
@@ -200,6 +201,12 @@ class DecodeDriver:
             target_ids=tuple(y),
             masks=session.attention_masks(d.source_ids, [bos, *y]),
         )
+
+
+def _typed(d: DecodeSession) -> tuple[str, ...]:
+    """The text typed for each piece the encoder reads (its span of the normalised input); EOS as its piece."""
+    spans = d.source.spans[: len(d.source_ids) - 1]  # the pieces kept (EOS is added after the cut)
+    return tuple(d.source.text[a:b] for a, b in spans) + tuple(d.source_tokens[len(spans) :])
 
 
 def _size(view: DecodeView) -> int:

@@ -52,7 +52,8 @@ def test_window_has_its_panels_and_names(make_window, qtbot):
     for name in OBJECT_NAMES:
         assert window.objectName() == name or window.findChild(QWidget, name) is not None, name
     assert {d.objectName() for d in window.docks.values()} == {
-        "training_dock", "decoding_dock", "attention_dock", "positional_dock", "model_dock", "data_dock"}  # fmt: skip
+        "training_dock", "decoding_dock", "attention_dock", "positional_dock", "model_dock", "data_dock",
+        "map_dock"}  # fmt: skip
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=10000)
     assert window.device_label.text() == "CPU"
     assert "Parameters" in window.model_panel.summary.text()
@@ -331,4 +332,5 @@ def test_the_bundled_model_is_never_the_file_save_writes(make_window, qtbot):
     window = make_window(start_default=True)
     qtbot.waitUntil(lambda: window.training.current is not None and window.status.run_id == 1, timeout=20000)
     assert window.status.path is None and str(default_model()) not in window.recent_files()
-    assert "unsaved model" in window.windowTitle()
+    # named as what it is, not as a file (Save asks where to write it)
+    assert "the bundled model" in window.windowTitle() and ".ckpt" not in window.windowTitle()

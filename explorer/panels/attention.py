@@ -97,6 +97,7 @@ class AttentionPanel(QWidget):
         self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
         self.decode_id = -1
         self.decoding_open = False  # decoding still going: the last decoder row has no prediction yet
+        self.decoded = 0  # tokens the decoding panel's focus has chosen (its last one at the current step)
         self._entropy_stale = False  # the entropy plot is drawn when its tab is opened
         self._create_choices()
         self._create_views()
@@ -113,7 +114,7 @@ class AttentionPanel(QWidget):
             self.kind.addItem("", key)
         for combo in (self.source, self.kind):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-            combo.setMinimumWidth(200)
+            combo.setMinimumWidth(150)
         self.layer = named(QSpinBox(), "attention_layer_spin")
         self.head = named(QSpinBox(), "attention_head_spin")
         self.layer.setRange(1, 1)
@@ -167,6 +168,7 @@ class AttentionPanel(QWidget):
             pick.addWidget(check)
         show_row.addStretch(1)
         pick.addStretch(1)
+        pick.setSpacing(4)  # the panel fits beside the decoding panel on a 1024-px screen
         self.pair_row = QWidget()
         pair = QHBoxLayout(self.pair_row)
         for key, line in (("src", self.pair_src), ("tgt", self.pair_tgt)):
@@ -256,14 +258,17 @@ class AttentionPanel(QWidget):
         m = info.model_config
         self.layer.setMaximum(max(m.n_encoder_layers, m.n_decoder_layers))
         self.head.setMaximum(m.n_heads)
-        if new_run:
+        if new_run:  # nothing of the last model stays: its maps, snapshots and explanation go
             self.inspections = {"decoding": None, "pair": None}
+            self.decoding_open, self.decoded = False, 0
             self.over_training.reset(info.run_id)
+            self.explainer.clear()
         self.refresh()
 
     def on_decode(self, view: DecodeView) -> None:
         self.inspections["decoding"] = view.inspection
         self.decoding_open = not view.at_end
+        self.decoded = len(view.focus_tokens)
         if view.decode_id != self.decode_id:  # a new sentence: follow it
             self.decode_id = view.decode_id
             self.source.setCurrentIndex(self.source.findData("decoding"))
@@ -330,8 +335,8 @@ class AttentionPanel(QWidget):
             self.heatmap.set_data(np.zeros((0, 0)), [], [])
             self.grid.set_data(np.zeros((0, 0, 0, 0)))
             self.caption.setText(self._empty_hint(mode))
-            if mode != "probe":
-                self.snapshot_selected.emit(-1)
+            self.snapshot_selected.emit(-1)
+            self.over_training.mark_step(-1)
             return
         self._draw(inspection, kind, mode)
         self.caption.setText(self._caption(inspection, kind, mode))
@@ -351,7 +356,9 @@ class AttentionPanel(QWidget):
             self.grid.set_data(shown, mask)
             self.stack.setCurrentWidget(self.grid)
             return
-        highlight = len(rows) - 1 if mode == "decoding" and kind != "encoder" else None
+        # the row that predicted the token chosen at the decoding panel's current step: "… → <that token>"
+        # (while decoding goes on, the row below it, "… → ?", reads that token and predicts one not chosen yet)
+        highlight = self.decoded - 1 if mode == "decoding" and kind != "encoder" and self.decoded else None
         matrix = maps[layer].mean(axis=0) if self.average.isChecked() else maps[layer, head]
         top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
         self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
@@ -366,16 +373,20 @@ class AttentionPanel(QWidget):
         }[mode]
 
     def _caption(self, inspection: Inspection, kind: str, mode: str) -> str:
-        rows = tr("Each row is one query position; it shows how that position spreads its attention over the keys "
-                  "(the columns), and sums to 1.")  # fmt: skip
-        if kind != "encoder":
-            rows = tr("Rows: query positions, labelled “read → predicts”; columns: keys; each row sums to 1.")
-        if kind == "decoder_self":
-            rows += " " + tr("Hatched cells are masked: a position may not look at later ones.")
+        rows = {
+            "encoder": tr("Rows: source positions (queries); columns: source positions (keys). Each row shows how one "
+                          "source token spreads its attention over the whole source, and sums to 1. Encoder rows "
+                          "predict nothing: they build the representation the decoder reads."),
+            "decoder_self": tr("Rows: target positions, labelled “read → predicts”; columns: the target tokens read "
+                               "(keys); each row sums to 1. Hatched cells are masked: a position may not look at "
+                               "later ones."),
+            "cross": tr("Rows: target positions, labelled “read → predicts”; columns: source positions (the "
+                        "encoder's output); each row sums to 1."),
+        }[kind]  # fmt: skip
         src = tr("training step {n}").format(n=inspection.step)
-        if mode == "decoding":
-            src += " · " + tr("the outlined row is the position predicting the next token")
-        elif not inspection.teacher_forced:
+        if mode == "decoding" and kind != "encoder" and self.decoded:
+            src += " · " + tr("the outlined row predicted the token chosen at the decoding panel's current step")
+        elif mode != "decoding" and not inspection.teacher_forced:
             src += " · " + tr("target: the model's own greedy translation")
         return f"{rows}  ({src})"
 
@@ -388,6 +399,11 @@ class AttentionPanel(QWidget):
     def _on_pair(self) -> None:
         if self.pair_src.text().strip():
             self._ask(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
+
+    def show_tab(self, key: str) -> None:
+        """Raise the map (``"map"``), the attention over training or the Q·K explainer (``"explainer"``)."""
+        pages = {"map": 0, "over_training": 1, "explainer": 2}
+        self.tabs.setCurrentIndex(pages[key])
 
     def _on_tab(self, _index: int) -> None:
         if self._entropy_stale:

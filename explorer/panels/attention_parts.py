@@ -153,11 +153,16 @@ class ProbeTimeline(QWidget):
 
     # -- snapshots ---------------------------------------------------------------------------------
     def reset(self, run_id: int) -> None:
-        """A new run: its snapshots start a new timeline."""
+        """A new run: its snapshots start a new timeline (the last run's, and their step, are gone)."""
         self.run_id = run_id
         self.snapshots = []
+        self._incoming = [s for s in self._incoming if s.run_id == run_id]
         self.entropy.remove(1)
+        self.timeline.blockSignals(True)
         self.timeline.setRange(0, 0)
+        self.timeline.blockSignals(False)
+        self.timeline_label.clear()
+        self.mark_step(-1)
 
     def on_probe(self, snapshot: ProbeSnapshot) -> None:
         """Snapshots are taken in a few times a second, however fast they come: a small model
@@ -286,9 +291,14 @@ class QkExplainer(QWidget):
     def retranslate(self) -> None:
         self.query_label.setText(tr("Query token"))
         self.explain_button.setText(tr("Explain this head"))
-        self.notes_button.setText(tr("Worked example (Q = K = …)"))
+        self.notes_button.setText(tr("Worked example"))
         self.notes_button.setToolTip(tr(WORKED_EXAMPLE))
         self._show()
+
+    def move_query(self, by: int) -> None:
+        """The next (``by`` = 1) or the previous query token: presenter mode's clicker walks through them."""
+        if self.query.count():
+            self.query.setCurrentIndex(min(max(self.query.currentIndex() + by, 0), self.query.count() - 1))
 
     def show_explanation(self, explanation: AttentionExplanation) -> None:
         """Spell ``explanation`` out, from its last query (the first for the worked example)."""
@@ -298,6 +308,17 @@ class QkExplainer(QWidget):
         self.query.addItems([f"{i + 1}: {t}" for i, t in enumerate(explanation.query_tokens)])
         self.query.setCurrentIndex(0 if explanation.kind == "example" else len(explanation.query_tokens) - 1)
         self.query.blockSignals(False)
+        self._show()
+
+    def clear(self) -> None:
+        """Nothing explained (a new model: the last one's numbers do not describe it)."""
+        self.explanation = None
+        self.query.blockSignals(True)
+        self.query.clear()
+        self.query.blockSignals(False)
+        for table in (self.per_key, self.vectors):
+            table.setRowCount(0)
+            table.setColumnCount(0)
         self._show()
 
     def show_hint(self, text: str) -> None:

@@ -7,6 +7,11 @@ signal (:meth:`DecodingPanel._on_decode_stepped`). Only the answer to the newest
 is shown (the engine client's one freshness rule: a step of a sentence that has since been
 replaced, or asked for before a newer click, is dropped); the Attention panel follows what this
 panel shows (``view_shown``).
+
+A random test sentence (the button, and a new model's first sentence) takes the same route:
+:class:`explorer.commands.SampleSentence` → ``Engine._sample_sentence`` → ``Session.sample_source`` → the
+``sentence_sampled`` signal (:meth:`DecodingPanel._on_sentence_sampled`). The words offered as the person types
+are the run's ``RunInfo.src_words``.
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ from PySide6.QtWidgets import (
     QSlider,
     QSpinBox,
     QSplitter,
+    QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from explorer.commands import Decode, DecodeAction
+from explorer.commands import Decode, DecodeAction, SampleSentence
 from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.widgets.beam_tree import BeamTreeView
@@ -42,17 +48,29 @@ from explorer.widgets.candidates import CandidateBars
 from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip
+from explorer.widgets.word_completer import WordCompleter
 from model.snapshots import DecodeSettings, DecodeView
 
 if TYPE_CHECKING:
     from explorer.engine_client import EngineClient
-    from explorer.worker import DecodeStepped, RunInfo
+    from explorer.worker import DecodeStepped, RunInfo, SentenceSampled
+
+# what the sample button says of a corpus without a test split (the split it took the sentence from instead)
+FALLBACK_SPLIT = {
+    "valid": N_("This corpus has no test split: the sentence came from the validation split."),
+    "train": N_("This corpus has no test or validation split: the sentence came from the training split."),
+}
+
+
+CHART_HEIGHT = 233  # the candidates' title and a chart 200 px high with ten readable labels
+PREFIX_SHOWN = 8  # pieces of the prefix named in the candidates' title
 
 
 class DecodingPanel(QWidget):
     """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding."""
 
     view_shown = Signal(DecodeView)  # after the panel has drawn it (the Attention panel follows it)
+    sentence_asked = Signal()  # the person asked for a sentence of their own to be decoded
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,7 +81,11 @@ class DecodingPanel(QWidget):
         self.waiting = False  # a request is out; auto-play sends the next only after the answer
         self.selected: tuple[int, int] | None = None  # (step, row) whose candidates are shown
         self.autoplay_on_start = False  # presenter mode: a new sentence plays by itself
+        self.focus: str | None = None  # presenter mode: the part shown enlarged (see set_focus)
         self.requested: DecodeSettings | None = None  # the sentence and settings of the last start sent
+        self.sample: tuple[int, bool] | None = None  # a random sentence asked for: request id, decode it on arrival
+        self.sample_split = "test"  # the split the last random sentence came from
+        self._filling = False  # the panel, not the person, is editing the input box
         self._create_inputs()
         self._create_stepping()
         self._create_views()
@@ -77,6 +99,8 @@ class DecodingPanel(QWidget):
         """The sentence and the decoding settings."""
         self.input = named(QLineEdit(), "decode_input")
         self.translate_button = named(QPushButton(), "decode_start_button")
+        self.sample_button = named(QPushButton(), "decode_sample_button")
+        self.completer = WordCompleter(self.input)  # the model's source words, for the word being typed
         self.chips = named(TokenStrip(), "decode_source_tokens")
         self.mode = named(QComboBox(), "decode_mode_combo")
         self.mode.addItem("", "greedy")
@@ -116,6 +140,7 @@ class DecodingPanel(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.5)
         self.output.setFont(font)
         self.reference = named(QLabel(), "decode_reference")
+        self.reference.hide()  # shown when the sentence has a reference translation
         self.notice = named(QLabel(), "decode_notice")  # e.g. the input was cut to the model's length
         self.step_label = named(QLabel(), "decode_step_label")
         for label in (self.reference, self.notice, self.step_label):
@@ -133,12 +158,18 @@ class DecodingPanel(QWidget):
         self.tree = BeamTreeView("beam_tree_view")
         self.nbest = named(QTableWidget(0, 4), "nbest_list")
         self.nbest.verticalHeader().hide()
-        self.nbest.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header = self.nbest.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # the scores always in view
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # the translation takes what is left
+        self.nbest.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.nbest.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
 
     def _connect(self) -> None:
-        self.input.returnPressed.connect(self.start)
-        self.translate_button.clicked.connect(self.start)
+        self.input.returnPressed.connect(self._on_decode_asked)
+        self.translate_button.clicked.connect(self._on_decode_asked)
+        self.sample_button.clicked.connect(self.sample_test_sentence)
+        self.input.textEdited.connect(self._on_typed)
         self.mode.currentIndexChanged.connect(self._on_mode)
         self.back_button.clicked.connect(lambda: self._act("back"))
         self.step_button.clicked.connect(lambda: self._act("step"))
@@ -154,12 +185,14 @@ class DecodingPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.input, 1)
         top.addWidget(self.translate_button)
+        top.addWidget(self.sample_button)
         controls = QHBoxLayout()
         self.labels = {key: QLabel() for key in ("mode", "beam", "alpha", "max")}
         for key, w in (("mode", self.mode), ("beam", self.beam_size), ("alpha", self.alpha), ("max", self.max_len)):
             controls.addWidget(self.labels[key])
             controls.addWidget(w)
         controls.addStretch(1)
+        controls.setSpacing(4)  # the panel fits beside the attention map on a 1024-px screen
         buttons = QHBoxLayout()
         for button in (self.back_button, self.step_button, self.run_button, self.reset_button, self.play_button):
             buttons.addWidget(button)
@@ -167,13 +200,17 @@ class DecodingPanel(QWidget):
         buttons.addWidget(self.speed_label)
         buttons.addWidget(self.speed)
         buttons.addStretch(1)
+        buttons.addWidget(self.step_label)
+        buttons.setSpacing(4)
+        self.speed_label.setMinimumWidth(0)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.setSpacing(3)  # on a 768-px screen every pixel of height goes to the candidates and the tree
         layout.addLayout(top)
         layout.addWidget(self.chips)
         layout.addLayout(controls)
         layout.addLayout(buttons)
-        for label in (self.notice, self.output, self.reference, self.step_label):
+        for label in (self.notice, self.output, self.reference):
             layout.addWidget(label)
         layout.addWidget(self._lay_out_body(), 1)
 
@@ -189,25 +226,29 @@ class DecodingPanel(QWidget):
         layer_row.addStretch(1)
         cross_layout.addLayout(layer_row)
         cross_layout.addWidget(self.cross, 1)
-        middle = QSplitter(Qt.Orientation.Horizontal)
-        middle.addWidget(self.candidates)
-        middle.addWidget(cross_box)
-        tree_box, nbest_box = QWidget(), QWidget()
-        self.tree_title, _ = titled_view(tree_box, self.tree, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV"))
+        self.beam_box, nbest_box = QWidget(), QWidget()
+        self.tree_title, _ = titled_view(self.beam_box, self.tree, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV"))
         self.nbest_title, _ = titled_view(nbest_box, self.nbest, "n_best", self.export_nbest, ("PNG", "SVG", "CSV"))
-        self.beam_box = QSplitter(Qt.Orientation.Horizontal)
-        self.beam_box.addWidget(tree_box)
-        self.beam_box.addWidget(nbest_box)
-        self.beam_box.setStretchFactor(0, 3)
-        body = QSplitter(Qt.Orientation.Vertical)
+        self.beside = QStackedWidget()  # beside the candidates: the step's cross-attention, or the n-best list
+        self.beside.addWidget(cross_box)
+        self.beside.addWidget(nbest_box)
+        middle = self.middle = QSplitter(Qt.Orientation.Horizontal)
+        middle.addWidget(self.candidates)
+        middle.addWidget(self.beside)
+        middle.setSizes([500, 500])
+        body = self.body = QSplitter(Qt.Orientation.Vertical)
         body.addWidget(middle)
         body.addWidget(self.beam_box)
-        body.setSizes([400, 400])  # the tree needs room: one row per continuation considered
+        body.setHandleWidth(4)
+        body.setStretchFactor(0, 0)
+        body.setStretchFactor(1, 1)  # a taller window gives its height to the tree
         return body
 
     def retranslate(self) -> None:
         self.input.setPlaceholderText(tr("Type a sentence and press Enter"))
         self.translate_button.setText(tr("Decode"))
+        self.sample_button.setText(tr("Random test sentence"))
+        self._describe_sample_button()
         self.mode.setItemText(0, tr("Greedy"))
         self.mode.setItemText(1, tr("Beam search"))
         self.labels["mode"].setText(tr("Mode"))
@@ -223,10 +264,14 @@ class DecodingPanel(QWidget):
         self.run_button.setText(tr("Run to end"))
         self.reset_button.setText(tr("Reset"))
         self.play_button.setText(tr("Auto-play"))
+        for button in (self.back_button, self.step_button, self.run_button, self.reset_button, self.play_button):
+            # narrower than the style's 80-px minimum where the text allows: the panel fits a 1024-px screen
+            button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + 14)
         self.speed_label.setText(tr("Speed"))
         self.layer_label.setText(tr("Layer"))
         self.nbest.setHorizontalHeaderLabels([tr("Translation"), tr("Score"), tr("log P"), tr("Tokens")])
-        self.tree_title.setText(tr("Beam tree: blue kept, grey pruned, green finished (★ length-normalised score)"))
+        self.tree_title.setText(tr("Beam tree (★ length-normalised score)"))
+        self.tree_title.setToolTip(tr("Blue: kept · grey: pruned · green: finished · orange: the best hypothesis"))
         self.nbest_title.setText(tr("n-best list"))
         self.candidates.retranslate()
         self.cross.retranslate()
@@ -241,8 +286,13 @@ class DecodingPanel(QWidget):
             length_penalty=self.alpha.value() if beam else 0.0, max_len=self.max_len.value() or None,
         )  # fmt: skip
 
+    def _on_decode_asked(self) -> None:
+        self.sentence_asked.emit()
+        self.start()
+
     def start(self) -> None:
         """Decode the sentence in the input box from the beginning; what showed the last one is cleared."""
+        self.sample = None  # a random sentence still on its way would replace the one decoded now
         self.clear()
         if not self.input.text().strip():
             self.output.setText(html.escape(tr("Type a sentence first.")))
@@ -258,6 +308,7 @@ class DecodingPanel(QWidget):
         self.view, self.selected = None, None
         self.output.clear()
         self.reference.clear()
+        self.reference.hide()
         self.notice.clear()
         self.notice.hide()
         self.step_label.clear()
@@ -272,6 +323,7 @@ class DecodingPanel(QWidget):
     def attach(self, client: EngineClient) -> None:
         self.client = client
         client.engine.decode_stepped.connect(self._on_decode_stepped)
+        client.engine.sentence_sampled.connect(self._on_sentence_sampled)
 
     def _send(self, command: Decode) -> None:
         if self.client is not None:
@@ -282,11 +334,63 @@ class DecodingPanel(QWidget):
             self.show_view(reply.view)
 
     def play_sample(self, sentence: str) -> None:
-        """Greedy decoding of ``sentence`` to its end: the first-launch demonstration."""
+        """Greedy decoding of ``sentence``, at its first step: the first-launch demonstration, ready for
+        Step ▶ (presenter mode plays it by itself)."""
         self.mode.setCurrentIndex(self.mode.findData("greedy"))
         self.input.setText(sentence)
         self.start()
-        self._act("run", restart=False)
+
+    def sample_test_sentence(self) -> None:
+        """A random sentence of the corpus's test split (never trained on) into the input box, decoded at once."""
+        self._ask_sample(decode=True)
+
+    def _ask_sample(self, decode: bool) -> None:
+        if self.client is not None:
+            self.sample = (self.client.ask(SampleSentence(split="test")), decode)
+
+    def _on_sentence_sampled(self, reply: SentenceSampled) -> None:
+        """The random sentence: dropped if the person typed or decoded since it was asked for."""
+        if self.sample is None or self.sample[0] != reply.request_id:
+            return
+        decode, self.sample = self.sample[1], None
+        if self.info is None or reply.run_id != self.info.run_id:
+            return  # asked of a model that has been replaced since
+        if reply.error is not None or reply.split is None:
+            if decode:  # the person asked: say why there is no sentence (a new model's own fill stays quiet)
+                self.notice.setText(
+                    tr("No sentence to take: this model's corpus cannot be read ({error}).").format(error=reply.error)
+                )
+                self.notice.show()
+            return
+        self.sample_split = reply.split
+        self._describe_sample_button()
+        self._replace_input(reply.source)
+        if decode:
+            self.start()  # at step 0, ready to step
+
+    def _describe_sample_button(self) -> None:
+        tip = tr("Put a random sentence of the test split (sentences the model never trained on) in the box and "
+                 "decode it; its reference translation is shown.")  # fmt: skip
+        if self.sample_split in FALLBACK_SPLIT:
+            tip += "\n" + tr(FALLBACK_SPLIT[self.sample_split])
+        self.sample_button.setToolTip(tip)
+
+    def _replace_input(self, text: str) -> None:
+        """``text`` in the input box as one edit, which Ctrl+Z undoes (setText would forget what was there)."""
+        self._filling = True
+        try:
+            self.input.selectAll()
+            self.input.insert(text)  # replaces the selection; "" deletes it
+        finally:
+            self._filling = False
+        self.completer.list.hide()
+
+    def _on_typed(self, _text: str) -> None:
+        """The person edits the sentence: a random sentence still on its way is not wanted; words are offered."""
+        if self._filling:
+            return
+        self.sample = None
+        self.completer.update_popup()
 
     def on_failed(self) -> None:
         """The engine refused a request: nothing is waited for, and auto-play must not keep hitting it."""
@@ -309,7 +413,7 @@ class DecodingPanel(QWidget):
         beam = self.mode.currentData() == "beam"
         self.beam_size.setEnabled(beam)
         self.alpha.setEnabled(beam)
-        self.beam_box.setVisible(beam)
+        self._apply_focus(beam)
 
     def _on_play(self, on: bool) -> None:
         if on:
@@ -336,7 +440,9 @@ class DecodingPanel(QWidget):
 
     # -- answers ---------------------------------------------------------------------------------
     def on_run(self, info: RunInfo) -> None:
-        """A new model (clears the sentence), or new training settings of the same one (keeps it)."""
+        """A new model, or new training settings of the same one (keeps the sentence). Nothing of an old model
+        stays on screen: its sentence goes (Ctrl+Z in the box brings it back) for one of the new model's own test
+        split, decoded at once if the old one's decoding was showing."""
         new_model = self.info is None or info.run_id != self.info.run_id
         self.info = info
         self.max_len.setMaximum(info.model_config.max_len)  # a longer output has no decoder positions
@@ -344,7 +450,14 @@ class DecodingPanel(QWidget):
         if new_model:
             self.cross_layer.setRange(1, info.model_config.n_decoder_layers)
             self.cross_layer.setValue(info.model_config.n_decoder_layers)
+            decoding = self.view is not None or self.waiting
+            self.play_button.setChecked(False)
             self.clear()
+            self.completer.set_words(info.src_words)
+            self.sample_split = "test"
+            self._describe_sample_button()
+            self._replace_input("")
+            self._ask_sample(decode=decoding)
         elif self.view is not None:
             self.show_view(self.view)
 
@@ -368,7 +481,7 @@ class DecodingPanel(QWidget):
     def show_view(self, view: DecodeView) -> None:
         """Show a decoding step (the engine client has dropped answers to requests made stale since)."""
         self.view, self.waiting = view, False
-        self.chips.set_tokens(list(view.source_tokens), set(view.unknown))
+        self.chips.set_tokens(list(view.source_tokens), set(view.unknown), view.source_typed)
         beam = view.settings.beam_size > 1
         n_steps = len(view.steps)
         if view.at_end and view.hypotheses:
@@ -376,20 +489,13 @@ class DecodingPanel(QWidget):
         else:
             title, text = tr("Output so far"), view.focus_text or "…"
         # exactly the model's text: escaped (a token such as <unk> is not markup), spaces kept
-        self.output.setText(f"<p style='white-space:pre-wrap'>{html.escape(title)}: <b>{html.escape(text)}</b></p>")
+        shown = f"{html.escape(title)}: <b>{html.escape(text)}</b>"
+        self.output.setText(f"<span style='white-space:pre-wrap'>{shown}</span>")
         self.reference.setText(f"{tr('Reference (from the corpus)')}: {view.reference}" if view.reference else "")
-        cut = view.source_length - view.source_read
-        self.notice.setText(
-            tr(
-                "The input has {total} tokens but the model reads at most {kept}: "
-                "only the first {kept} were translated, the other {cut} were ignored."
-            ).format(total=view.source_length, kept=view.source_read, cut=cut)
-            if cut > 0
-            else ""
-        )
-        self.notice.setVisible(cut > 0)
+        self.reference.setVisible(bool(view.reference))  # no empty line taken from the views when there is none
+        self._note_input(view)
         self.step_label.setText((tr("Step {n}, finished") if view.at_end else tr("Step {n}")).format(n=n_steps))
-        self.beam_box.setVisible(beam)
+        self._apply_focus(beam)
         if beam:
             self.tree.set_steps(view.steps, self.info.tgt_pieces if self.info else (), self.eos_id)
             self._fill_nbest(view)
@@ -400,6 +506,54 @@ class DecodingPanel(QWidget):
         self._draw_cross()
         self._update_buttons()
         self.view_shown.emit(view)
+
+    def set_focus(self, focus: str | None) -> None:
+        """Presenter mode shows one part enlarged: ``"candidates"`` (the next-token chart and this step's
+        cross-attention) or ``"tree"`` (the beam tree and the n-best list); None shows what the mode needs."""
+        self.focus = focus
+        beam = self.view.settings.beam_size > 1 if self.view is not None else self.mode.currentData() == "beam"
+        self._apply_focus(beam)
+
+    def _apply_focus(self, beam: bool) -> None:
+        """Greedy: the candidates beside the step's cross-attention. Beam search: the candidates beside the
+        n-best list, the beam tree below them (the attention panel shows the cross-attention)."""
+        tree = self.focus == "tree" or (beam and self.focus is None)
+        appears = tree and self.beam_box.isHidden()
+        self.beside.setCurrentIndex(1 if tree else 0)
+        self.candidates.setVisible(self.focus != "tree")
+        self.beam_box.setVisible(tree)
+        if appears and self.candidates.isVisibleTo(self):
+            self._share_height()
+
+    def _share_height(self) -> None:
+        """The candidates get what their chart needs (more on a tall screen), the beam tree the rest: it
+        needs the room, a row per hypothesis kept."""
+        height = sum(self.body.sizes())
+        chart = max(CHART_HEIGHT, int(0.45 * height))
+        self.body.setSizes([chart, max(height - chart, 0)])
+
+    def _note_input(self, view: DecodeView) -> None:
+        """What the model did to the input: words it does not know, and a cut to its length (a plain-text label)."""
+        notes = []
+        unknown = list(dict.fromkeys(view.source_typed[i] for i in sorted(view.unknown) if i < len(view.source_typed)))
+        if unknown:
+            words = ", ".join(unknown[:8]) + (", …" if len(unknown) > 8 else "")
+            one = tr("1 word is not in this model's vocabulary ({words}): it reads it as <unk>.")
+            many = tr("{n} words are not in this model's vocabulary ({words}): it reads them as <unk>.")
+            hint = tr("Try words it knows — start typing for suggestions.") if self.completer.words.rowCount() else (
+                tr("Try words it knows."))  # fmt: skip
+            said = (one if len(unknown) == 1 else many).format(n=len(unknown), words=words)
+            notes.append(said + ("" if said.endswith("。") else " ") + hint)  # no space after a Chinese full stop
+        cut = view.source_length - view.source_read
+        if cut > 0:
+            notes.append(
+                tr(
+                    "The input has {total} tokens but the model reads at most {kept}: "
+                    "only the first {kept} were translated, the other {cut} were ignored."
+                ).format(total=view.source_length, kept=view.source_read, cut=cut)
+            )
+        self.notice.setText("\n".join(notes))
+        self.notice.setVisible(bool(notes))
 
     def export_nbest(self, path: str) -> None:
         if path.lower().endswith(".csv"):
@@ -440,7 +594,9 @@ class DecodingPanel(QWidget):
         tokens = [int(t) for t in step.top_tokens[row]]
         kept = {(c.parent, c.token) for c in step.kept}
         chosen = {i for i, t in enumerate(tokens) if (row, t) in kept}
-        prefix = " ".join(self.piece(t) for t in step.prefixes[row]) or "<bos>"
+        pieces = [self.piece(t) for t in step.prefixes[row]]
+        # the last pieces: the title stays one line (the whole prefix is in the output line above)
+        prefix = " ".join((["…"] if len(pieces) > PREFIX_SHOWN else []) + pieces[-PREFIX_SHOWN:]) or "<bos>"
         self.candidates.set_title(tr("Step {n}: after “{prefix}”").format(n=step_index + 1, prefix=prefix))
         self.candidates.set_data([self.piece(t) for t in tokens], step.top_probs[row], chosen)
         if self.view.settings.beam_size > 1:

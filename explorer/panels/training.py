@@ -108,7 +108,6 @@ class TrainingPanel(QWidget):
         """The buttons, Step N, the auto-pause and the plots' smoothing: rows of the right-hand side."""
         buttons = self._create_buttons()
         steps_row = row_of(self.step_button, self.step_n_button, self.step_n)
-        steps_row.addWidget(self.scratch_button)
         # presenting: stop by itself at a chosen step, or once the loss is low enough
         self.pause_at_label = QLabel()
         self.pause_at_step = int_spin(0, 10_000_000, 100)
@@ -185,13 +184,16 @@ class TrainingPanel(QWidget):
         right_layout.setContentsMargins(4, 0, 0, 0)
         for row in control_rows:
             right_layout.addLayout(row)
-        right_layout.addWidget(self.runs_label)
+        runs_row = QHBoxLayout()
+        runs_row.addWidget(self.runs_label, 1)
+        runs_row.addWidget(self.scratch_button)  # a new run, from the settings on the left
+        right_layout.addLayout(runs_row)
         right_layout.addWidget(self.run_list)
         right_layout.addLayout(self.plot_grid, 1)
         scroll = self.settings_area = QScrollArea()
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(230)
+        scroll.setMinimumWidth(120)  # it scrolls: the panel fits beside the attention map on a 1024-px screen
         scroll.setMaximumWidth(380)
         splitter = QSplitter()
         splitter.addWidget(scroll)

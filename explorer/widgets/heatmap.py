@@ -233,8 +233,11 @@ class HeatmapGrid(QWidget):
         maps = np.asarray(maps, dtype=np.float32)
         self.maps = maps
         L, H, q, k = maps.shape
-        if not maps.size:
+        if not maps.size:  # nothing to show: no image, and no layer or head names of the last one
             self.image.clear()
+            self._shape = (0, 0, 0, 0)
+            self.plot.getAxis("left").setTicks([[]])
+            self.plot.getAxis("bottom").setTicks([[]])
             return
         gap = max(1, min(q, k) // 12)
         mosaic = np.full((L * (q + gap) - gap, H * (k + gap) - gap), np.nan, dtype=np.float32)

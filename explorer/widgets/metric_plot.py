@@ -154,6 +154,7 @@ class MetricPlot(QWidget):
             item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             item.getAxis(name).enableAutoSIPrefix(False)  # plain numbers, not "(x0.001)"
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
+        self._legend_entries: tuple[tuple[int, str, str], ...] = ()  # (run, series, text) the legend lists
         self.title, self.export_button = titled_view(
             self, self.plot, object_name.removesuffix("_plot"), self.export, ("PNG", "SVG", "CSV")
         )
@@ -164,11 +165,7 @@ class MetricPlot(QWidget):
         self.plot.setLabel("bottom", tr("step"))
         if self._y_label:
             self.plot.setLabel("left", tr(self._y_label))
-        for s in self.series.values():  # legend entries follow the language
-            if s.curve is not None:
-                label = self.legend.getLabel(s.curve)
-                if label is not None:
-                    label.setText(self._legend_text(s))
+        self._sync_legend()  # legend entries follow the language
 
     # -- data ----------------------------------------------------------------------------------
     def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None):
@@ -198,6 +195,7 @@ class MetricPlot(QWidget):
             for curve in (s.curve, s.raw_curve):
                 if curve is not None:
                     self.plot.removeItem(curve)
+        self._sync_legend()
 
     def data(self, run_id: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """The raw (unsmoothed) data of a series."""
@@ -239,6 +237,7 @@ class MetricPlot(QWidget):
         if not self.follow:
             return
         log = self.plot.getPlotItem().ctrl.logYCheck.isChecked()
+        old = self._range
         xs: list[float] = []
         ys: list[float] = []
         for s in self.series.values():
@@ -249,11 +248,13 @@ class MetricPlot(QWidget):
                 if len(y):
                     ys.extend((y.min(), y.max()))
         if not xs or not ys:
+            if old is None:  # nothing of the chosen runs yet: an empty view, not the last runs' ranges
+                self._range = (0.0, 10.0, *self._y_view(0.0, 1.0, False))
+                self.plot.getPlotItem().vb.setRange(xRange=(0, 10), yRange=self._range[2:], padding=0)
             return
         x_hi = max(xs)
         lo, hi = (np.log10(min(ys)), np.log10(max(ys))) if log else (min(ys), max(ys))
         span = max(hi - lo, 1e-9 if not log else 1e-3)
-        old = self._range
         grow_x = old is None or x_hi > old[1]
         outside = old is None or lo < old[2] or hi > old[3]
         slack = old is not None and (old[3] - old[2]) > 3 * span  # the data now use a small part of the view
@@ -277,7 +278,11 @@ class MetricPlot(QWidget):
         return nice_bounds(lo, hi)
 
     def set_runs(self, current: int, visible: set[int]) -> None:
-        self.current_run, self.visible_runs = current, set(visible) | {current}
+        """Show the runs ``visible`` (and ``current``, whose legend entries go without a run number)."""
+        runs = set(visible) | {current}
+        if (current, runs) != (self.current_run, self.visible_runs):
+            self.follow = True  # other runs chosen: fit them, even after a zoom into the last ones
+        self.current_run, self.visible_runs = current, runs
         self._range = None  # fit the newly chosen runs
         for s in self.series.values():
             s.dirty = True
@@ -318,7 +323,24 @@ class MetricPlot(QWidget):
                 curve.setData(s.buffer.x, s.buffer.y)
                 if s.raw_curve is not None:
                     s.raw_curve.setData([], [])
+        self._sync_legend()
         self._follow()
+
+    def _sync_legend(self) -> None:
+        """The legend lists exactly the series shown, one entry each, the current run's first (hidden runs'
+        curves stay in the plot, but their entries go: pyqtgraph would list them with a crossed-out icon)."""
+        order = {name: i for i, name in enumerate(self.styles)}
+        shown = sorted(
+            (s for s in self.series.values() if s.curve is not None and s.run_id in self.visible_runs),
+            key=lambda s: (s.run_id != self.current_run, s.run_id, order.get(s.name, len(order)), s.name),
+        )
+        entries = tuple((s.run_id, s.name, self._legend_text(s)) for s in shown)
+        if entries == self._legend_entries:
+            return
+        self._legend_entries = entries
+        self.legend.clear()
+        for s, (_, _, text) in zip(shown, entries):
+            self.legend.addItem(s.curve, text)
 
     def _legend_text(self, s: Series) -> str:
         label = tr(self.styles.get(s.name, {}).get("label", s.name))
@@ -334,7 +356,7 @@ class MetricPlot(QWidget):
         if not current:
             colour.setAlpha(170)
         pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if style["dashed"] else Qt.PenStyle.SolidLine)
-        kw = dict(pen=pen, name=self._legend_text(s))
+        kw: dict = dict(pen=pen)  # no name: the legend is kept by _sync_legend
         if style["symbol"]:
             kw.update(symbol=style["symbol"], symbolSize=6, symbolBrush=colour, symbolPen=colour)
         s.curve = self.plot.plot([], [], **kw)

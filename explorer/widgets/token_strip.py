@@ -1,12 +1,15 @@
-"""Tokens drawn as chips in a row that wraps, with optional highlighting (e.g. unknown pieces)."""
+"""Tokens drawn as chips in a row that wraps, with optional highlighting (e.g. unknown pieces, shown as typed)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from explorer.i18n import tr
 
 CHIP = QColor("#e8eef7")
 CHIP_BORDER = QColor("#9db3d6")
@@ -21,25 +24,32 @@ def plain_tooltip(text: str) -> str:
 
 
 class TokenStrip(QWidget):
-    """A wrapping row of token chips. ``highlight`` indexes are drawn as unknown pieces."""
+    """A wrapping row of token chips. ``highlight`` indexes are drawn as unknown pieces: with the text typed
+    for them when it is given (``typed``), and a tooltip saying that the model reads ``<unk>`` there."""
 
     PAD_X, PAD_Y, GAP = 5, 2, 4
 
     def __init__(self, tokens: list[str] | None = None, highlight: set[int] | None = None, parent=None):
         super().__init__(parent)
-        self.tokens: list[str] = []
+        self.tokens: list[str] = []  # the text on each chip
+        self.pieces: list[str] = []  # the pieces as the model reads them (<unk> where a chip shows what was typed)
         self.highlight: set[int] = set()
         self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
         self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.set_tokens(tokens or [], highlight)
 
-    def set_tokens(self, tokens: list[str], highlight: set[int] | None = None) -> None:
-        tokens, highlight = list(tokens), set(highlight or ())
-        if tokens == self.tokens and highlight == self.highlight and self._widths is not None:
+    def set_tokens(
+        self, tokens: list[str], highlight: set[int] | None = None, typed: Sequence[str] | None = None
+    ) -> None:
+        """Show ``tokens``; a ``highlight`` index is an unknown piece, its chip showing ``typed[i]`` if given."""
+        pieces, highlight = list(tokens), set(highlight or ())
+        typed = typed or ()
+        shown = [typed[i] if i in highlight and i < len(typed) and typed[i] else t for i, t in enumerate(pieces)]
+        if (shown, pieces, highlight) == (self.tokens, self.pieces, self.highlight) and self._widths is not None:
             return  # the same sentence (every decoding step shows it again): nothing to lay out or paint
-        self.tokens, self.highlight = tokens, highlight
-        self.setToolTip(plain_tooltip(" ".join(f"[{t}]" for t in self.tokens)) if self.tokens else "")
+        self.tokens, self.pieces, self.highlight = shown, pieces, highlight
+        self.setToolTip(plain_tooltip(" ".join(f"[{t}]" for t in self.pieces)) if self.pieces else "")
         self._measure()
         self.updateGeometry()
         self.update()
@@ -69,6 +79,22 @@ class TokenStrip(QWidget):
             x += w + self.GAP
         self._laid_out = (width, rects)
         return rects
+
+    def chip_at(self, pos: QPoint) -> int | None:
+        """Index of the chip under ``pos`` (widget coordinates), if any."""
+        for i, rect in enumerate(self._layout(self.width())):
+            if rect.contains(pos.toPointF()):
+                return i
+        return None
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            i = self.chip_at(event.pos())
+            if i is not None and i in self.highlight:  # an unknown piece: what it was typed as, what it reads
+                text = tr("“{word}” is not in the model's vocabulary: it reads <unk>").format(word=self.tokens[i])
+                QToolTip.showText(event.globalPos(), plain_tooltip(text), self)
+                return True
+        return super().event(event)
 
     @staticmethod
     def _shown(token: str) -> str:

@@ -1,0 +1,488 @@
+"""The words of the model map (:mod:`explorer.panels.model_map`): what each part is called, its tooltip,
+and its equation as in the paper with the current model's numbers filled in.
+
+Everything here is plain text or HTML built from a :class:`ModelPart`, the model's configuration and
+its parameter counts; nothing is drawn here.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+from explorer.i18n import N_, tr
+from explorer.worker import RunInfo
+from model.config import ModelConfig
+
+STACKS = ("encoder", "decoder")
+ATTENTION_KINDS = ("encoder_self_attention", "decoder_self_attention", "cross_attention")
+SUBLAYER_KINDS = (*ATTENTION_KINDS, "feed_forward")
+STACK_SUBLAYERS = {  # bottom to top, as data flows
+    "encoder": ("encoder_self_attention", "feed_forward"),
+    "decoder": ("decoder_self_attention", "cross_attention", "feed_forward"),
+}
+KINDS = (
+    *SUBLAYER_KINDS, "add_norm", "layer_norm", "residual_add", "final_norm", "layer", "embedding", "positional",
+    "output_linear", "softmax",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModelPart:
+    """One part of the drawn model.
+
+    ``kind`` is one of :data:`KINDS`; ``stack`` is "encoder", "decoder" or None (the output layer and the
+    softmax); ``layer`` is the 0-based layer (shown as layer + 1) or None outside the layers; ``wraps``
+    says, for a norm or a residual add, which sublayer it belongs to (e.g. "feed_forward").
+    """
+
+    kind: str
+    stack: str | None = None
+    layer: int | None = None
+    wraps: str | None = None
+
+
+# -- names -------------------------------------------------------------------------------------------
+
+NAMES = {
+    "encoder_self_attention": N_("Multi-head self-attention"),
+    "decoder_self_attention": N_("Masked multi-head self-attention"),
+    "cross_attention": N_("Encoder–decoder attention (cross-attention)"),
+    "feed_forward": N_("Position-wise feed-forward network"),
+    "add_norm": N_("Add & Norm: residual connection, then LayerNorm"),
+    "layer_norm": N_("LayerNorm (before the sublayer)"),
+    "residual_add": N_("Residual connection (add)"),
+    "final_norm": N_("Final LayerNorm"),
+    "positional": N_("Positional encoding"),
+    "output_linear": N_("Linear output layer"),
+    "softmax": N_("Softmax over the vocabulary"),
+}
+BOX_LABELS = {
+    "encoder_self_attention": N_("Self-attention"),
+    "decoder_self_attention": N_("Masked self-attention"),
+    "cross_attention": N_("Cross-attention"),
+    "feed_forward": N_("Feed forward"),
+    "add_norm": N_("Add & Norm"),
+    "layer_norm": N_("LayerNorm"),
+    "residual_add": "+",
+    "final_norm": N_("Final LayerNorm"),
+    "positional": N_("Positional encoding"),
+    "output_linear": N_("Linear"),
+    "softmax": N_("Softmax"),
+}
+EMBEDDING_NAMES = {"encoder": N_("Input embedding"), "decoder": N_("Output embedding")}
+LAYER_NAMES = {"encoder": N_("Encoder layer {n}"), "decoder": N_("Decoder layer {n}")}
+POSITIONAL_KINDS = {
+    "sinusoidal": N_("sinusoidal"),
+    "learned": N_("learned table"),
+    "rope": N_("RoPE, in self-attention"),
+}
+# each sublayer as a function of its input {x}; m is the encoder's output (the "memory")
+SUBLAYER_SYMBOLS = {
+    "encoder_self_attention": "MultiHead({x}, {x}, {x})",
+    "decoder_self_attention": "MaskedMultiHead({x}, {x}, {x})",
+    "cross_attention": "MultiHead({x}, m, m)",
+    "feed_forward": "FFN({x})",
+}
+TOOLTIPS = {
+    "encoder_self_attention": N_("Every source position looks at every source position."),
+    "decoder_self_attention": N_("Every target position looks at itself and the positions before it, never ahead."),
+    "cross_attention": N_("Every target position looks at the encoder's output: where the translation comes from."),
+    "feed_forward": N_("The same two-layer network applied to each position on its own."),
+    "add_norm": N_("Adds the sublayer's input back (residual) and normalises the sum."),
+    "layer_norm": N_("Normalises the sublayer's input; the residual path skips it."),
+    "residual_add": N_("Adds the sublayer's output to the residual stream."),
+    "final_norm": N_("Pre-LN leaves the residual stream unnormalised, so each stack ends with one LayerNorm."),
+    "layer": N_("Click to open this layer."),
+    "embedding": N_("Turns each token id into a vector of d_model numbers."),
+    "positional": N_("Tells the model where each token is."),
+    "output_linear": N_("Turns the decoder's vector into one score (logit) per target piece."),
+    "softmax": N_("Turns the scores into probabilities for the next token."),
+}
+
+
+def part_name(part: ModelPart) -> str:
+    """The part's full name in the interface language."""
+    if part.kind == "embedding":
+        return tr(EMBEDDING_NAMES.get(part.stack or "", "Input embedding"))
+    if part.kind == "layer":
+        return tr(LAYER_NAMES.get(part.stack or "", "Encoder layer {n}")).format(n=(part.layer or 0) + 1)
+    return tr(NAMES.get(part.kind, part.kind))
+
+
+def box_label(part: ModelPart) -> str:
+    """The short name written in the part's box."""
+    if part.kind in ("embedding", "layer"):
+        return part_name(part)
+    return tr(BOX_LABELS.get(part.kind, part.kind))
+
+
+def box_detail(part: ModelPart, cfg: ModelConfig, vocab: tuple[int, int]) -> str:
+    """The numbers written under the name in the part's box ("" for none)."""
+    kind = part.kind
+    if kind in ATTENTION_KINDS:
+        return f"h = {cfg.n_heads} · d_k = {cfg.head_dim}"
+    if kind == "feed_forward":
+        return f"d_ff = {cfg.d_ff} · {cfg.activation.upper()}"
+    if kind == "embedding":
+        size = vocab[0] if part.stack == "encoder" else vocab[1]
+        return f"V = {size:,} · d = {cfg.d_model}" + embedding_note(part, cfg, short=True)
+    if kind == "positional":
+        return tr(POSITIONAL_KINDS[cfg.positional])
+    if kind == "output_linear":
+        return f"{cfg.d_model} → {vocab[1]:,}" + (f" · {tr('tied')}" if cfg.tie_embeddings else "")
+    if kind == "softmax":
+        return tr("over {v} pieces").format(v=f"{vocab[1]:,}")
+    return ""
+
+
+def embedding_note(part: ModelPart, cfg: ModelConfig, short: bool = False) -> str:
+    """What the embedding shares with other parts ("" when nothing)."""
+    notes = []
+    if cfg.shared_vocab:
+        notes.append(tr("shared") if short else tr("one table for source and target (shared vocabulary)"))
+    if cfg.tie_embeddings and part.stack == "decoder":
+        notes.append(tr("tied") if short else tr("the output layer uses the same matrix (tied weights)"))
+    if not notes:
+        return ""
+    return " · " + " · ".join(notes) if short else "; ".join(notes)
+
+
+def tooltip(part: ModelPart) -> str:
+    return f"{part_name(part)}\n{tr(TOOLTIPS.get(part.kind, ''))}"
+
+
+# -- equations -----------------------------------------------------------------------------------------
+
+
+def where(part: ModelPart, cfg: ModelConfig) -> str:
+    """Which stack and layer the part is in."""
+    if part.stack is None:
+        return tr("on top of the decoder")
+    total = cfg.n_encoder_layers if part.stack == "encoder" else cfg.n_decoder_layers
+    stack = tr("Encoder") if part.stack == "encoder" else tr("Decoder")
+    if part.layer is None:
+        return stack
+    return f"{stack}, " + tr("layer {n} of {total}").format(n=part.layer + 1, total=total)
+
+
+def params_line(count: int | None, all_layers: int | None = None, n: int = 1) -> str:
+    """``Parameters: …`` (with the total over all ``n`` layers when there are several)."""
+    if count is None:
+        return f"<p>{tr('No parameters: nothing here is learned.')}</p>"
+    text = f"<p><b>{tr('Parameters')}: {count:,}</b>"
+    if all_layers is not None and n > 1:
+        text += " " + tr("(all {n} layers: {total})").format(n=n, total=f"{all_layers:,}")
+    return text + "</p>"
+
+
+def formula(text: str) -> str:
+    """A displayed equation, centred (the panel's style sheet sets its face and size: class "formula")."""
+    return f'<p align="center" class="formula">{text}</p>'
+
+
+def equation_html(part: ModelPart, info: RunInfo) -> str:
+    """The part's name, where it is, its formula with this model's numbers, and its parameters."""
+    body = BODIES[part.kind](part, info) if part.kind in BODIES else ""
+    head = f"<h3>{html.escape(part_name(part))}</h3><p><i>{html.escape(where(part, info.model_config))}</i></p>"
+    return head + body
+
+
+def overview_html(info: RunInfo) -> str:
+    """What the side area shows before a part is chosen."""
+    m = info.model_config
+    norm = tr("Post-LN (as in the paper)") if m.norm == "post" else tr("Pre-LN (final norms)")
+    rows = [
+        f"<h3>{tr('Encoder–decoder Transformer')}</h3>",
+        f"<p>N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}; "
+        f"d<sub>model</sub> = {m.d_model}, h = {m.n_heads}, d<sub>k</sub> = {m.head_dim}, "
+        f"d<sub>ff</sub> = {m.d_ff}</p>",
+        f"<p>{norm}; {tr('positional encoding')}: {tr(POSITIONAL_KINDS[m.positional])}</p>",
+        f"<p><b>{tr('Parameters')}: {info.total_parameters:,}</b></p>",
+        f"<p>{tr('Point at a part of the drawing to see its equation; click it to keep it here.')}</p>",
+    ]
+    return "".join(rows)
+
+
+def sqrt_text(value: int) -> str:
+    """√value, written with two decimals (or exactly, when it is a whole number)."""
+    root = math.sqrt(value)
+    return f"{root:.0f}" if root.is_integer() else f"{root:.2f}"
+
+
+# -- the formula of each kind ----------------------------------------------------------------------------
+
+ATTENTION_SOURCES = {
+    "encoder_self_attention": N_(
+        "Q, K and V all come from this layer's input: the source sentence as the layer below left it."
+    ),
+    "decoder_self_attention": N_(
+        "Q, K and V all come from the target prefix: the words written so far, shifted right behind the start token."
+    ),
+    "cross_attention": N_(
+        "Q comes from the decoder; K and V come from the encoder's output m, the same for every decoder layer."
+    ),
+}
+PARAMETER_KEYS = {
+    "encoder_self_attention": "encoder self-attention",
+    "decoder_self_attention": "decoder self-attention",
+    "cross_attention": "decoder cross-attention",
+}
+LAYER_NORM = "LayerNorm(x) = γ ⊙ (x − μ) / √(σ<sup>2</sup> + ε) + β"
+
+
+def layer_count(cfg: ModelConfig, stack: str | None) -> int:
+    return cfg.n_encoder_layers if stack == "encoder" else cfg.n_decoder_layers
+
+
+def per_layer(info: RunInfo, key: str, n: int, share: int = 1) -> tuple[int | None, int | None]:
+    """One part's parameters and all layers' together, from the run's per-component counts."""
+    total = info.parameters.get(key)
+    if total is None:
+        return None, None
+    return total // (n * share), total
+
+
+def _attention(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    d, h, dk = m.d_model, m.n_heads, m.head_dim
+    scores = "QK<sup>T</sup> / √d<sub>k</sub>" + (" + M" if part.kind == "decoder_self_attention" else "")
+    rows = [
+        formula(f"Attention(Q, K, V) = softmax({scores}) V"),
+        formula("MultiHead(Q, K, V) = Concat(head<sub>1</sub>, …, head<sub>h</sub>) W<sup>O</sup>"),
+        formula(
+            "head<sub>i</sub> = Attention(QW<sub>i</sub><sup>Q</sup>, KW<sub>i</sub><sup>K</sup>, "
+            "VW<sub>i</sub><sup>V</sup>)"
+        ),
+        f"<p>h = {h}, d<sub>k</sub> = d<sub>v</sub> = d<sub>model</sub> / h = {d} / {h} = <b>{dk}</b>, "
+        f"√d<sub>k</sub> = {sqrt_text(dk)}; W<sub>i</sub><sup>Q</sup>, W<sub>i</sub><sup>K</sup>, "
+        f"W<sub>i</sub><sup>V</sup> ∈ ℝ<sup>{d}×{dk}</sup>, W<sup>O</sup> ∈ ℝ<sup>{h * dk}×{d}</sup></p>",
+        f"<p>{tr(ATTENTION_SOURCES[part.kind])}</p>",
+    ]
+    if part.kind == "decoder_self_attention":
+        rows.append(f"<p>{tr(MASK_TEXT)}</p>")
+    if m.positional == "rope" and part.kind != "cross_attention":
+        rows.append(f"<p>{tr('RoPE rotates q and k by their positions before the product QKᵀ.')}</p>")
+    n = layer_count(m, part.stack)
+    count, total = per_layer(info, PARAMETER_KEYS[part.kind], n)
+    rows.append(params_line(count, total, n))
+    if count == 4 * d * d + 4 * d:
+        rows.append(f"<p>= 4·{d}<sup>2</sup> + 4·{d}: W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, W<sup>O</sup> "
+                    f"{tr('and their biases')}</p>")  # fmt: skip
+    return "".join(rows)
+
+
+MASK_TEXT = N_(
+    "M is the causal mask: M<sub>ij</sub> = 0 for j ≤ i and −∞ for j &gt; i, so position i sees only "
+    "the words up to itself, never the ones still to be written."
+)
+
+
+def _feed_forward(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    d, dff = m.d_model, m.d_ff
+    inner = "xW<sub>1</sub> + b<sub>1</sub>"
+    act = f"max(0, {inner})" if m.activation == "relu" else f"GELU({inner})"
+    rows = [
+        formula(f"FFN(x) = {act} W<sub>2</sub> + b<sub>2</sub>"),
+        f"<p>W<sub>1</sub> ∈ ℝ<sup>{d}×{dff}</sup>, b<sub>1</sub> ∈ ℝ<sup>{dff}</sup>, "
+        f"W<sub>2</sub> ∈ ℝ<sup>{dff}×{d}</sup>, b<sub>2</sub> ∈ ℝ<sup>{d}</sup>; d<sub>ff</sub> = <b>{dff}</b> "
+        f"= {dff / d:g} · d<sub>model</sub></p>",
+        f"<p>{tr('The same network for every position; every layer has its own.')}</p>",
+    ]
+    if m.activation == "gelu":
+        rows.append(f"<p>{tr('GELU(x) = x · Φ(x), a smooth ReLU; the paper uses ReLU = max(0, x).')}</p>")
+    n = layer_count(m, part.stack)
+    count, total = per_layer(info, f"{part.stack} feed-forward", n)
+    rows.append(params_line(count, total, n))
+    if count == 2 * d * dff + dff + d:
+        rows.append(f"<p>= 2·{d}·{dff} + {dff} + {d}</p>")
+    return "".join(rows)
+
+
+def sublayer_text(wraps: str | None, x: str) -> str:
+    return SUBLAYER_SYMBOLS.get(wraps or "", "Sublayer({x})").format(x=x)
+
+
+def _norm(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    if part.kind == "add_norm":
+        rows = [formula("LayerNorm(x + Sublayer(x))"), formula(f"LayerNorm(x + {sublayer_text(part.wraps, 'x')})")]
+        rows.append(f"<p>{tr('Post-LN, as in the paper: the norm comes after the residual add.')}</p>")
+    elif part.kind == "layer_norm":
+        rows = [formula("x + Sublayer(LayerNorm(x))"),
+                formula(f"x + {sublayer_text(part.wraps, '<b>LayerNorm(x)</b>')}")]  # fmt: skip
+        rows.append(f"<p>{tr(PRE_LN_TEXT)}</p>")
+    else:  # final_norm
+        rows = [formula("y = LayerNorm(x<sub>N</sub>)"), f"<p>N = {layer_count(m, part.stack)}</p>"]
+    rows.append(formula(LAYER_NORM))
+    rows.append(
+        f"<p>{tr('μ and σ² are the mean and variance of one position’s features')} "
+        f"(d<sub>model</sub> = {m.d_model}); γ, β ∈ ℝ<sup>{m.d_model}</sup>; ε = {m.layer_norm_eps:g}</p>"
+    )
+    if part.kind == "add_norm":
+        rows.append(f"<p>{tr('Dropout (P_drop = {p}) acts on the sublayer’s output before the add.')}</p>"
+                    .format(p=f"{m.dropout:g}"))  # fmt: skip
+    if part.kind == "final_norm":
+        n, (count, total) = 1, per_layer(info, f"{part.stack} final norm", 1)
+    else:  # the layer's norms, one per sublayer
+        n = layer_count(m, part.stack)
+        count, total = per_layer(info, f"{part.stack} norms", n, len(STACK_SUBLAYERS[part.stack or "encoder"]))
+    return "".join(rows) + params_line(count, total, n)
+
+
+PRE_LN_TEXT = N_(
+    "Pre-LN: the norm comes before the sublayer and the residual path x is never normalised; "
+    "each stack ends with a final LayerNorm."
+)
+
+
+def _residual(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    rows = [
+        formula("x + Sublayer(LayerNorm(x))"),
+        formula(f"<b>x +</b> Dropout({sublayer_text(part.wraps, 'LayerNorm(x)')})"),
+        f"<p>{tr('The residual stream carries x past the sublayer, so every layer only adds a change to it.')} "
+        f"P<sub>drop</sub> = {m.dropout:g}</p>",
+    ]
+    return "".join(rows) + params_line(None)
+
+
+def _embedding(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    source = part.stack == "encoder"
+    size = info.vocab_sizes[0] if source else info.vocab_sizes[1]
+    rows = [
+        formula("Embedding(token) · √d<sub>model</sub>"),
+        f"<p>√d<sub>model</sub> = √{m.d_model} = {sqrt_text(m.d_model)}; E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>: "
+        + tr("one row of d_model numbers per piece of the vocabulary (V = {v}).").format(v=f"{size:,}")
+        + "</p>",
+        f"<p>{tr('The paper multiplies by √d_model so that embeddings and positional encodings have similar sizes.')}"
+        "</p>",
+    ]
+    note = embedding_note(part, m)
+    if note:
+        rows.append(f"<p><b>{note}</b></p>")
+    key = "source embedding" if source else "target embedding"
+    if key not in info.parameters and m.shared_vocab:
+        count = info.parameters.get("source embedding")
+        rows.append(f"<p>{tr('Counted once, with the input embedding.')}</p>")
+    else:
+        count = info.parameters.get(key)
+    return "".join(rows) + params_line(count)
+
+
+def _positional(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    d, last = m.d_model, m.max_len - 1
+    if m.positional == "sinusoidal":
+        angle = "pos / 10000<sup>2i/d<sub>model</sub></sup>"
+        rows = [
+            formula(f"PE<sub>(pos, 2i)</sub> = sin({angle})"),
+            formula(f"PE<sub>(pos, 2i+1)</sub> = cos({angle})"),
+            f"<p>d<sub>model</sub> = {d}, i = 0 … {d // 2 - 1}, pos = 0 … {last}</p>",
+            formula("x = Embedding(token) · √d<sub>model</sub> + PE<sub>pos</sub>"),
+            f"<p>{tr('A fixed table, the same for the encoder and the decoder; wavelengths from 2π to 10000 · 2π.')}"
+            "</p>",
+        ]
+        return "".join(rows) + params_line(None)
+    if m.positional == "learned":
+        rows = [
+            formula("x = Embedding(token) · √d<sub>model</sub> + P<sub>pos</sub>"),
+            f"<p>P ∈ ℝ<sup>{m.max_len}×{d}</sup>, pos = 0 … {last}: "
+            + tr("one learned row per position; longer sequences cannot be represented.")
+            + "</p>",
+        ]
+        key = "source positions (learned)" if part.stack == "encoder" else "target positions (learned)"
+        return "".join(rows) + params_line(info.parameters.get(key))
+    return _rope(m)
+
+
+def _rope(m: ModelConfig) -> str:
+    c, s = "cos pos·θ<sub>i</sub>", "sin pos·θ<sub>i</sub>"
+    q0, q1 = "q<sub>2i</sub>", "q<sub>2i+1</sub>"
+    rows = [
+        formula("x = Embedding(token) · √d<sub>model</sub>"),
+        formula(f"({q0}, {q1}) ↦ ({q0} {c} − {q1} {s}, {q0} {s} + {q1} {c})"),
+        formula("θ<sub>i</sub> = 10000<sup>−2i/d<sub>k</sub></sup>"),
+        f"<p>d<sub>k</sub> = {m.head_dim}, i = 0 … {m.head_dim // 2 - 1}, pos = 0 … {m.max_len - 1}</p>",
+        f"<p>{tr(ROPE_TEXT)}</p>",
+    ]
+    return "".join(rows) + params_line(None)
+
+
+ROPE_TEXT = N_(
+    "Rotary positions (RoPE) add nothing to the embeddings: every self-attention (not the "
+    "cross-attention) rotates each pair of q and k by an angle proportional to the position, so q·k "
+    "depends only on how far apart the two positions are."
+)
+
+
+def _output_linear(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    v = info.vocab_sizes[1]
+    rows = [
+        formula("z = x W + b"),
+        f"<p>W ∈ ℝ<sup>{m.d_model}×{v:,}</sup>, b ∈ ℝ<sup>{v:,}</sup>: "
+        + tr("one score (logit) per target piece.")
+        + "</p>",
+    ]
+    if m.norm == "pre":
+        rows.append(f"<p>{tr('x is the output of the decoder’s final LayerNorm.')}</p>")
+    if m.tie_embeddings:
+        rows.append(formula("W = E<sup>T</sup>"))
+        rows.append(f"<p>{tr(TIED_TEXT)}</p>")
+    return "".join(rows) + params_line(info.parameters.get("output projection"))
+
+
+TIED_TEXT = N_(
+    "Tied to the output embedding (paper §3.4): the matrix is counted once, with the embedding; "
+    "only the bias b is the output layer's own."
+)
+
+
+def _softmax(part: ModelPart, info: RunInfo) -> str:
+    v = info.vocab_sizes[1]
+    rows = [
+        formula(
+            "P(y<sub>t</sub> = w | y<sub>&lt;t</sub>, x) = exp(z<sub>w</sub>) / "
+            "Σ<sub>v=1</sub><sup>V</sup> exp(z<sub>v</sub>)"
+        ),
+        f"<p>V = <b>{v:,}</b> " + tr("target pieces: one probability each, adding up to 1.") + "</p>",
+        f"<p>{tr('Greedy decoding takes the most likely piece; beam search keeps the best prefixes.')}</p>",
+    ]
+    return "".join(rows) + params_line(None)
+
+
+def layer_steps(stack: str, norm: str) -> list[str]:
+    """One line per sublayer of a layer: how it changes the residual stream x."""
+    kinds = STACK_SUBLAYERS[stack]
+    if norm == "post":
+        return [f"x ← LayerNorm(x + {sublayer_text(k, 'x')})" for k in kinds]
+    return [f"x ← x + {sublayer_text(k, 'LayerNorm(x)')}" for k in kinds]
+
+
+def _layer(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
+    stack = part.stack or "encoder"
+    rows = [formula(step) for step in layer_steps(stack, m.norm)]
+    rows.append("<p>m = " + tr("the encoder's output") + "</p>" if stack == "decoder" else "")
+    n = layer_count(m, stack)
+    keys = [PARAMETER_KEYS.get(k, f"{stack} feed-forward") for k in STACK_SUBLAYERS[stack]]
+    known = [info.parameters[k] for k in (*keys, f"{stack} norms") if k in info.parameters]
+    total = sum(known)
+    return "".join(rows) + params_line(total // n, total, n)
+
+
+BODIES = {
+    **dict.fromkeys(ATTENTION_KINDS, _attention),
+    "feed_forward": _feed_forward,
+    **dict.fromkeys(("add_norm", "layer_norm", "final_norm"), _norm),
+    "residual_add": _residual,
+    "embedding": _embedding,
+    "positional": _positional,
+    "output_linear": _output_linear,
+    "softmax": _softmax,
+    "layer": _layer,
+}

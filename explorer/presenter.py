@@ -1,0 +1,319 @@
+"""Presenter mode: full screen, one view at a time in large type, driven by a clicker's keys; and scenes.
+
+A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
+back — the decoding (views 1–3) or the Q·K explainer's query (view 6). Home starts the decoding over,
+1–6 choose the view, P plays the decoding by itself, + and − change its speed, Esc leaves. A scene
+is the view with its sentence, decoding mode and attention layer/head, saved under a name and
+recalled during a lecture; scenes persist in the settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from functools import partial
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from explorer.i18n import N_, tr
+from explorer.widgets import named
+
+if TYPE_CHECKING:
+    from explorer.main_window import MainWindow
+
+
+@dataclass(frozen=True)
+class View:
+    key: str
+    title: str  # untranslated
+    dock: str  # the panel that shows it
+    focus: str | None = None  # the part of that panel it enlarges
+
+
+VIEWS = (
+    View("decoding", N_("Decoding"), "decoding", "candidates"),
+    View("tree", N_("Beam tree"), "decoding", "tree"),
+    View("attention", N_("Attention map"), "attention", "map"),
+    View("positional", N_("Positional encoding"), "positional"),
+    View("training", N_("Training curves"), "training"),
+    View("explainer", N_("Q·K explainer"), "attention", "explainer"),
+)
+VIEW_KEYS = tuple(v.key for v in VIEWS)
+STEP_KEYS = ("PgDown", "Right", "Space")
+BACK_KEYS = ("PgUp", "Left")
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A saved arrangement of the presentation: which view, which sentence, how it is decoded and shown."""
+
+    name: str
+    view: str
+    sentence: str = ""
+    mode: str = "greedy"  # greedy | beam
+    beam_size: int = 4
+    length_penalty: float = 0.6
+    attention_kind: str = "cross"
+    layer: int = 1
+    head: int = 1
+    average: bool = True
+
+    @classmethod
+    def from_plain(cls, plain: dict) -> Scene | None:
+        """A scene read back from the settings; None if it is not one (an older or edited file)."""
+        names = {f.name for f in fields(cls)}
+        if not isinstance(plain, dict) or not {"name", "view"} <= plain.keys() or plain["view"] not in VIEW_KEYS:
+            return None
+        try:
+            return cls(**{k: v for k, v in plain.items() if k in names})
+        except TypeError:
+            return None
+
+
+class Scenes:
+    """Named scenes, kept in the settings in the order they were saved."""
+
+    KEY = "presenter/scenes"
+
+    def __init__(self, settings: QSettings) -> None:
+        self.settings = settings
+
+    def all(self) -> list[Scene]:
+        try:
+            plain = json.loads(str(self.settings.value(self.KEY, "[]")))
+        except ValueError:
+            return []
+        scenes = [Scene.from_plain(p) for p in plain] if isinstance(plain, list) else []
+        return [s for s in scenes if s is not None]
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.all()]
+
+    def get(self, name: str) -> Scene | None:
+        return next((s for s in self.all() if s.name == name), None)
+
+    def put(self, scene: Scene) -> None:
+        """Saves ``scene``, replacing the one of the same name in its place."""
+        scenes = self.all()
+        names = [s.name for s in scenes]
+        if scene.name in names:
+            scenes[names.index(scene.name)] = scene
+        else:
+            scenes.append(scene)
+        self._write(scenes)
+
+    def remove(self, name: str) -> None:
+        self._write([s for s in self.all() if s.name != name])
+
+    def _write(self, scenes: list[Scene]) -> None:
+        self.settings.setValue(self.KEY, json.dumps([asdict(s) for s in scenes], ensure_ascii=False))
+
+
+class PresenterBar(QWidget):
+    """The strip above the view while presenting: the views, the scenes, auto-play and the way out."""
+
+    view_chosen = Signal(str)
+    scene_chosen = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("presenter_bar")
+        self.buttons: dict[str, QPushButton] = {}
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 2, 6, 2)
+        for view in VIEWS:
+            button = named(QPushButton(), f"presenter_view_{view.key}")
+            button.setCheckable(True)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keys stay the presenter's
+            button.clicked.connect(partial(self.view_chosen.emit, view.key))
+            self.buttons[view.key] = button
+            layout.addWidget(button)
+        layout.addStretch(1)
+        self.scene_label = QLabel()
+        self.scenes = named(QComboBox(), "presenter_scene_combo")
+        self.scenes.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.scenes.activated.connect(lambda i: self.scene_chosen.emit(self.scenes.itemData(i) or ""))
+        self.keys = QLabel()
+        for w in (self.scene_label, self.scenes, self.keys):
+            layout.addWidget(w)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        for number, view in enumerate(VIEWS, 1):
+            self.buttons[view.key].setText(f"{number} {tr(view.title)}")
+        self.scene_label.setText(tr("Scene"))
+        self.keys.setText(tr("Esc leaves"))
+        self.keys.setToolTip(tr("PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–6: views · "
+                                "P: auto-play · + −: its speed · Esc: leave presenter mode"))  # fmt: skip
+        if self.scenes.count():
+            self.scenes.setItemText(0, tr("(choose a scene)"))
+
+    def set_scenes(self, names: list[str]) -> None:
+        self.scenes.clear()
+        self.scenes.addItem(tr("(choose a scene)"), "")
+        for name in names:
+            self.scenes.addItem(name, name)
+        self.scenes.setEnabled(bool(names))
+
+    def set_view(self, key: str) -> None:
+        for k, button in self.buttons.items():
+            button.setChecked(k == key)
+
+
+class Presenter(QObject):
+    """Presenter mode of a main window: enter, choose views, step, scenes, leave."""
+
+    changed = Signal(bool)  # presenting or not
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.scenes = Scenes(window.settings)
+        self.on = False
+        self.view = VIEWS[0].key
+        self._saved: tuple[QByteArray, QByteArray, Qt.WindowState] | None = None
+        self.bar = PresenterBar()
+        self.bar.hide()
+        self.bar.view_chosen.connect(self.show_view)
+        self.bar.scene_chosen.connect(self.apply_scene)
+        self.shortcuts = self._create_shortcuts()
+
+    def _create_shortcuts(self) -> list[QShortcut]:
+        actions: list[tuple[str, Callable[[], object]]] = [(k, self.step) for k in STEP_KEYS]
+        actions += [(k, self.back) for k in BACK_KEYS]
+        actions += [("Home", self.reset), ("Esc", lambda: self.set_on(False)), ("P", self.toggle_play)]
+        actions += [("+", partial(self.change_speed, 1)), ("=", partial(self.change_speed, 1))]
+        actions += [("-", partial(self.change_speed, -1))]
+        actions += [(str(n), partial(self.show_view, v.key)) for n, v in enumerate(VIEWS, 1)]
+        shortcuts = []
+        for key, slot in actions:
+            shortcut = QShortcut(QKeySequence(key), self.window)
+            shortcut.activated.connect(slot)
+            shortcut.setEnabled(False)
+            shortcuts.append(shortcut)
+        return shortcuts
+
+    # -- entering and leaving ---------------------------------------------------------------------------
+    def set_on(self, on: bool) -> None:
+        if on == self.on:
+            return
+        self.on = on
+        w = self.window
+        if on:
+            self._saved = (w.saveState(), w.saveGeometry(), w.windowState())
+            self.bar.set_scenes(self.scenes.names())
+            self.bar.show()
+            w.menu_bar.hide()
+            w.showFullScreen()
+            self.show_view(self.view)
+        else:
+            self._leave()
+        for shortcut in self.shortcuts:
+            shortcut.setEnabled(on)
+        self.changed.emit(on)
+
+    def _leave(self) -> None:
+        w = self.window
+        self.bar.hide()
+        w.menu_bar.show()
+        w.decoding.set_focus(None)
+        for dock in w.docks.values():
+            dock.setTitleBarWidget(None)  # type: ignore[arg-type]  # None gives back the standard title
+        if self._saved is not None:
+            state, geometry, window_state = self._saved
+            w.setWindowState(window_state)
+            w.restoreGeometry(geometry)
+            w.restoreState(state)
+            self._saved = None
+
+    # -- views -----------------------------------------------------------------------------------------
+    def show_view(self, key: str) -> None:
+        """One view fills the screen: its panel alone, the part that shows it enlarged."""
+        view = next(v for v in VIEWS if v.key == key)
+        self.view = key
+        w = self.window
+        if not self.on:
+            return
+        for name, dock in w.docks.items():
+            if name == view.dock:
+                dock.setFloating(False)
+                dock.setTitleBarWidget(QWidget())  # no title bar: the bar above names the view
+                dock.show()
+                dock.raise_()
+            else:
+                dock.hide()
+        w.decoding.set_focus(view.focus if view.dock == "decoding" else None)
+        if view.dock == "attention":
+            w.attention.show_tab("explainer" if view.focus == "explainer" else "map")
+        self.bar.set_view(key)
+
+    # -- the clicker -------------------------------------------------------------------------------------
+    def step(self) -> None:
+        if self.view == "explainer":
+            self.window.attention.explainer.move_query(1)
+        elif self.view in ("decoding", "tree", "attention"):
+            self._press(self.window.decoding.step_button)
+
+    def back(self) -> None:
+        if self.view == "explainer":
+            self.window.attention.explainer.move_query(-1)
+        elif self.view in ("decoding", "tree", "attention"):
+            self._press(self.window.decoding.back_button)
+
+    def reset(self) -> None:
+        if self.view in ("decoding", "tree", "attention"):
+            self._press(self.window.decoding.reset_button)
+
+    @staticmethod
+    def _press(button: QPushButton) -> None:
+        if button.isEnabled() and button.isVisibleTo(button.window()):
+            button.click()
+
+    def toggle_play(self) -> None:
+        self.window.decoding.play_button.toggle()
+
+    def change_speed(self, direction: int) -> None:
+        speed = self.window.decoding.speed
+        speed.setValue(speed.value() + direction * max(1, speed.pageStep()))
+
+    # -- scenes --------------------------------------------------------------------------------------------
+    def current_scene(self, name: str) -> Scene:
+        d, a = self.window.decoding, self.window.attention
+        return Scene(
+            name=name, view=self.view, sentence=d.input.text(), mode=str(d.mode.currentData()),
+            beam_size=d.beam_size.value(), length_penalty=d.alpha.value(),
+            attention_kind=str(a.kind.currentData()), layer=a.layer.value(), head=a.head.value(),
+            average=a.average.isChecked(),
+        )  # fmt: skip
+
+    def save_scene(self, name: str) -> None:
+        self.scenes.put(self.current_scene(name))
+        self.bar.set_scenes(self.scenes.names())
+
+    def delete_scene(self, name: str) -> None:
+        self.scenes.remove(name)
+        self.bar.set_scenes(self.scenes.names())
+
+    def apply_scene(self, name: str) -> None:
+        """Arrange the window as the scene was saved, and decode its sentence from the start."""
+        scene = self.scenes.get(name)
+        if scene is None:
+            return
+        d, a = self.window.decoding, self.window.attention
+        d.mode.setCurrentIndex(max(0, d.mode.findData(scene.mode)))
+        d.beam_size.setValue(scene.beam_size)
+        d.alpha.setValue(scene.length_penalty)
+        a.kind.setCurrentIndex(max(0, a.kind.findData(scene.attention_kind)))
+        a.layer.setValue(scene.layer)
+        a.head.setValue(scene.head)
+        a.average.setChecked(scene.average)
+        if scene.sentence:
+            d.input.setText(scene.sentence)
+            d.start()
+        self.view = scene.view
+        if self.on:
+            self.show_view(scene.view)
