@@ -123,7 +123,8 @@ class Explain(Command):
 
 @dataclass(frozen=True)
 class ExplainWorkedExample(Command):
-    """The worked example of the notes, spelled out with the engine's own code."""
+    """The worked example (Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]]), spelled out with the
+    engine's own code."""
 
 
 @dataclass(frozen=True)

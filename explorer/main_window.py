@@ -458,7 +458,12 @@ class MainWindow(QMainWindow):
         row.setContentsMargins(0, 0, 6, 0)
         row.setSpacing(14)
         row.addWidget(self.note_label)
-        for w in (self.device_label, self.state_label, self.step_label, self.loss_label, self.speed_label):
+        # widths for the longest texts: the menu bar places its corner once, it does not follow the texts
+        widest = {self.note_label: "x" * 40, self.device_label: "NVIDIA H200", self.state_label: "training",
+                  self.step_label: "step 10,000,000", self.loss_label: "loss 10.000",
+                  self.speed_label: "1,000,000 tok/s"}  # fmt: skip
+        for w, text in widest.items():
+            w.setFixedWidth(w.fontMetrics().horizontalAdvance(text))
             row.addWidget(w)
         self.menu_bar.setCornerWidget(corner, Qt.Corner.TopRightCorner)
 

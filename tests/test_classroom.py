@@ -194,7 +194,7 @@ def test_training_from_scratch_can_be_undone(make_window, qtbot, monkeypatch):
                     == "grammar-en-zh", timeout=20000)  # fmt: skip
     qtbot.waitUntil(lambda: "bundled model" in window.windowTitle(), timeout=5000)
     # and its sample sentence is ready to step again
-    qtbot.waitUntil(lambda: window.decoding.view is not None and window.decoding.view.position == 0, timeout=10000)
+    qtbot.waitUntil(lambda: window.decoding.view is not None and window.decoding.view.position == 1, timeout=10000)
 
 
 def test_open_the_bundled_model_from_the_file_menu(make_window, qtbot):
@@ -217,3 +217,15 @@ def test_the_model_map_opens_the_view_of_a_part(make_window, qtbot):
     assert not window.docks["positional"].visibleRegion().isEmpty()
     window.model_map.part_chosen.emit(ModelPart("softmax"))
     assert not window.docks["decoding"].visibleRegion().isEmpty() and window.decoding.candidates.isVisible()
+
+
+def test_presenter_tree_view_gives_the_tree_most_of_the_height(make_window, qtbot):
+    window = bundled_window(make_window, qtbot)
+    decode(window, qtbot, "beam")
+    window.set_presenter(True)
+    QTest.keyClick(window, Qt.Key_2)
+    qtbot.wait(100)
+    d = window.decoding
+    assert (
+        d.tree.height() > 2 * d.nbest.height() and d.nbest.height() >= 3 * d.nbest.verticalHeader().defaultSectionSize()
+    )

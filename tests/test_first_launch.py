@@ -70,10 +70,10 @@ def test_the_bundled_model_translates_held_out_sentences():
 
 def test_first_launch_opens_the_bundled_model_with_an_attention_map(make_window, qtbot):
     window = make_window(start_default=True)
-    qtbot.waitUntil(lambda: window.decoding.view is not None, timeout=20000)
-    # the sample sentence is ready to be stepped, not already finished
+    qtbot.waitUntil(lambda: window.decoding.view is not None and window.decoding.view.position == 1, timeout=20000)
+    # the sample sentence has taken its first step, with its candidates shown, and is ready to step on
     view = window.decoding.view
-    assert view.position == 0 and not view.at_end and window.decoding.step_button.isEnabled()
+    assert not view.at_end and window.decoding.step_button.isEnabled() and len(window.decoding.candidates.tokens) == 10
     assert "bundled model" in window.windowTitle() and "unsaved" not in window.windowTitle()
     qtbot.mouseClick(window.decoding.run_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.decoding.view.at_end, timeout=20000)

@@ -334,11 +334,12 @@ class DecodingPanel(QWidget):
             self.show_view(reply.view)
 
     def play_sample(self, sentence: str) -> None:
-        """Greedy decoding of ``sentence``, at its first step: the first-launch demonstration, ready for
-        Step ▶ (presenter mode plays it by itself)."""
+        """Greedy decoding of ``sentence`` after its first step — its candidates, the token chosen and where
+        it looked are on screen — ready for Step ▶: the first-launch demonstration."""
         self.mode.setCurrentIndex(self.mode.findData("greedy"))
         self.input.setText(sentence)
         self.start()
+        self._act("step", restart=False)
 
     def sample_test_sentence(self) -> None:
         """A random sentence of the corpus's test split (never trained on) into the input box, decoded at once."""
@@ -522,7 +523,10 @@ class DecodingPanel(QWidget):
         self.beside.setCurrentIndex(1 if tree else 0)
         self.candidates.setVisible(self.focus != "tree")
         self.beam_box.setVisible(tree)
-        if appears and self.candidates.isVisibleTo(self):
+        if self.focus == "tree":  # presenter mode's tree: the n-best list above it needs a few rows only
+            height = sum(self.body.sizes()) or self.body.height()
+            self.body.setSizes([height // 4, height - height // 4])
+        elif appears and self.candidates.isVisibleTo(self):
             self._share_height()
 
     def _share_height(self) -> None:
