@@ -127,8 +127,10 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
             app.processEvents()
             time.sleep(0.001)
 
-    shown = time.perf_counter()
-    run_for(IDLE_S)  # a person choosing settings; the idle engine prepares training meanwhile
+    run_for(1.0)
+    opened = time.perf_counter()
+    window.docks["training"].raise_()  # a person opens the Training tab, behind the decoding panel,
+    run_for(IDLE_S - 1.0)  # and chooses settings; the idle engine prepares training meanwhile
     clicked = time.perf_counter()
     window.training.start_button.click()
     deadline = clicked + 120
@@ -141,14 +143,16 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
     timer.stop()
     s = np.array(stamps)
     late = (np.diff(s) - 0.016) * 1000
-    before = late[(s[1:] > shown + 1.0) & (s[1:] <= clicked)]  # after the window's first paint
+    tab = late[(s[1:] > opened) & (s[1:] <= opened + 0.5)]  # the Training tab's first paint
+    before = late[(s[1:] > opened + 0.5) & (s[1:] <= clicked)]
     at_start = late[(s[1:] > clicked) & (s[1:] <= measured_from)]
     steady = late[s[:-1] >= measured_from]
     window.close()
     print(f"== GUI timer lateness while training: {preset} preset, {task} "
           f"({QApplication.platformName()} platform, engine threads {threads or os.cpu_count()})")  # fmt: skip
     idle = "prepares training" if torch_loaded else "loads PyTorch, then prepares training"
-    print(f"  {IDLE_S - 1:.0f} s before Start (the idle engine {idle}): max {before.max():.1f} ms; first "
+    print(f"  opening the Training tab (its first paint): max {tab.max():.1f} ms")
+    print(f"  {IDLE_S - 1.5:.1f} s before Start (the idle engine {idle}): max {before.max():.1f} ms; first "
           f"{START_S:.0f} s after Start (the model is built): max {at_start.max():.1f} ms  (goal <= 50)")  # fmt: skip
     p50, p99 = np.percentile(steady, [50, 99])
     print(f"  then {seconds:.0f} s at {steps / seconds:.0f} steps/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "

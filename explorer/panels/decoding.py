@@ -445,6 +445,7 @@ class DecodingPanel(QWidget):
         stays on screen: its sentence goes (Ctrl+Z in the box brings it back) for one of the new model's own test
         split, decoded at once if the old one's decoding was showing."""
         new_model = self.info is None or info.run_id != self.info.run_id
+        replaced = self.info is not None  # the first model replaces nothing: no sentence of its own is needed
         self.info = info
         self.max_len.setMaximum(info.model_config.max_len)  # a longer output has no decoder positions
         self._describe_max_len()
@@ -457,8 +458,9 @@ class DecodingPanel(QWidget):
             self.completer.set_words(info.src_words)
             self.sample_split = "test"
             self._describe_sample_button()
-            self._replace_input("")
-            self._ask_sample(decode=decoding)
+            if replaced:  # (asking would also make the engine read the corpus on the launch path)
+                self._replace_input("")
+                self._ask_sample(decode=decoding)
         elif self.view is not None:
             self.show_view(self.view)
 
