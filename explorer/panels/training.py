@@ -64,6 +64,9 @@ def row_of(*widgets: QWidget) -> QHBoxLayout:
     return row
 
 
+REVEAL_MS = 40  # between the plots painted for the first time
+
+
 class TrainingPanel(QWidget):
     """Settings, Start/Pause/Stop/Reset/Step, the run list and six live plots."""
 
@@ -101,6 +104,7 @@ class TrainingPanel(QWidget):
         self.timer.start()
         self._ticks = 0
         self._on_screen = True
+        self._painted = False  # the plots have been on screen once (see _reveal_gradually)
         self.retranslate()
         self._update_buttons()
 
@@ -455,8 +459,30 @@ class TrainingPanel(QWidget):
     def set_on_screen(self, on: bool) -> None:
         """Told by the dock: behind another tab the plots keep their data but are not redrawn."""
         self._on_screen = on
+        if on and not self._painted:
+            self._painted = True
+            self._reveal_gradually()
         if on:
             self.redraw()
+
+    def _reveal_gradually(self, shown: int = 1) -> None:
+        """The first time the panel comes on screen its plots are painted one at a time, a frame apart: the
+        first paint of all six in one turn of the event loop (pyqtgraph lays out and draws every axis's
+        text, then again once the axis has widened to its labels) made the window wait 120–220 ms."""
+        later = list(self.plots.values())[shown:]
+        for plot in later:
+            plot.setUpdatesEnabled(False)
+        self._reveal(later)
+
+    def _reveal(self, waiting: list) -> None:
+        if not waiting:
+            return
+
+        def next_one() -> None:
+            waiting[0].setUpdatesEnabled(True)
+            self._reveal(waiting[1:])
+
+        QTimer.singleShot(REVEAL_MS, next_one)
 
     def _tick(self) -> None:
         """Redraw the next plot that has new data: one plot per tick keeps each frame's painting short
