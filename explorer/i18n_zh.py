@@ -416,4 +416,5 @@ ZH = {
     "the bundled model (English → Chinese, teaching grammar)": "自带的模型（英译中，教学语法）",
     "Beam tree (★ length-normalised score)": "束搜索树（★ 为长度归一化得分）",
     "Blue: kept · grey: pruned · green: finished · orange: the best hypothesis": "蓝色：保留 · 灰色：剪枝 · 绿色：已结束 · 橙色：最佳假设",
+    "Σ, output": "Σ，输出",
 }

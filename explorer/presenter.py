@@ -208,6 +208,7 @@ class Presenter(QObject):
             self.bar.set_scenes(self.scenes.names())
             self.bar.show()
             w.menu_bar.hide()
+            w.first_launch.welcome_done()  # the welcome speaks to a person at a desk, not to a class
             w.showFullScreen()
             self.show_view(self.view)
         else:

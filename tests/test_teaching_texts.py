@@ -61,7 +61,8 @@ def per_key_columns(panel):
     """The explainer's per-key table as {header: [cell texts]}."""
     t = panel.explainer.per_key
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
-    return {h: [t.item(r, c).text() for r in range(t.rowCount())] for c, h in enumerate(headers)}
+    keys = t.rowCount() - 1  # the last row: the sums and the output
+    return {h: [t.item(r, c).text() for r in range(keys)] for c, h in enumerate(headers)}
 
 
 def test_explainer_shows_an_exp_column_that_checks_the_softmax_by_hand(qtbot, english):
@@ -263,3 +264,22 @@ def test_every_placeholder_survives_translation():
     for english, chinese in ZH.items():
         fields = re.compile(r"\{(\w*)(?::[^}]*)?\}")
         assert sorted(fields.findall(english)) == sorted(fields.findall(chinese)), english
+
+
+def test_explainer_puts_each_value_beside_its_weight_and_sums_the_output(qtbot, english):
+    from explorer.panels.attention import AttentionPanel
+
+    panel = AttentionPanel()
+    qtbot.addWidget(panel)
+    e = notes_example()
+    panel.on_explanation(e)
+    t = panel.explainer.per_key
+    headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    first_v = headers.index("v[1]")
+    for row in range(3):
+        panel.explainer.query.setCurrentIndex(row)
+        shown = np.array([[float(t.item(r, first_v + c).text()) for c in range(e.v.shape[1])] for r in range(4)])
+        weights = np.array([float(x) for x in per_key_columns(panel)["softmax"]])
+        assert shown[:3] == pytest.approx(e.v, abs=1e-3)  # each key's value beside its weight
+        assert shown[3] == pytest.approx(weights @ e.v, abs=1e-2)  # the output: Σ weight · v
+        assert float(t.item(3, headers.index("softmax")).text()) == pytest.approx(1.0)

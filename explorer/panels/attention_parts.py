@@ -47,6 +47,7 @@ KINDS = (
 )
 WORKED_EXAMPLE = N_("Worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2")
 ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and map at most this often
+SCORE_COLUMNS = 5  # q·k, scaled, mask, exp, softmax; then the value vector
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter  # numbers in the explainer's tables
 
 
@@ -279,9 +280,10 @@ class QkExplainer(QWidget):
         top.addWidget(self.explain_button)
         top.addWidget(self.notes_button)
         top.addWidget(export_button(self, "qk_explainer", self.export, ("PNG", "SVG", "CSV")))
-        tables = QSplitter(Qt.Orientation.Horizontal)
+        tables = QSplitter(Qt.Orientation.Vertical)  # the weights, values and output get the width
         tables.addWidget(self.per_key)
         tables.addWidget(self.vectors)
+        tables.setSizes([700, 300])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.explain_title)
@@ -367,27 +369,40 @@ class QkExplainer(QWidget):
         self._fill_vectors(e, i)
 
     def _fill_per_key(self, e: AttentionExplanation, i: int) -> None:
-        """One row per key: q·k, scaled, mask, exp and softmax weight of query ``i``."""
+        """One row per key: q·k, scaled, mask, exp and softmax weight of query ``i``, then the key's value
+        vector v; the last row sums them: Σ exp, Σ weights = 1 and the output Σ weight · v."""
         keys = e.key_tokens
         exp_header = "exp(·)" if e.shift[i] == 0 else f"exp(· − {e.shift[i]:.1f})"
-        self.per_key.setColumnCount(5)
-        self.per_key.setRowCount(len(keys))
-        self.per_key.setHorizontalHeaderLabels(["q·k", "÷ √d_k", tr("mask"), exp_header, "softmax"])
-        self.per_key.setVerticalHeaderLabels([f"k{j + 1} {t}" for j, t in enumerate(keys)])
+        d_v = e.v.shape[1]
+        self.per_key.setColumnCount(SCORE_COLUMNS + d_v)
+        self.per_key.setRowCount(len(keys) + 1)
+        self.per_key.setHorizontalHeaderLabels(
+            ["q·k", "÷ √d_k", tr("mask"), exp_header, "softmax", *(f"v[{c + 1}]" for c in range(d_v))]
+        )
+        self.per_key.setVerticalHeaderLabels([f"k{j + 1} {t}" for j, t in enumerate(keys)] + [tr("Σ, output")])
         for j in range(len(keys)):
             allowed = bool(e.mask[i, j])
-            values = (f"{e.scores[i, j]:.4f}", f"{e.scaled[i, j]:.4f}", "✓" if allowed else "✗ (−∞)",
-                      number(e.exp[i, j]), f"{e.weights[i, j]:.4f}")  # fmt: skip
-            for c, v in enumerate(values):
-                item = QTableWidgetItem(v)
-                item.setTextAlignment(RIGHT)
-                self.per_key.setItem(j, c, item)
+            values = [f"{e.scores[i, j]:.4f}", f"{e.scaled[i, j]:.4f}", "✓" if allowed else "✗ (−∞)",
+                      number(e.exp[i, j]), f"{e.weights[i, j]:.4f}", *(f"{x:.3f}" for x in e.v[j])]  # fmt: skip
+            self._fill_row(j, values)
+        total = ["", "", "", number(float(e.exp[i].sum())), f"{e.weights[i].sum():.4f}"]
+        self._fill_row(len(keys), total + [f"{x:.3f}" for x in e.output[i]], bold=True)
+
+    def _fill_row(self, row: int, values: list[str], bold: bool = False) -> None:
+        for c, v in enumerate(values):
+            item = QTableWidgetItem(v)
+            item.setTextAlignment(RIGHT)
+            if bold:
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
+            self.per_key.setItem(row, c, item)
 
     def _fill_vectors(self, e: AttentionExplanation, i: int) -> None:
-        """The vectors: query ``i``, every key and value, and the output."""
+        """The vectors whose dot products are the scores: query ``i`` and every key (the values and the
+        output are in the per-key table, beside the weights)."""
         n_keys = len(e.key_tokens)
         rows = [("q", e.q[i])] + [(f"k{j + 1}", e.k[j]) for j in range(n_keys)]
-        rows += [(f"v{j + 1}", e.v[j]) for j in range(n_keys)] + [(tr("output"), e.output[i])]
         self.vectors.setRowCount(len(rows))
         self.vectors.setColumnCount(e.q.shape[1])
         self.vectors.setHorizontalHeaderLabels([str(c + 1) for c in range(e.q.shape[1])])
