@@ -58,7 +58,7 @@ from explorer.i18n import N_, tr
 from model.config import ModelConfig
 from model.config import Positional as PositionalKind
 from model.data import TASK_DESCRIPTIONS, DataSpec
-from model.device import device_description, prepare_optimizers, resolve_device
+from model.device import device_description, prepare_optimizers, resolve_device, without_collector_pauses
 from model.plain_data import SettingValue
 from model.snapshots import StepColumns
 from model.stepping import DecodeDriver, DecodeError
@@ -287,8 +287,6 @@ def load_engine() -> None:
     lives as long as the program, out of the garbage collector's walks (see
     :func:`model.device.without_collector_pauses`). The engine thread does this first, after the
     window is on screen; the window's own modules do not import PyTorch."""
-    from model.device import without_collector_pauses
-
     with without_collector_pauses():
         import model.session  # noqa: F401 — torch, the model, data batching, training
     _LOADED.set()
@@ -577,10 +575,11 @@ class Engine(QThread):
         self._state = IDLE
         from model.session import Session
 
-        session = Session.create(
-            spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
-            **spec.model_overrides,
-        )  # fmt: skip
+        with without_collector_pauses():  # the corpus, tokenizers and weights live as long as the run
+            session = Session.create(
+                spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
+                **spec.model_overrides,
+            )  # fmt: skip
         self._install(session, path=None, origin=c.request_id)
         self._first_probe()  # a new model has its corpus in memory already: the timeline starts at step 0
 

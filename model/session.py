@@ -32,7 +32,7 @@ from model.checkpoint import (
 from model.config import ModelConfig
 from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, encode_pairs, load_corpus
 from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
-from model.device import resolve_device
+from model.device import resolve_device, without_collector_pauses
 from model.masks import decoder_self_mask, padding_mask
 from model.positional import LearnedPositionalEncoding
 from model.snapshots import (  # torch-free; still importable from here
@@ -221,9 +221,13 @@ class Session:
 
     def encoded(self, split: str) -> EncodedPairs:
         if split not in self._encoded:
-            self._encoded[split] = encode_pairs(
-                self.corpus.split(split), self.src_tok, self.tgt_tok, self.model_cfg.max_len
-            )
+            # tens of thousands of id lists that live as long as the session: made without the collector's
+            # full walks (each held the interpreter, the window's thread included, for ~0.1 s) and kept out
+            # of them afterwards
+            with without_collector_pauses():
+                self._encoded[split] = encode_pairs(
+                    self.corpus.split(split), self.src_tok, self.tgt_tok, self.model_cfg.max_len
+                )
         return self._encoded[split]
 
     def sample_source(self, split: SplitName, rng: random.Random) -> tuple[str, str, SplitName]:
