@@ -13,6 +13,8 @@
    and the small preset on the grammar; a 16 ms timer on the GUI thread measures how late it runs.
    Reported on their own: the seconds before Start (the idle engine loads what training needs) and
    the first seconds after it (the model is built). Goal for both presets: p99 ≤ 10 ms, max ≤ 50 ms.
+3. After a first launch, once the first screen is up, the person opens the Training tab (behind the
+   Decoding panel): how late the timer runs while its six plots are painted the first time (goal ≤ 50 ms).
 
 Uses the display in $DISPLAY when there is one (run under xvfb-run for a real X11 window), else
 Qt's offscreen platform.
@@ -127,10 +129,9 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
             app.processEvents()
             time.sleep(0.001)
 
-    run_for(1.0)
-    opened = time.perf_counter()
-    window.docks["training"].raise_()  # a person opens the Training tab, behind the decoding panel,
-    run_for(IDLE_S - 1.0)  # and chooses settings; the idle engine prepares training meanwhile
+    shown = time.perf_counter()
+    run_for(IDLE_S)  # a person chooses settings (a window without a model opens on the Training panel);
+    # the idle engine prepares training meanwhile
     clicked = time.perf_counter()
     window.training.start_button.click()
     deadline = clicked + 120
@@ -143,20 +144,57 @@ def lateness(preset: str, task: str, seconds: float, threads: int | None) -> Non
     timer.stop()
     s = np.array(stamps)
     late = (np.diff(s) - 0.016) * 1000
-    tab = late[(s[1:] > opened) & (s[1:] <= opened + 0.5)]  # the Training tab's first paint
-    before = late[(s[1:] > opened + 0.5) & (s[1:] <= clicked)]
+    before = late[(s[1:] > shown + 1.0) & (s[1:] <= clicked)]  # after the window's first paint
     at_start = late[(s[1:] > clicked) & (s[1:] <= measured_from)]
     steady = late[s[:-1] >= measured_from]
     window.close()
     print(f"== GUI timer lateness while training: {preset} preset, {task} "
           f"({QApplication.platformName()} platform, engine threads {threads or os.cpu_count()})")  # fmt: skip
     idle = "prepares training" if torch_loaded else "loads PyTorch, then prepares training"
-    print(f"  opening the Training tab (its first paint): max {tab.max():.1f} ms")
-    print(f"  {IDLE_S - 1.5:.1f} s before Start (the idle engine {idle}): max {before.max():.1f} ms; first "
+    print(f"  {IDLE_S - 1:.0f} s before Start (the idle engine {idle}): max {before.max():.1f} ms; first "
           f"{START_S:.0f} s after Start (the model is built): max {at_start.max():.1f} ms  (goal <= 50)")  # fmt: skip
     p50, p99 = np.percentile(steady, [50, 99])
     print(f"  then {seconds:.0f} s at {steps / seconds:.0f} steps/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
           f"max {steady.max():.2f} ms  (goal: p99 <= 10, max <= 50)")  # fmt: skip
+
+
+def training_tab() -> None:
+    """A first launch (the bundled model, the Decoding panel in front) where the person, once the first
+    screen is up, opens the Training tab: how late a 16 ms timer runs while its plots are first painted."""
+    from PySide6.QtCore import QSettings, Qt, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    from explorer.app import import_window
+
+    _, MainWindow, Engine = import_window()  # noqa: N806
+    folder = Path(tempfile.mkdtemp())
+    window = MainWindow(engine=Engine("cpu", wait_for_window=True), data_dir=folder,
+                        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat))  # fmt: skip
+    window.show()
+    app.processEvents()
+    window.engine.release()
+    deadline = time.perf_counter() + 60
+    while window.decoding.view is None and time.perf_counter() < deadline:
+        app.processEvents()
+        time.sleep(0.005)
+    end = time.perf_counter() + 3  # the first answers drawn, the engine's deferred work done
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.005)
+    stamps: list[float] = []
+    timer = QTimer(timerType=Qt.PreciseTimer, interval=16)
+    timer.timeout.connect(lambda: stamps.append(time.perf_counter()))
+    timer.start()
+    window.docks["training"].raise_()
+    end = time.perf_counter() + 1.0
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.001)
+    late = (np.diff(np.array(stamps)) - 0.016) * 1000
+    window.close()
+    print(f"== opening the Training tab after a first launch (its plots' first paint): max {late.max():.1f} ms "
+          "(goal <= 50)")  # fmt: skip
 
 
 def main() -> None:
@@ -165,11 +203,15 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=5)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--only", nargs=2, metavar=("PRESET", "TASK"), help=argparse.SUPPRESS)  # one preset, here
+    ap.add_argument("--training-tab", action="store_true", help=argparse.SUPPRESS)  # that measure, here
     args = ap.parse_args()
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     if args.only:
         lateness(*args.only, args.seconds, args.threads)
+        return
+    if args.training_tab:
+        training_tab()
         return
     if args.launches:
         startup(args.launches)
@@ -177,6 +219,8 @@ def main() -> None:
         command = [sys.executable, "-m", "bench.gui_responsiveness", "--only", preset, task, "--seconds",
                    str(args.seconds), *(["--threads", str(args.threads)] if args.threads else [])]  # fmt: skip
         subprocess.run(command, check=True, cwd=ROOT, env=_first_launch_env())
+    command = [sys.executable, "-m", "bench.gui_responsiveness", "--training-tab"]
+    subprocess.run(command, check=True, cwd=ROOT, env=_first_launch_env())
 
 
 if __name__ == "__main__":

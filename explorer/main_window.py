@@ -118,7 +118,7 @@ class MainWindow(QMainWindow):
         self._connect_engine()
         self._connect_panels()
         language.changed.connect(self.retranslate)
-        self._restore_window()
+        self._restore_window(training_first=not start_default and not open_path)
         self.retranslate()
         self._begin(open_path, start_default)
 
@@ -230,8 +230,9 @@ class MainWindow(QMainWindow):
         dock.show()
         dock.raise_()
 
-    def _restore_window(self) -> None:
-        """The size, layout and theme of the last session; the default ones on a first launch."""
+    def _restore_window(self, training_first: bool) -> None:
+        """The size, layout and theme of the last session; the default ones on a first launch, with the
+        Training panel in front when the program starts without a model to look into (``--new``)."""
         geometry = self.settings.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
@@ -240,6 +241,8 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
+        elif training_first:
+            self.docks["training"].raise_()
         self._base_font = QApplication.font()
         self.presenting = False
         theme = self.settings.value("theme")

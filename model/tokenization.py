@@ -47,6 +47,7 @@ _SPACED_APOSTROPHE = re.compile(r"(?<=\w) ' (?=(?:s|t|re|ve|ll|d|m)\b)")  # Hua'
 
 ENCODE_CHUNK = 1000  # texts per call into the tokenizer (see TextTokenizer.encode_batch)
 
+
 def normalize_text(text: str) -> str:
     """NFC, stripped, whitespace runs collapsed to one space — applied before every kind."""
     return " ".join(unicodedata.normalize("NFC", text).split())

@@ -229,3 +229,13 @@ def test_presenter_tree_view_gives_the_tree_most_of_the_height(make_window, qtbo
     assert (
         d.tree.height() > 2 * d.nbest.height() and d.nbest.height() >= 3 * d.nbest.verticalHeader().defaultSectionSize()
     )
+
+
+def test_the_panel_in_front_follows_what_the_program_starts_with(make_window, qtbot):
+    with_model = bundled_window(make_window, qtbot)  # the bundled model: its translation and attention
+    assert not with_model.docks["decoding"].visibleRegion().isEmpty()
+    assert with_model.docks["training"].visibleRegion().isEmpty()
+    without = make_window(settings_name="new.ini")  # --new: nothing to look into yet, so training first
+    shown(without, qtbot)
+    assert not without.docks["training"].visibleRegion().isEmpty()
+    assert without.docks["decoding"].visibleRegion().isEmpty()

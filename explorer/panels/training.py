@@ -105,6 +105,9 @@ class TrainingPanel(QWidget):
         self._ticks = 0
         self._on_screen = True
         self._painted = False  # the plots have been on screen once (see _reveal_gradually)
+        self._unrevealed: list[MetricPlot] = []
+        self._reveal_timer = QTimer(self, singleShot=True, interval=REVEAL_MS)  # dies with the panel
+        self._reveal_timer.timeout.connect(self._reveal_next)
         self.retranslate()
         self._update_buttons()
 
@@ -469,20 +472,16 @@ class TrainingPanel(QWidget):
         """The first time the panel comes on screen its plots are painted one at a time, a frame apart: the
         first paint of all six in one turn of the event loop (pyqtgraph lays out and draws every axis's
         text, then again once the axis has widened to its labels) made the window wait 120–220 ms."""
-        later = list(self.plots.values())[shown:]
-        for plot in later:
+        self._unrevealed = list(self.plots.values())[shown:]
+        for plot in self._unrevealed:
             plot.setUpdatesEnabled(False)
-        self._reveal(later)
+        self._reveal_timer.start()
 
-    def _reveal(self, waiting: list) -> None:
-        if not waiting:
-            return
-
-        def next_one() -> None:
-            waiting[0].setUpdatesEnabled(True)
-            self._reveal(waiting[1:])
-
-        QTimer.singleShot(REVEAL_MS, next_one)
+    def _reveal_next(self) -> None:
+        if self._unrevealed:
+            self._unrevealed.pop(0).setUpdatesEnabled(True)
+        if self._unrevealed:
+            self._reveal_timer.start()
 
     def _tick(self) -> None:
         """Redraw the next plot that has new data: one plot per tick keeps each frame's painting short
