@@ -201,7 +201,7 @@ class MainWindow(QMainWindow):
         self.training.scratch_requested.connect(self.train_from_scratch)
         self.training.attach(self.client, self._when_discarded)
         self.training.acted.connect(self.first_launch.person_takes_over)
-        self.training.acted.connect(self.docks["training"].raise_)
+        self.training.acted.connect(lambda: self._bring_forward("training"))
         self.decoding.attach(self.client)
         self.decoding.sentence_asked.connect(self.first_launch.welcome_done)
         self.attention.attach(self.client, self.decoding)
@@ -226,7 +226,11 @@ class MainWindow(QMainWindow):
             self._bring_forward("decoding")
 
     def _bring_forward(self, key: str) -> None:
+        """Show a panel in front of its tab group; nothing to do (and no re-layout of the whole window,
+        50–80 ms) when it is on screen already."""
         dock = self.docks[key]
+        if dock.isVisible() and not dock.visibleRegion().isEmpty():
+            return
         dock.show()
         dock.raise_()
 
@@ -602,8 +606,7 @@ class MainWindow(QMainWindow):
     def new_model(self, start: bool = False) -> None:
         """A fresh model from the Training panel's settings (training at once with ``start``)."""
         self.first_launch.person_takes_over()
-        self.docks["training"].show()
-        self.docks["training"].raise_()
+        self._bring_forward("training")
         try:
             spec = self.training.form.spec()
         except ValueError as exc:

@@ -49,6 +49,8 @@ class ModelPanel(QWidget):
 
     def set_loading(self, loading: bool) -> None:
         """Say that the start-up's model is on its way (until it, or a failure, arrives)."""
+        if loading == self.loading:
+            return  # a new text would re-lay out the whole window (50–80 ms), for nothing
         self.loading = loading
         if self.info is None:
             self.retranslate()
