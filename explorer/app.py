@@ -157,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     app.installEventFilter(opener)
     window.show()
     app.processEvents()  # the first paint, before the engine thread starts importing PyTorch
+    if not window.isVisible():  # closed during that first paint: the event loop would wait for no window
+        settings.sync()
+        _leave(0)
     window.engine.release()
     if args.measure_startup:  # for bench/gui_responsiveness: launch → window → first attention map → idle
         _measure_startup(app, window)

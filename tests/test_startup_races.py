@@ -106,3 +106,23 @@ def test_the_engine_skips_a_start_up_load_once_a_model_exists(qtbot):
         assert [r.origin for r in runs] == [new, plain]  # the conditional ones were skipped, the others not
     finally:
         engine.shutdown(None, timeout_ms=10000)
+
+
+def test_a_window_closed_during_its_first_paint_ends_the_program(tmp_path):
+    """Closed before the event loop has started (a person closing it at once): the program ends instead of
+    waiting for ever in an event loop with no window left."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path),
+        "QT_QPA_PLATFORM": "offscreen",
+    }
+    command = [sys.executable, "-m", "bench.exit_crashes", "--child", "mid-load", "--delay", "0.05"]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr[-2000:]
