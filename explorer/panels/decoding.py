@@ -516,6 +516,9 @@ class DecodingPanel(QWidget):
         self.focus = focus
         beam = self.view.settings.beam_size > 1 if self.view is not None else self.mode.currentData() == "beam"
         self._apply_focus(beam)
+        if focus == "tree":  # the n-best list above the tree needs a few rows only (once: a drag then wins)
+            height = sum(self.body.sizes()) or self.body.height()
+            self.body.setSizes([height // 4, height - height // 4])
 
     def _apply_focus(self, beam: bool) -> None:
         """Greedy: the candidates beside the step's cross-attention. Beam search: the candidates beside the
@@ -525,10 +528,7 @@ class DecodingPanel(QWidget):
         self.beside.setCurrentIndex(1 if tree else 0)
         self.candidates.setVisible(self.focus != "tree")
         self.beam_box.setVisible(tree)
-        if self.focus == "tree":  # presenter mode's tree: the n-best list above it needs a few rows only
-            height = sum(self.body.sizes()) or self.body.height()
-            self.body.setSizes([height // 4, height - height // 4])
-        elif appears and self.candidates.isVisibleTo(self):
+        if appears and self.focus is None and self.candidates.isVisibleTo(self):
             self._share_height()
 
     def _share_height(self) -> None:
