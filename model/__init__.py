@@ -8,7 +8,19 @@ from typing import TYPE_CHECKING, Any
 from model.config import ModelConfig
 
 if TYPE_CHECKING:
-    from model.decoding import BeamStepper, DecodeStep, GreedyStepper, Hypothesis, beam_search, greedy_decode
+    from model.decoding import (
+        BeamStepper,
+        DecodeStep,
+        GreedyStepper,
+        Hypothesis,
+        MaskFill,
+        SampleStepper,
+        Sampling,
+        beam_search,
+        fill_mask,
+        generate,
+        greedy_decode,
+    )
     from model.transformer import AttentionMaps, Transformer
 
 _LAZY = {
@@ -17,6 +29,11 @@ _LAZY = {
     "GreedyStepper": "model.decoding",
     "Hypothesis": "model.decoding",
     "beam_search": "model.decoding",
+    "MaskFill": "model.decoding",
+    "SampleStepper": "model.decoding",
+    "Sampling": "model.decoding",
+    "fill_mask": "model.decoding",
+    "generate": "model.decoding",
     "greedy_decode": "model.decoding",
     "AttentionMaps": "model.transformer",
     "Transformer": "model.transformer",
@@ -31,6 +48,11 @@ __all__ = [
     "ModelConfig",
     "Transformer",
     "beam_search",
+    "MaskFill",
+    "SampleStepper",
+    "Sampling",
+    "fill_mask",
+    "generate",
     "greedy_decode",
 ]
 

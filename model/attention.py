@@ -73,14 +73,17 @@ def scaled_dot_product_attention(
     mask: Tensor | None = None,
     dropout_p: float = 0.0,
     need_weights: Literal[False] = False,
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, None]: ...
 @overload
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: Literal[True]
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: Literal[True],
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 @overload
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, *, need_weights: Literal[True]
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, *,
+    need_weights: Literal[True], bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 @overload
 def scaled_dot_product_attention(
@@ -90,6 +93,7 @@ def scaled_dot_product_attention(
     mask: Tensor | None = None,
     dropout_p: float = 0.0,
     need_weights: bool = False,
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]: ...
 def scaled_dot_product_attention(
     q: Tensor,
@@ -98,16 +102,24 @@ def scaled_dot_product_attention(
     mask: Tensor | None = None,
     dropout_p: float = 0.0,
     need_weights: bool = False,
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Attention over the last two axes. q ``[B, H, Lq, Dh]``, k/v ``[B, H, Lk, Dh]``.
 
-    Returns the output ``[B, H, Lq, Dh]`` and, with ``need_weights``, the
+    ``bias`` (broadcastable to ``[B, H, Lq, Lk]``) is added to the scaled scores before the softmax
+    (T5's relative positions). Returns the output ``[B, H, Lq, Dh]`` and, with ``need_weights``, the
     probabilities ``[B, H, Lq, Lk]`` (before dropout).
     """
     if not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        attn_mask = mask
+        if bias is not None:  # one additive mask: the bias where attending, the lowest value where not
+            attn_mask = bias if mask is None else torch.where(mask, bias, torch.finfo(bias.dtype).min)
+            attn_mask = attn_mask.to(q.dtype)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
         return out, None
     scaled = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # [B, H, Lq, Lk]
+    if bias is not None:
+        scaled = scaled + bias
     weights = _masked_softmax(scaled, mask)
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights
@@ -177,19 +189,21 @@ class MultiHeadAttention(nn.Module):
         memory: Tensor | None = None,
         mask: Tensor | None = None,
         need_weights: bool = False,
+        bias: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Self-attention over ``x`` (memory None) or cross-attention from ``x`` to ``memory``."""
+        """Self-attention over ``x`` (memory None) or cross-attention from ``x`` to ``memory``; ``bias`` is added
+        to the scaled scores (T5's relative positions)."""
         if memory is None:
             q, k, v = self.project_qkv(x)
         else:
             q = self.project_query(x)
             k, v = self.project_memory(memory)
-        return self.attend(q, k, v, mask, need_weights)
+        return self.attend(q, k, v, mask, need_weights, bias)
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool, bias: Tensor | None = None
     ) -> tuple[Tensor, Tensor | None]:
         """Attention of projected heads, merge, output projection W^O."""
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, need_weights)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, need_weights, bias)
         return self.out_proj(self._merge_heads(out)), weights

@@ -14,9 +14,12 @@ from typing import Any, Literal, get_args
 
 from model.plain_data import ConfigError, choice_problems, from_plain, setting, to_plain
 
-Positional = Literal["sinusoidal", "learned", "rope"]
+Arch = Literal["encoder_decoder", "decoder_only", "encoder_only"]
+Positional = Literal["sinusoidal", "learned", "rope", "t5_relative"]
 Norm = Literal["post", "pre"]
 Activation = Literal["relu", "gelu"]
+ARCHS: tuple[str, ...] = get_args(Arch)
+SINGLE_STREAM = ("decoder_only", "encoder_only")
 POSITIONAL_KINDS: tuple[str, ...] = get_args(Positional)
 NORM_KINDS: tuple[str, ...] = get_args(Norm)
 ACTIVATIONS: tuple[str, ...] = get_args(Activation)
@@ -72,10 +75,22 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shape and options of an encoder–decoder Transformer."""
+    """Shape and options of a Transformer of one of three families.
 
-    src_vocab_size: int  # source vocabulary size, specials included
-    tgt_vocab_size: int  # target vocabulary size, specials included
+    ``arch`` is the family: "encoder_decoder" (the paper's translator, T5), "decoder_only" (GPT: a causal stack
+    that predicts the next token) or "encoder_only" (BERT: a bidirectional stack that predicts masked tokens).
+    A single-stream family has one vocabulary, ``vocab_size`` (source and target sizes follow it); a decoder-only
+    model's layers are ``n_decoder_layers``, an encoder-only model's ``n_encoder_layers``.
+    """
+
+    src_vocab_size: int  # source vocabulary size, specials included (single-stream: 0, or = vocab_size)
+    tgt_vocab_size: int  # target vocabulary size, specials included (single-stream: = vocab_size)
+    arch: Arch = setting(
+        "encoder_decoder", "Family",
+        "encoder_decoder (the paper, T5), decoder_only (GPT: predicts the next token, looks only back) or "
+        "encoder_only (BERT: fills in masked tokens, looks both ways)", form=True,
+    )  # fmt: skip
+    vocab_size: int = 0  # single-stream families: the one vocabulary's size (0 for encoder–decoder)
     d_model: int = setting(512, "d_model", "width of every residual stream", form=True, low=4, high=4096, step=8)
     n_heads: int = setting(
         8, "Heads", "attention heads per attention block; d_model % n_heads == 0", flag="heads", form=True, low=1,
@@ -96,8 +111,10 @@ class ModelConfig:
     )  # fmt: skip
     max_len: int = setting(512, "Longest sequence", "longest sequence (positions) the model accepts, BOS/EOS included")
     positional: Positional = setting(
-        "sinusoidal", "Positions", "positions: sinusoidal (the paper), a learned table, or rotary (RoPE)", form=True
-    )
+        "sinusoidal", "Positions",
+        "positions: sinusoidal (the paper), a learned table, rotary (RoPE), or T5's relative bias (bucketed "
+        "offsets, a learned bias per head added to the attention scores)", form=True,
+    )  # fmt: skip
     norm: Norm = setting(
         "post", "Normalisation", "post (the paper: x = LN(x + f(x))) or pre (x = x + f(LN(x)), final LN)", form=True
     )
@@ -107,12 +124,35 @@ class ModelConfig:
         False, "Tied embeddings", "output projection shares the target embedding's weights (paper presets tie)",
         form=True,
     )  # fmt: skip
+    n_experts: int = setting(
+        1, "Experts", "Mixture-of-Experts: N expert FFNs per layer, a router sends each token to k of them "
+        "(1 = the paper's dense FFN)", flag="experts", form=True, low=1, high=64,
+    )  # fmt: skip
+    experts_top_k: int = setting(
+        1, "Experts per token", "k: experts each token is sent to, their outputs weighted by the router",
+        flag="experts-top-k", form=True, low=1, high=64,
+    )  # fmt: skip
+    aux_loss_coef: float = setting(
+        0.01, "Balance loss", "weight of the load-balancing loss N·Σ f_i·P_i added to the training loss "
+        "(0: no balancing)", flag="aux-loss", form=True, low=0.0, high=10.0, step=0.01, decimals=3,
+    )  # fmt: skip
+    n_classes: int = 0  # encoder-only: classes of the head on the first (<cls>) position, e.g. 2 for NSP
+    t5_buckets: int = 32  # T5 relative bias: offset buckets (bidirectional: half per direction)
+    t5_max_distance: int = 128  # T5 relative bias: offsets from here on share the last bucket
     layer_norm_eps: float = 1e-5  # eps inside the square root of LayerNorm
     pad_id: int = 0  # padding token, never attended to, never emitted
     bos_id: int = 1  # begin-of-sequence token, starts every decoder input
     eos_id: int = 2  # end-of-sequence token, ends every decoder output
 
     def __post_init__(self) -> None:
+        if self.arch in SINGLE_STREAM and self.vocab_size == 0 and self.src_vocab_size == self.tgt_vocab_size:
+            object.__setattr__(self, "vocab_size", self.src_vocab_size)  # one size given the old way
+        if self.arch in SINGLE_STREAM and isinstance(self.vocab_size, int) and self.vocab_size:
+            for name in ("src_vocab_size", "tgt_vocab_size"):  # one vocabulary: both sizes follow it
+                if getattr(self, name) in (0, self.vocab_size):
+                    object.__setattr__(self, name, self.vocab_size)
+            if self.shared_vocab is False:
+                object.__setattr__(self, "shared_vocab", True)
         problems = self._problems()
         if problems:
             raise ConfigError("Invalid model configuration", problems)
@@ -121,14 +161,19 @@ class ModelConfig:
         p: list[str] = []
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             value = getattr(self, name)
+            if value == 0 and name.endswith("vocab_size"):
+                what = "vocab_size" if self.arch in SINGLE_STREAM else "src_vocab_size and tgt_vocab_size"
+                p.append(f"a {self.arch} ModelConfig needs {what} (the vocabulary size{'s' if 'and' in what else ''})")
+                break
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 p.append(f"{name} must be a positive integer (got {value!r})")
-        for name in ("n_encoder_layers", "n_decoder_layers"):
+        for name in ("n_encoder_layers", "n_decoder_layers", "n_experts", "experts_top_k", "t5_buckets"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 p.append(f"{name} must be at least 1 (got {value!r})")
         if p:
             return p
+        p.extend(self._family_problems())
         if self.d_model % self.n_heads:
             divisors = [h for h in range(1, min(self.d_model, 64) + 1) if self.d_model % h == 0]
             p.append(
@@ -162,21 +207,66 @@ class ModelConfig:
             p.append("max_len must be at least 2 (BOS plus one token)")
         return p
 
+    def _family_problems(self) -> list[str]:
+        p: list[str] = []
+        if self.arch in SINGLE_STREAM:
+            if self.vocab_size != self.src_vocab_size or self.vocab_size != self.tgt_vocab_size:
+                p.append(
+                    f"a {self.arch} model has one vocabulary: give vocab_size (got vocab_size {self.vocab_size}, "
+                    f"source {self.src_vocab_size}, target {self.tgt_vocab_size})"
+                )
+        elif self.vocab_size:
+            p.append("vocab_size is for single-stream models; an encoder–decoder model takes src/tgt_vocab_size")
+        if self.experts_top_k > self.n_experts:
+            p.append(
+                f"each token goes to experts_top_k ({self.experts_top_k}) of n_experts ({self.n_experts}) experts; "
+                f"lower experts_top_k or add experts"
+            )
+        if not isinstance(self.aux_loss_coef, (int, float)) or not self.aux_loss_coef >= 0:
+            p.append(f"aux_loss_coef must be ≥ 0 (got {self.aux_loss_coef!r})")
+        if not isinstance(self.n_classes, int) or self.n_classes < 0 or self.n_classes == 1:
+            p.append(f"n_classes must be 0 (no head) or at least 2 (got {self.n_classes!r})")
+        elif self.n_classes and self.arch != "encoder_only":
+            p.append("a classification head (n_classes) belongs to an encoder-only model")
+        if self.positional == "t5_relative" and (self.t5_max_distance < self.t5_buckets or self.t5_buckets < 4):
+            p.append(
+                f"T5 relative bias needs at least 4 buckets and t5_max_distance ≥ t5_buckets "
+                f"(got {self.t5_buckets}, {self.t5_max_distance})"
+            )
+        return p
+
+    @property
+    def single_stream(self) -> bool:
+        """Decoder-only or encoder-only: one token stream, one vocabulary."""
+        return self.arch in SINGLE_STREAM
+
+    @property
+    def n_layers(self) -> int:
+        """Layers of a single-stream model (decoder-only: decoder layers; encoder-only: encoder layers)."""
+        return self.n_encoder_layers if self.arch == "encoder_only" else self.n_decoder_layers
+
+    @property
+    def moe(self) -> bool:
+        return self.n_experts > 1
+
     @property
     def head_dim(self) -> int:
         """d_k = d_v = d_model / n_heads."""
         return self.d_model // self.n_heads
 
     @classmethod
-    def preset(cls, name: str, *, src_vocab_size: int, tgt_vocab_size: int, **overrides: Any) -> ModelConfig:
+    def preset(
+        cls, name: str, *, src_vocab_size: int = 0, tgt_vocab_size: int = 0, vocab_size: int = 0, **overrides: Any
+    ) -> ModelConfig:
         """A named architecture ("tiny", "small", "paper_base", "paper_big") for given vocabularies.
 
-        Any field may be overridden, e.g. ``preset("small", ..., norm="pre")``.
+        Any field may be overridden, e.g. ``preset("small", ..., norm="pre")``; a single-stream family takes
+        ``vocab_size``: ``preset("small", arch="decoder_only", vocab_size=8000)``.
         """
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         fields = {**PRESETS[name], **overrides}
-        return cls(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **fields)
+        return cls(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, vocab_size=vocab_size, **fields)
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)

@@ -1,4 +1,9 @@
-"""Greedy and beam-search decoding, and steppers that expose every step.
+"""Greedy, beam-search and sampled decoding, and steppers that expose every step.
+
+For an encoder–decoder model the source is the sentence to translate; for a decoder-only model it is the
+prompt, which the model reads after BOS before it continues it (:func:`generate`). Sampling draws each token
+from the model's distribution divided by a temperature, cut to the ``top_k`` most probable tokens and/or to the
+smallest set whose probability reaches ``top_p`` (nucleus sampling); temperature 0 is greedy.
 
 Token convention for every result: the generated ids without BOS, ending with
 EOS when one was produced. Decoding never emits PAD or BOS: their logits are
@@ -15,6 +20,7 @@ GNMT length-normalised score ``log_prob / ((5 + |Y|) / 6) ** α``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal, overload
 
@@ -30,6 +36,52 @@ from model.transformer import DecoderState, Transformer
 def length_normalized_score(log_prob: float, length: int, length_penalty: float) -> float:
     """GNMT length normalisation: log_prob / ((5 + length) / 6) ** α."""
     return log_prob / ((5 + length) / 6) ** length_penalty
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How to draw tokens: temperature > 0, optionally cut by top-k and/or top-p; a seed makes draws repeat."""
+
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.temperature > 0:
+            raise ValueError(f"sampling needs a temperature above 0 (got {self.temperature}); 0 is greedy")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"top_k must be at least 1 (got {self.top_k})")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p})")
+
+
+def filter_logits(logits: Tensor, top_k: int | None = None, top_p: float | None = None) -> Tensor:
+    """``logits [..., V]`` with the tokens that top-k and top-p remove set to −∞.
+
+    top-k keeps the k most probable tokens; top-p keeps the smallest set of most probable tokens whose
+    probability reaches p (the token that crosses p is kept). Both: a token must survive both cuts.
+    """
+    out = logits
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        out = out.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1:
+        probs, order = out.softmax(-1).sort(dim=-1, descending=True)
+        before = probs.cumsum(-1) - probs  # mass of the more probable tokens
+        drop_sorted = before >= top_p  # the set already reached p without this token
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        out = out.masked_fill(drop, float("-inf"))
+    return out
+
+
+def _generator(seed: int | None, device: torch.device) -> torch.Generator:
+    gen = torch.Generator(device=device)
+    if seed is None:
+        gen.seed()
+    else:
+        gen.manual_seed(seed)
+    return gen
 
 
 @dataclass(frozen=True)
@@ -53,11 +105,11 @@ def _forbidden_bias(model: Transformer) -> Tensor:
     return bias
 
 
-def _as_batch(src: Tensor | list, device: torch.device) -> Tensor:
+def _as_batch(src: Tensor | list, device: torch.device, allow_empty: bool = False) -> Tensor:
     src = torch.as_tensor(src, dtype=torch.long, device=device)
     if src.dim() == 1:
         src = src[None]
-    if src.dim() != 2 or src.shape[1] == 0:
+    if src.dim() != 2 or (src.shape[1] == 0 and not allow_empty):
         raise ValueError("the source must hold at least one token ([S] or [B, S] ids)")
     return src
 
@@ -162,39 +214,72 @@ class BeamStepper:
         length_penalty: float = 0.6,
         top_k: int = 10,
         record: bool = True,
+        sampling: Sampling | None = None,
     ) -> None:
         if beam_size < 1:
             raise ValueError(f"beam_size must be at least 1 (got {beam_size})")
         if length_penalty < 0:
             raise ValueError(f"length_penalty must be ≥ 0 (got {length_penalty})")
+        if sampling is not None and beam_size != 1:
+            raise ValueError("sampling draws one continuation: use beam_size 1")
         _check_max_len(max_len)
-        self.model, self.beam_size, self.max_len = model, beam_size, max_len
-        self.length_penalty, self.top_k, self.record = length_penalty, top_k, record
+        self.model, self.beam_size = model, beam_size
+        self.length_penalty, self.top_k, self.record, self.sampling = length_penalty, top_k, record, sampling
         cfg = model.cfg
         model.eval()
         self.encoder_attention: np.ndarray | None = None  # [layers, heads, S, S], when recording
+        self._generator = None if sampling is None else _generator(sampling.seed, model.device)
         with torch.inference_mode():
-            src = _as_batch(src, model.device)
+            src = _as_batch(src, model.device, allow_empty=cfg.arch == "decoder_only")
             if src.shape[0] != 1:
                 raise ValueError("beam search decodes one source at a time; pass a 1-D tensor")
             self.src = src[0]
-            src_mask = padding_mask(src, cfg.pad_id)
-            if record:
-                memory, maps = model.encode(src, src_mask, return_attention=True)  # [1, S, d], shared by all beams
-                self.encoder_attention = torch.stack([w[0] for w in maps]).float().cpu().numpy()
+            if cfg.arch == "decoder_only":
+                max_len = self._start_generation(max_len)
             else:
-                memory = model.encode(src, src_mask)
-            self._state: DecoderState = model.start_decoding(memory, src_mask, beam_size, capacity=max_len)
+                self._start_translation(src, max_len, record)
             self._forbid = _forbidden_bias(model)
+        self.max_len = max_len
         self._allowed = cfg.tgt_vocab_size - 2  # every token but PAD and BOS
         self._prefixes: list[list[int]] = [[]]
         self._log_probs = torch.zeros(1, device=model.device)  # cumulative, per live prefix
-        self._last = torch.full((1,), cfg.bos_id, dtype=torch.long, device=model.device)
         self._pending: Tensor | None = None  # next-token log-probabilities of the live prefixes, once computed
         self._finished: list[Hypothesis] = []
         self.history: list[DecodeStep] = []
         self.rows: list[DecoderRows] = []  # per position, when recording (one more than history after lookahead)
         self.position = 0  # steps currently shown (≤ len(history))
+
+    def _start_translation(self, src: Tensor, max_len: int, record: bool) -> None:
+        model, cfg = self.model, self.model.cfg
+        if cfg.arch != "encoder_decoder":
+            raise ValueError(f"an {cfg.arch} model does not generate text; fill masks with fill_mask")
+        src_mask = padding_mask(src, cfg.pad_id)
+        if record:
+            memory, maps = model.encode(src, src_mask, return_attention=True)  # [1, S, d], shared by all beams
+            self.encoder_attention = torch.stack([w[0] for w in maps]).float().cpu().numpy()
+        else:
+            memory = model.encode(src, src_mask)
+        self._state: DecoderState = model.start_decoding(memory, src_mask, self.beam_size, capacity=max_len)
+        self._last = torch.full((1,), cfg.bos_id, dtype=torch.long, device=model.device)
+
+    def _start_generation(self, max_len: int) -> int:
+        """A decoder-only model reads BOS and the prompt (all but its last token now, into the cache); the
+        first step reads the last. → the longest continuation that fits the model's max_len."""
+        model, cfg = self.model, self.model.cfg
+        prompt = [cfg.bos_id, *self.src.tolist()]
+        room = cfg.max_len - len(prompt) + 1  # positions for generated tokens (the last one is never read)
+        if room < 1:
+            raise ValueError(
+                f"the prompt has {len(prompt) - 1} tokens; this model reads at most {cfg.max_len - 1}: shorten it"
+            )
+        max_len = min(max_len, room)
+        self._state = model.start_generation(self.beam_size, capacity=len(prompt) - 1 + max_len)
+        if len(prompt) > 1:  # the prompt but its last token, in one row of the cache
+            for token in prompt[:-1]:
+                model.decode_step(torch.tensor([token], device=model.device), self._state)
+        self._last = torch.tensor(prompt[-1:], dtype=torch.long, device=model.device)
+        self.prompt_length = len(prompt) - 1
+        return max_len
 
     # -- navigation ------------------------------------------------------------
     @property
@@ -274,7 +359,11 @@ class BeamStepper:
         n, V = log_probs.shape
         total = self._log_probs[:, None] + log_probs  # cumulative, [n, V]
         slots = min(self.beam_size - len(self._finished), n * self._allowed)
-        best, flat = total.view(-1).topk(slots)  # sorted, best first
+        if self.sampling is not None:  # one draw from the cut, tempered distribution
+            flat = self._draw(log_probs)
+            best = total.view(-1)[flat]
+        else:
+            best, flat = total.view(-1).topk(slots)  # sorted, best first
         parents, tokens = (flat // V).tolist(), (flat % V).tolist()
         scores, probs = best.tolist(), log_probs.view(-1)[flat].exp().tolist()
 
@@ -290,6 +379,8 @@ class BeamStepper:
                 live.append(Candidate(parent, token, lp, "live", p))
 
         record = self._record(t, log_probs, total, live + finished, finished_hyps)
+        if self.sampling is not None:
+            record = self._sampled_record(record, log_probs)
         self._finished.extend(finished_hyps)
         self._prefixes = [self._prefixes[c.parent] + [c.token] for c in live]
         if live:
@@ -334,10 +425,48 @@ class BeamStepper:
         )
 
 
+    def _draw(self, log_probs: Tensor) -> Tensor:
+        """A token drawn for the one live prefix (as an index into the flattened ``[1, V]`` scores)."""
+        return _draw_from(self, log_probs)
+
+    def _sampled_record(self, record: DecodeStep, log_probs: Tensor) -> DecodeStep:
+        """The step as sampling saw it: the candidates' probabilities at the temperature, those cut marked."""
+        assert self.sampling is not None
+        if not self.record:
+            return dataclasses.replace(record, sampled=True)
+        tempered, cut = _sampling_view(self.sampling, log_probs)
+        k = min(self.top_k, self._allowed)
+        top_lp, top_tok = tempered.topk(k, dim=-1)
+        removed = cut.gather(1, top_tok).isneginf()
+        return dataclasses.replace(
+            record,
+            top_tokens=top_tok.cpu().numpy(),
+            top_probs=top_lp.exp().float().cpu().numpy(),
+            cut=removed.cpu().numpy(),
+            sampled=True,
+            pruned=[],
+        )
+
+
+def _sampling_view(sampling: Sampling, log_probs: Tensor) -> tuple[Tensor, Tensor]:
+    """The tempered log-probabilities ``[n, V]`` and, after the cuts, the logits that are drawn from."""
+    tempered = (log_probs / sampling.temperature).log_softmax(-1)
+    return tempered, filter_logits(tempered, sampling.top_k, sampling.top_p)
+
+
 def _rows(log_probs: Tensor, self_w: list[Tensor], cross_w: list[Tensor], eos_id: int) -> DecoderRows:
-    """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, and P(EOS) per prefix."""
+    """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, and P(EOS) per prefix.
+    A decoder-only model has no cross-attention: ``[n, 0, H, 0]``."""
     stack = lambda ws: torch.stack([w[:, :, 0] for w in ws], dim=1).float().cpu().numpy()  # noqa: E731
-    return DecoderRows(stack(self_w), stack(cross_w), log_probs[:, eos_id].exp().float().cpu().numpy())
+    n, heads = self_w[0].shape[:2]
+    cross = stack(cross_w) if cross_w else np.zeros((n, 0, heads, 0), np.float32)
+    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy())
+
+
+def _draw_from(stepper: BeamStepper, log_probs: Tensor) -> Tensor:
+    assert stepper.sampling is not None
+    _, cut = _sampling_view(stepper.sampling, log_probs)
+    return torch.multinomial(cut.softmax(-1), 1, generator=stepper._generator).view(-1)
 
 
 class GreedyStepper(BeamStepper):
@@ -353,6 +482,107 @@ class GreedyStepper(BeamStepper):
         if step is None:
             return []
         return step.prefixes[0] + [step.kept[0].token]
+
+
+class SampleStepper(GreedyStepper):
+    """Sampled decoding one token at a time: each token drawn from the tempered, cut distribution, recorded
+    with the candidates it was drawn from (``DecodeStep.cut`` marks those top-k / top-p removed)."""
+
+    def __init__(
+        self, model: Transformer, src: Tensor, max_len: int, sampling: Sampling, top_k: int = 10, record: bool = True
+    ) -> None:
+        BeamStepper.__init__(
+            self, model, src, beam_size=1, max_len=max_len, length_penalty=0.0, top_k=top_k, record=record,
+            sampling=sampling,
+        )  # fmt: skip
+
+
+@torch.inference_mode()
+def generate(
+    model: Transformer,
+    prompt_ids: Tensor | list[int],
+    max_new_tokens: int,
+    *,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    use_cache: bool = True,
+) -> list[int]:
+    """Continue a prompt with a decoder-only model. → the new tokens, EOS last when the model ended the text.
+
+    The model reads BOS and the prompt (1-D ids), then one token at a time: the most probable one when
+    ``temperature`` is 0 (greedy), else one drawn from softmax(logits / temperature) cut by ``top_k`` and
+    ``top_p``; ``seed`` makes the draws repeat. With ``use_cache`` each step feeds only the newest token
+    and reuses cached keys and values; without it each step re-runs the model over the whole sequence.
+    Generation stops at EOS or after ``max_new_tokens`` (or when the model's max_len is reached).
+    """
+    cfg = model.cfg
+    if cfg.arch != "decoder_only":
+        raise ValueError(f"generate continues text with a decoder-only model; this one is {cfg.arch}")
+    _check_max_len(max_new_tokens)
+    model.eval()
+    device = model.device
+    ids = [cfg.bos_id, *torch.as_tensor(prompt_ids).view(-1).tolist()]
+    steps = min(max_new_tokens, cfg.max_len - len(ids) + 1)
+    if steps < 1:
+        raise ValueError(f"the prompt has {len(ids) - 1} tokens; this model reads at most {cfg.max_len - 1}")
+    sampling = Sampling(temperature, top_k, top_p, seed) if temperature > 0 else None
+    gen = None if sampling is None else _generator(seed, device)
+    forbid = _forbidden_bias(model)
+    state = model.start_generation(1, len(ids) - 1 + steps) if use_cache else None
+    if state is not None:
+        for token in ids[:-1]:
+            model.decode_step(torch.tensor([token], device=device), state)
+    out: list[int] = []
+    for _ in range(steps):
+        if state is not None:
+            logits = model.decode_step(torch.tensor(ids[-1:], device=device), state)[0]
+        else:
+            logits = model(torch.tensor([ids], device=device))[:, -1]
+        log_probs = (logits + forbid).log_softmax(-1)  # [1, V]
+        if sampling is None:
+            token = int(log_probs.argmax(-1))
+        else:
+            _, cut = _sampling_view(sampling, log_probs)
+            token = int(torch.multinomial(cut.softmax(-1), 1, generator=gen))
+        out.append(token)
+        ids.append(token)
+        if token == cfg.eos_id:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class MaskFill:
+    """The predictions for one ``<mask>`` position of an encoder-only model's input."""
+
+    position: int  # index into the input ids
+    tokens: list[int]  # the most probable tokens, best first (special tokens left out)
+    probs: list[float]  # their probabilities (softmax over the whole vocabulary)
+
+
+@torch.inference_mode()
+def fill_mask(
+    model: Transformer, ids: Tensor | list[int], mask_id: int, top_k: int = 5, segments: Tensor | None = None
+) -> list[MaskFill]:
+    """An encoder-only model's top-k predictions for each ``mask_id`` position of ``ids`` (1-D, the whole
+    input: BOS … EOS). Every position reads the whole input, before and after it (bidirectional)."""
+    cfg = model.cfg
+    if cfg.arch != "encoder_only":
+        raise ValueError(f"fill_mask is for encoder-only (masked-language) models; this one is {cfg.arch}")
+    model.eval()
+    x = torch.as_tensor(ids, dtype=torch.long, device=model.device).view(1, -1)
+    probs = model(x, segments=segments)[0].float().softmax(-1)  # [T, V]
+    specials = [cfg.pad_id, cfg.bos_id, cfg.eos_id, mask_id]
+    ranked = probs.clone()
+    ranked[:, specials] = -1.0
+    k = min(top_k, cfg.vocab_size - len(specials))
+    out = []
+    for position in (x[0] == mask_id).nonzero().view(-1).tolist():
+        p, tok = ranked[position].topk(k)
+        out.append(MaskFill(position, tok.tolist(), p.tolist()))
+    return out
 
 
 def beam_search(

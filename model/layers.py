@@ -1,4 +1,4 @@
-"""Position-wise feed-forward network, encoder layer and decoder layer.
+"""Encoder layer (also the block of decoder-only and encoder-only models) and decoder layer.
 
 Post-LN (the paper): x = LayerNorm(x + Dropout(Sublayer(x))).
 Pre-LN:              x = x + Dropout(Sublayer(LayerNorm(x))), with a final
@@ -17,43 +17,76 @@ from torch import Tensor, nn
 
 from model.attention import MultiHeadAttention, scaled_dot_product_attention
 from model.config import ModelConfig
+from model.feedforward import FeedForward, MoEFeedForward, Routing
 from model.positional import RotaryEmbedding
 
+__all__ = ["DecoderLayer", "DecoderStepWeights", "EncoderLayer", "FeedForward", "decoder_step", "make_ffn"]
 
-class FeedForward(nn.Module):
-    """FFN(x) = W_2 · act(W_1 x + b_1) + b_2, applied to each position alike."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str) -> None:
-        super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.activation = F.gelu if activation == "gelu" else F.relu
+def make_ffn(cfg: ModelConfig) -> FeedForward | MoEFeedForward:
+    """The paper's FFN, or a Mixture-of-Experts layer of ``cfg.n_experts`` of them."""
+    if cfg.moe:
+        return MoEFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation, cfg.n_experts, cfg.experts_top_k)
+    return FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+def feed(ffn: nn.Module, h: Tensor, real: Tensor | None) -> tuple[Tensor, Routing | None]:
+    """The feed-forward sublayer's output, and what its router did when it has one."""
+    if isinstance(ffn, MoEFeedForward):
+        return ffn(h, real)
+    return ffn(h), None
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each wrapped in residual + LayerNorm."""
+    """Self-attention then feed-forward, each wrapped in residual + LayerNorm.
+
+    The encoder's layer; with a causal mask, also the block of a decoder-only (GPT) model, which has no
+    encoder to attend to; and the block of an encoder-only (BERT) model.
+    """
 
     def __init__(self, cfg: ModelConfig, rope: RotaryEmbedding | None) -> None:
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.ffn = make_ffn(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None,
+        need_weights: bool = False,
+        bias: Tensor | None = None,
+        real: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None, Routing | None]:
+        """→ x, the self-attention weights (with need_weights) and the routing (MoE). ``real [B, L]``: the
+        positions that are not padding (for the load-balancing statistics)."""
         if self.pre_norm:
-            h, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
+            h, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights, bias=bias)
             x = x + self.dropout(h)
-            return x + self.dropout(self.ffn(self.norm2(x))), weights
-        h, weights = self.self_attn(x, mask=mask, need_weights=need_weights)
+            h, routing = feed(self.ffn, self.norm2(x), real)
+            return x + self.dropout(h), weights, routing
+        h, weights = self.self_attn(x, mask=mask, need_weights=need_weights, bias=bias)
         x = self.norm1(x + self.dropout(h))
-        return self.norm2(x + self.dropout(self.ffn(x))), weights
+        h, routing = feed(self.ffn, x, real)
+        return self.norm2(x + self.dropout(h)), weights, routing
+
+    def step_weights(self) -> DecoderStepWeights:
+        """The tensors one generation step needs (a decoder-only block: no cross-attention)."""
+        sa = self.self_attn
+        return DecoderStepWeights(
+            pre_norm=self.pre_norm,
+            n_heads=sa.n_heads,
+            rope=sa.rope,
+            qkv=(sa.in_proj.weight, sa.in_proj.bias),
+            self_out=(sa.out_proj.weight, sa.out_proj.bias),
+            cross_q=None,
+            cross_out=None,
+            ffn=_ffn_step(self.ffn),
+            norms=_norms(self.norm1, None, self.norm2),
+        )
 
 
 class DecoderLayer(nn.Module):
@@ -64,7 +97,7 @@ class DecoderLayer(nn.Module):
         self.pre_norm = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.ffn = make_ffn(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -77,23 +110,27 @@ class DecoderLayer(nn.Module):
         self_mask: Tensor | None,
         memory_mask: Tensor | None,
         need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Whole target sequence (teacher forcing). → x, self-attention and cross-attention weights."""
+        bias: Tensor | None = None,
+        real: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None, Routing | None]:
+        """Whole target sequence (teacher forcing). → x, self-attention and cross-attention weights, routing."""
         if self.pre_norm:
-            h, self_w = self.self_attn(self.norm1(x), mask=self_mask, need_weights=need_weights)
+            h, self_w = self.self_attn(self.norm1(x), mask=self_mask, need_weights=need_weights, bias=bias)
             x = x + self.dropout(h)
             h, cross_w = self.cross_attn(self.norm2(x), memory, memory_mask, need_weights)
             x = x + self.dropout(h)
-            return x + self.dropout(self.ffn(self.norm3(x))), self_w, cross_w
-        h, self_w = self.self_attn(x, mask=self_mask, need_weights=need_weights)
+            h, routing = feed(self.ffn, self.norm3(x), real)
+            return x + self.dropout(h), self_w, cross_w, routing
+        h, self_w = self.self_attn(x, mask=self_mask, need_weights=need_weights, bias=bias)
         x = self.norm1(x + self.dropout(h))
         h, cross_w = self.cross_attn(x, memory, memory_mask, need_weights)
         x = self.norm2(x + self.dropout(h))
-        return self.norm3(x + self.dropout(self.ffn(x))), self_w, cross_w
+        h, routing = feed(self.ffn, x, real)
+        return self.norm3(x + self.dropout(h)), self_w, cross_w, routing
 
     def step_weights(self) -> DecoderStepWeights:
         """The tensors one decoding step needs, gathered once per decode (see :func:`decoder_step`)."""
-        sa, ca, ffn = self.self_attn, self.cross_attn, self.ffn
+        sa, ca = self.self_attn, self.cross_attn
         d = sa.d_model
         return DecoderStepWeights(
             pre_norm=self.pre_norm,
@@ -103,11 +140,35 @@ class DecoderLayer(nn.Module):
             self_out=(sa.out_proj.weight, sa.out_proj.bias),
             cross_q=(ca.in_proj.weight[:d], ca.in_proj.bias[:d]),
             cross_out=(ca.out_proj.weight, ca.out_proj.bias),
-            ff1=(ffn.linear1.weight, ffn.linear1.bias),
-            ff2=(ffn.linear2.weight, ffn.linear2.bias),
-            activation=ffn.activation,
-            norms=tuple((n.weight, n.bias, n.eps) for n in (self.norm1, self.norm2, self.norm3)),
+            ffn=_ffn_step(self.ffn),
+            norms=_norms(self.norm1, self.norm2, self.norm3),
         )
+
+
+Norm = tuple[Tensor, Tensor, float]
+
+
+def _norms(*norms: nn.LayerNorm | None) -> tuple[Norm | None, ...]:
+    return tuple(None if n is None else (n.weight, n.bias, n.eps) for n in norms)
+
+
+def _ffn_step(ffn: nn.Module) -> DenseStep | MoEFeedForward:
+    """A dense FFN as plain tensors (see :func:`decoder_step`); a Mixture-of-Experts layer as itself."""
+    if isinstance(ffn, MoEFeedForward):
+        return ffn
+    assert isinstance(ffn, FeedForward)
+    return DenseStep((ffn.linear1.weight, ffn.linear1.bias), (ffn.linear2.weight, ffn.linear2.bias), ffn.activation)
+
+
+class DenseStep(NamedTuple):
+    """A dense FFN's tensors."""
+
+    ff1: tuple[Tensor, Tensor]
+    ff2: tuple[Tensor, Tensor]
+    activation: Callable[[Tensor], Tensor]
+
+    def __call__(self, h: Tensor) -> Tensor:
+        return F.linear(self.activation(F.linear(h, *self.ff1)), *self.ff2)
 
 
 class DecoderStepWeights(NamedTuple):
@@ -118,100 +179,70 @@ class DecoderStepWeights(NamedTuple):
     rope: RotaryEmbedding | None
     qkv: tuple[Tensor, Tensor]  # fused self-attention W^Q, W^K, W^V and biases
     self_out: tuple[Tensor, Tensor]  # self-attention W^O
-    cross_q: tuple[Tensor, Tensor]  # cross-attention W^Q (W^K, W^V were applied to the memory once)
-    cross_out: tuple[Tensor, Tensor]  # cross-attention W^O
-    ff1: tuple[Tensor, Tensor]
-    ff2: tuple[Tensor, Tensor]
-    activation: Callable[[Tensor], Tensor]
-    norms: tuple[tuple[Tensor, Tensor, float], ...]  # norm1, norm2, norm3: weight, bias, eps
+    cross_q: tuple[Tensor, Tensor] | None  # cross-attention W^Q (W^K, W^V were applied to the memory once)
+    cross_out: tuple[Tensor, Tensor] | None  # cross-attention W^O; None for a decoder-only block
+    ffn: DenseStep | MoEFeedForward
+    norms: tuple[Norm | None, ...]  # before/after self-attention, cross-attention (None: none), FFN
 
 
-@overload
 def decoder_step(
     w: DecoderStepWeights,
     x: Tensor,
     cache_k: Tensor,
     cache_v: Tensor,
-    memory_k: Tensor,
-    memory_v: Tensor,
-    memory_mask: Tensor | None,
-    position: int,
-    need_weights: Literal[False] = False,
-) -> tuple[Tensor, None, None]: ...
-@overload
-def decoder_step(
-    w: DecoderStepWeights,
-    x: Tensor,
-    cache_k: Tensor,
-    cache_v: Tensor,
-    memory_k: Tensor,
-    memory_v: Tensor,
-    memory_mask: Tensor | None,
-    position: int,
-    need_weights: Literal[True],
-) -> tuple[Tensor, Tensor, Tensor]: ...
-@overload
-def decoder_step(
-    w: DecoderStepWeights,
-    x: Tensor,
-    cache_k: Tensor,
-    cache_v: Tensor,
-    memory_k: Tensor,
-    memory_v: Tensor,
+    memory_k: Tensor | None,
+    memory_v: Tensor | None,
     memory_mask: Tensor | None,
     position: int,
     need_weights: bool = False,
-) -> tuple[Tensor, Tensor | None, Tensor | None]: ...
-def decoder_step(
-    w: DecoderStepWeights,
-    x: Tensor,
-    cache_k: Tensor,
-    cache_v: Tensor,
-    memory_k: Tensor,
-    memory_v: Tensor,
-    memory_mask: Tensor | None,
-    position: int,
-    need_weights: bool = False,
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """One decoder layer for one new position ``x [B, 1, d]`` (inference, no dropout).
 
     The same computation as :meth:`DecoderLayer.forward` restricted to the newest
     position: self-attention over the key/value cache (this position's k, v are
     written into ``cache_k/cache_v [B, H, capacity, Dh]`` in place), cross-attention
-    over precomputed memory keys/values ``[B, H, S, Dh]``, feed-forward. Written on
-    plain tensors because at batch 1 the per-call overhead of module dispatch is a
-    large share of a step.
+    over precomputed memory keys/values ``[B, H, S, Dh]`` (none in a decoder-only
+    block), feed-forward. ``bias [1, H, 1, position + 1]``: T5's relative bias of this
+    row. Written on plain tensors because at batch 1 the per-call overhead of module
+    dispatch is a large share of a step.
     """
     B, _, d = x.shape
     H = w.n_heads
     Dh = d // H
-    (n1w, n1b, eps1), (n2w, n2b, eps2), (n3w, n3b, eps3) = w.norms
+    n1, n2, n3 = w.norms
+
+    def norm(x: Tensor, n: Norm | None) -> Tensor:
+        assert n is not None  # a sublayer that exists has its norm
+        return F.layer_norm(x, (d,), n[0], n[1], n[2])
 
     # 1. masked self-attention: only positions ≤ this one exist in the cache
-    h = F.layer_norm(x, (d,), n1w, n1b, eps1) if w.pre_norm else x
+    h = norm(x, n1) if w.pre_norm else x
     q, k, v = F.linear(h, *w.qkv).view(B, 1, 3, H, Dh).permute(2, 0, 3, 1, 4)  # each [B, H, 1, Dh]
     if w.rope is not None:
         q, k = w.rope(q, position), w.rope(k, position)
     cache_k[:, :, position : position + 1] = k
     cache_v[:, :, position : position + 1] = v
     a, self_w = scaled_dot_product_attention(
-        q, cache_k[:, :, : position + 1], cache_v[:, :, : position + 1], None, 0.0, need_weights
+        q, cache_k[:, :, : position + 1], cache_v[:, :, : position + 1], None, 0.0, need_weights, bias
     )
     x = x + F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.self_out)
     if not w.pre_norm:
-        x = F.layer_norm(x, (d,), n1w, n1b, eps1)
+        x = norm(x, n1)
 
     # 2. cross-attention over the encoder output
-    h = F.layer_norm(x, (d,), n2w, n2b, eps2) if w.pre_norm else x
-    q = F.linear(h, *w.cross_q).view(B, 1, H, Dh).transpose(1, 2)  # [B, H, 1, Dh]
-    a, cross_w = scaled_dot_product_attention(q, memory_k, memory_v, memory_mask, 0.0, need_weights)
-    x = x + F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.cross_out)
-    if not w.pre_norm:
-        x = F.layer_norm(x, (d,), n2w, n2b, eps2)
+    cross_w = None
+    if w.cross_q is not None and w.cross_out is not None and memory_k is not None and memory_v is not None:
+        h = norm(x, n2) if w.pre_norm else x
+        q = F.linear(h, *w.cross_q).view(B, 1, H, Dh).transpose(1, 2)  # [B, H, 1, Dh]
+        a, cross_w = scaled_dot_product_attention(q, memory_k, memory_v, memory_mask, 0.0, need_weights)
+        x = x + F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.cross_out)
+        if not w.pre_norm:
+            x = norm(x, n2)
 
-    # 3. position-wise feed-forward
-    h = F.layer_norm(x, (d,), n3w, n3b, eps3) if w.pre_norm else x
-    x = x + F.linear(w.activation(F.linear(h, *w.ff1)), *w.ff2)
+    # 3. position-wise feed-forward (or the experts the router picks)
+    h = norm(x, n3) if w.pre_norm else x
+    x = x + (w.ffn(h)[0] if isinstance(w.ffn, MoEFeedForward) else w.ffn(h))
     if not w.pre_norm:
-        x = F.layer_norm(x, (d,), n3w, n3b, eps3)
+        x = norm(x, n3)
     return x, self_w, cross_w

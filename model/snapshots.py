@@ -52,6 +52,9 @@ class DecodeStep:
     finished: list[Hypothesis]  # hypotheses completed at this step, in the order of the finished ones in `kept`
     cross_attention: np.ndarray | None  # [n_live, layers, heads, S] this position's cross-attention
     self_attention: np.ndarray | None  # [n_live, layers, heads, index + 1] decoder self-attention
+    # sampling: which of top_tokens top-k / top-p removed before drawing ([n_live, k], True = cut); None otherwise
+    cut: np.ndarray | None = None
+    sampled: bool = False  # the kept token was drawn at random (top_probs are then at the sampling temperature)
 
     @property
     def live_after(self) -> list[list[int]]:

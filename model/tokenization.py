@@ -35,6 +35,9 @@ from model.plain_data import from_plain, to_plain
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+# Masked-language-model tokenizers (encoder-only models) have one more special token, right after the others.
+MASK = "<mask>"
+MASK_ID = 4
 TOKENIZER_KINDS = ("char", "word", "bpe", "wordpiece", "byte_bpe")
 
 # Chinese characters and CJK/full-width punctuation: no spaces are kept next to them.
@@ -148,11 +151,14 @@ class TextTokenizer:
 
     # -- construction ---------------------------------------------------------------
     @classmethod
-    def train(cls, texts: Iterable[str], spec: TokenizerSpec = TokenizerSpec()) -> TextTokenizer:
+    def train(
+        cls, texts: Iterable[str], spec: TokenizerSpec = TokenizerSpec(), masking: bool = False
+    ) -> TextTokenizer:
+        """A tokenizer fitted to ``texts``; with ``masking`` it also has ``<mask>`` (id 4), which it finds
+        where a person types it."""
         tok, trainer_cls = _build(spec.kind)
-        options = dict(
-            special_tokens=list(SPECIAL_TOKENS), vocab_size=spec.vocab_size, min_frequency=spec.min_frequency
-        )
+        specials = list(SPECIAL_TOKENS) + ([MASK] if masking else [])
+        options = dict(special_tokens=specials, vocab_size=spec.vocab_size, min_frequency=spec.min_frequency)
         if spec.kind == "byte_bpe":
             options["initial_alphabet"] = pre_tokenizers.ByteLevel.alphabet()
         if spec.kind in ("bpe", "wordpiece", "byte_bpe"):
@@ -174,6 +180,16 @@ class TextTokenizer:
     @property
     def vocab_size(self) -> int:
         return self.hf.get_vocab_size()
+
+    @property
+    def mask_id(self) -> int | None:
+        """The id of ``<mask>`` (a masked-language-model tokenizer's), else None."""
+        return MASK_ID if self.hf.token_to_id(MASK) == MASK_ID else None
+
+    @property
+    def first_regular_id(self) -> int:
+        """The first id that is not a special token."""
+        return len(SPECIAL_TOKENS) + (self.mask_id is not None)
 
     def id_to_token(self, i: int) -> str:
         return self.hf.id_to_token(i) or UNK

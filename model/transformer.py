@@ -1,16 +1,24 @@
-"""The encoder–decoder Transformer of "Attention Is All You Need".
+"""The Transformer of "Attention Is All You Need", and the two single-stream families that followed it.
 
-``logits = model(src, tgt_in)``; with ``return_attention=True`` the per-layer
-attention probabilities come back explicitly as an :class:`AttentionMaps`
-(nothing is stashed on modules). Incremental decoding goes through
-:meth:`Transformer.start_decoding` and :meth:`Transformer.decode_step`, with a
+- encoder–decoder (the paper; T5): ``logits = model(src, tgt_in)``;
+- decoder-only (GPT): ``logits = model(ids)``, each position predicting the next token, looking only back
+  (a causal mask over one stack of self-attention blocks; no encoder, no cross-attention);
+- encoder-only (BERT): ``logits = model(ids)``, each position predicting its own token (masked-language-model
+  training), looking both ways; an optional head on the first position (``<cls>``, here ``<bos>``) classifies
+  the whole input (next-sentence prediction).
+
+With ``return_attention=True`` the per-layer attention probabilities come back explicitly as an
+:class:`AttentionMaps` (nothing is stashed on modules), with what the routers of Mixture-of-Experts layers
+did. With ``return_extras=True`` the :class:`Extras` that training needs come back: the load-balancing loss
+and the classification logits. Incremental decoding goes through :meth:`Transformer.start_decoding` (or
+:meth:`Transformer.start_generation` for decoder-only models) and :meth:`Transformer.decode_step`, with a
 preallocated key/value cache.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, cast, overload
 
 import torch
@@ -18,18 +26,48 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.config import ModelConfig
+from model.feedforward import Routing
 from model.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
 from model.masks import decoder_self_mask, padding_mask
-from model.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
+from model.positional import (
+    LearnedPositionalEncoding,
+    RotaryEmbedding,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+)
 
 
 @dataclass(frozen=True)
 class AttentionMaps:
-    """Attention probabilities per layer, each ``[B, H, Lq, Lk]``."""
+    """Attention probabilities per layer, each ``[B, H, Lq, Lk]``, and the routing of MoE layers.
+
+    A decoder-only model's maps are in ``decoder_self`` (causal), an encoder-only model's in ``encoder``
+    (bidirectional); the kinds a family does not have are empty lists.
+    """
 
     encoder: list[Tensor]  # encoder self-attention, [B, H, S, S]
     decoder_self: list[Tensor]  # masked decoder self-attention, [B, H, T, T]
     cross: list[Tensor]  # decoder → encoder attention, [B, H, T, S]
+    encoder_routing: list[Routing] = field(default_factory=list)  # per encoder layer, when it has experts
+    decoder_routing: list[Routing] = field(default_factory=list)  # per decoder layer, when it has experts
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What training needs besides the token logits."""
+
+    aux_loss: Tensor  # Σ over MoE layers of N · Σ_i f_i · P_i (a zero scalar without experts)
+    load: list[Tensor]  # per MoE layer (encoder first), [N]: the share of assignments each expert received
+    cls_logits: Tensor | None  # encoder-only with a head: [B, n_classes] from the first position; else None
+
+
+class _Pass:
+    """What one pass through a stack collected: attention maps and routing per layer."""
+
+    def __init__(self) -> None:
+        self.maps: list[Tensor] = []
+        self.cross: list[Tensor] = []
+        self.routing: list[Routing] = []
 
 
 @dataclass
@@ -66,42 +104,58 @@ class DecoderState:
 
 
 class Transformer(nn.Module):
-    """Encoder–decoder Transformer.
+    """A Transformer of the family ``cfg.arch``.
 
     Args:
         cfg: a validated :class:`~model.config.ModelConfig`.
 
     Shape:
-        src ``[B, S]`` and tgt_in ``[B, T]`` token ids (right-padded with ``cfg.pad_id``)
-        → logits ``[B, T, tgt_vocab_size]``.
+        encoder–decoder: src ``[B, S]`` and tgt_in ``[B, T]`` token ids (right-padded with ``cfg.pad_id``)
+        → logits ``[B, T, tgt_vocab_size]``; decoder-only and encoder-only: ids ``[B, T]`` → ``[B, T, V]``.
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        d = cfg.d_model
+        d, arch = cfg.d_model, cfg.arch
+        has_encoder, has_decoder = arch != "decoder_only", arch != "encoder_only"
         self.embed_scale = math.sqrt(d)  # the paper multiplies embeddings by √d_model
         self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
         self.tgt_embed = self.src_embed if cfg.shared_vocab else nn.Embedding(cfg.tgt_vocab_size, d)
+        # BERT's segment (token type) embedding: sentence A or B of a pair
+        self.segment_embed = nn.Embedding(2, d) if arch == "encoder_only" else None
 
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_len) if cfg.positional == "rope" else None
-        self.src_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None
-        self.tgt_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None
+        self.src_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
+        self.tgt_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
         if cfg.positional == "sinusoidal":
             self.src_pos = self.tgt_pos = SinusoidalPositionalEncoding(d, cfg.max_len)
         elif cfg.positional == "learned":
             self.src_pos = LearnedPositionalEncoding(d, cfg.max_len)
-            self.tgt_pos = LearnedPositionalEncoding(d, cfg.max_len)
-        else:
-            self.src_pos = self.tgt_pos = None
+            self.tgt_pos = LearnedPositionalEncoding(d, cfg.max_len) if arch == "encoder_decoder" else self.src_pos
+        t5 = cfg.positional == "t5_relative"
+        buckets = (cfg.n_heads, cfg.t5_buckets, cfg.t5_max_distance)
+        self.encoder_bias = T5RelativeBias(*buckets, bidirectional=True) if t5 and has_encoder else None
+        self.decoder_bias = T5RelativeBias(*buckets, bidirectional=False) if t5 and has_decoder else None
         self.dropout = nn.Dropout(cfg.dropout)
 
-        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg, self.rope) for _ in range(cfg.n_encoder_layers))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg, self.rope) for _ in range(cfg.n_decoder_layers))
+        n_enc = cfg.n_encoder_layers if has_encoder else 0
+        n_dec = cfg.n_decoder_layers if has_decoder else 0
+        block = DecoderLayer if arch == "encoder_decoder" else EncoderLayer  # GPT's block: no cross-attention
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg, self.rope) for _ in range(n_enc))
+        self.decoder_layers = nn.ModuleList(block(cfg, self.rope) for _ in range(n_dec))
         pre = cfg.norm == "pre"
-        self.encoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre else None
-        self.decoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre else None
+        self.encoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre and has_encoder else None
+        self.decoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre and has_decoder else None
 
+        # BERT's masked-LM head transforms each state (dense, GELU, LayerNorm) before the output projection
+        self.mlm_transform = (
+            nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d, eps=cfg.layer_norm_eps))
+            if arch == "encoder_only"
+            else None
+        )
+        self.pooler = nn.Linear(d, d) if cfg.n_classes else None  # BERT's pooler: tanh(W h_<cls> + b)
+        self.classifier = nn.Linear(d, cfg.n_classes) if cfg.n_classes else None
         self.generator = nn.Linear(d, cfg.tgt_vocab_size)  # output projection to logits
         self._reset_parameters()
         if cfg.tie_embeddings:
@@ -121,7 +175,9 @@ class Transformer(nn.Module):
         return self.generator.weight.device
 
     # -- embeddings ------------------------------------------------------------
-    def _embed(self, tokens: Tensor, embed: nn.Embedding, pos: nn.Module | None, offset: int = 0) -> Tensor:
+    def _embed(
+        self, tokens: Tensor, embed: nn.Embedding, pos: nn.Module | None, offset: int = 0, segments: Tensor | None = None
+    ) -> Tensor:
         if offset + tokens.shape[1] > self.cfg.max_len:
             raise ValueError(
                 f"sequence of {offset + tokens.shape[1]} positions is longer than the model's "
@@ -130,7 +186,50 @@ class Transformer(nn.Module):
         x = embed(tokens) * self.embed_scale  # [B, L, d]
         if pos is not None:
             x = pos(x, offset)
+        if self.segment_embed is not None:
+            x = x + self.segment_embed(torch.zeros_like(tokens) if segments is None else segments)
         return self.dropout(x)
+
+    # -- the stacks ------------------------------------------------------------
+    def _encoder_pass(
+        self, src: Tensor, src_mask: Tensor, need_weights: bool, segments: Tensor | None = None
+    ) -> tuple[Tensor, _Pass]:
+        x = self._embed(src, self.src_embed, self.src_pos, segments=segments)
+        S = src.shape[1]
+        bias = None if self.encoder_bias is None else self.encoder_bias(S, S)
+        real = src != self.cfg.pad_id
+        found = _Pass()
+        for layer in self.encoder_layers:
+            x, weights, routing = layer(x, src_mask, need_weights, bias, real)
+            found.maps.append(weights)
+            if routing is not None:
+                found.routing.append(routing)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return x, found
+
+    def _decoder_pass(
+        self, tgt_in: Tensor, memory: Tensor | None, src_mask: Tensor | None, need_weights: bool
+    ) -> tuple[Tensor, _Pass]:
+        """The decoder stack over a whole target (teacher forcing); without memory, a decoder-only stack."""
+        self_mask = decoder_self_mask(tgt_in, self.cfg.pad_id)
+        x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos)
+        T = tgt_in.shape[1]
+        bias = None if self.decoder_bias is None else self.decoder_bias(T, T)
+        real = tgt_in != self.cfg.pad_id
+        found = _Pass()
+        for layer in self.decoder_layers:
+            if memory is None:  # a decoder-only block
+                x, self_w, routing = layer(x, self_mask, need_weights, bias, real)
+            else:
+                x, self_w, cross_w, routing = layer(x, memory, self_mask, src_mask, need_weights, bias, real)
+                found.cross.append(cross_w)
+            found.maps.append(self_w)
+            if routing is not None:
+                found.routing.append(routing)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        return x, found
 
     # -- encoder ---------------------------------------------------------------
     @overload
@@ -151,14 +250,8 @@ class Transformer(nn.Module):
         """Encoder stack. ``src [B, S]`` → memory ``[B, S, d]`` (and per-layer ``[B, H, S, S]`` maps)."""
         if src_mask is None:
             src_mask = padding_mask(src, self.cfg.pad_id)
-        x = self._embed(src, self.src_embed, self.src_pos)
-        maps: list[Tensor] = []
-        for layer in self.encoder_layers:
-            x, weights = layer(x, src_mask, return_attention)
-            maps.append(weights)
-        if self.encoder_norm is not None:
-            x = self.encoder_norm(x)
-        return (x, maps) if return_attention else x
+        x, found = self._encoder_pass(src, src_mask, return_attention)
+        return (x, found.maps) if return_attention else x
 
     # -- decoder (whole target, teacher forcing) -------------------------------
     @overload
@@ -183,36 +276,69 @@ class Transformer(nn.Module):
         """Decoder stack. ``tgt_in [B, T]``, memory ``[B, S, d]``, src_mask ``[B, 1, 1, S]``
         → hidden states ``[B, T, d]`` (apply :attr:`generator` for logits), and with
         ``return_attention`` the per-layer self ``[B, H, T, T]`` and cross ``[B, H, T, S]`` maps."""
-        self_mask = decoder_self_mask(tgt_in, self.cfg.pad_id)
-        x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos)
-        self_maps: list[Tensor] = []
-        cross_maps: list[Tensor] = []
-        for layer in self.decoder_layers:
-            x, self_w, cross_w = layer(x, memory, self_mask, src_mask, return_attention)
-            self_maps.append(self_w)
-            cross_maps.append(cross_w)
-        if self.decoder_norm is not None:
-            x = self.decoder_norm(x)
-        return (x, self_maps, cross_maps) if return_attention else x
+        x, found = self._decoder_pass(tgt_in, memory, src_mask, return_attention)
+        return (x, found.maps, found.cross) if return_attention else x
 
-    @overload
-    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: Literal[False] = False) -> Tensor: ...
-    @overload
-    def forward(self, src: Tensor, tgt_in: Tensor, return_attention: Literal[True]) -> tuple[Tensor, AttentionMaps]: ...
+    # -- the whole model -----------------------------------------------------------
     @overload
     def forward(
-        self, src: Tensor, tgt_in: Tensor, return_attention: bool = False
-    ) -> Tensor | tuple[Tensor, AttentionMaps]: ...
+        self, *inputs: Tensor, return_attention: Literal[False] = False, return_extras: Literal[False] = False,
+        segments: Tensor | None = None,
+    ) -> Tensor: ...  # fmt: skip
+    @overload
     def forward(
-        self, src: Tensor, tgt_in: Tensor, return_attention: bool = False
-    ) -> Tensor | tuple[Tensor, AttentionMaps]:
-        """Logits for every target position ``[B, T, V]``; padding masks come from ``cfg.pad_id``."""
-        src_mask = padding_mask(src, self.cfg.pad_id)
-        if not return_attention:
-            return self.generator(self.decode(tgt_in, self.encode(src, src_mask), src_mask))
-        memory, enc_maps = self.encode(src, src_mask, return_attention=True)
-        hidden, self_maps, cross_maps = self.decode(tgt_in, memory, src_mask, return_attention=True)
-        return self.generator(hidden), AttentionMaps(enc_maps, self_maps, cross_maps)
+        self, *inputs: Tensor, return_attention: Literal[True], return_extras: Literal[False] = False,
+        segments: Tensor | None = None,
+    ) -> tuple[Tensor, AttentionMaps]: ...  # fmt: skip
+    @overload
+    def forward(
+        self, *inputs: Tensor, return_attention: Literal[False] = False, return_extras: Literal[True],
+        segments: Tensor | None = None,
+    ) -> tuple[Tensor, Extras]: ...  # fmt: skip
+    @overload
+    def forward(
+        self, *inputs: Tensor, return_attention: Literal[True], return_extras: Literal[True],
+        segments: Tensor | None = None,
+    ) -> tuple[Tensor, AttentionMaps, Extras]: ...  # fmt: skip
+    def forward(
+        self, *inputs: Tensor, return_attention: bool = False, return_extras: bool = False,
+        segments: Tensor | None = None,
+    ) -> Tensor | tuple[Tensor, AttentionMaps] | tuple[Tensor, Extras] | tuple[Tensor, AttentionMaps, Extras]:  # fmt: skip
+        """Logits for every position ``[B, T, V]``; padding masks come from ``cfg.pad_id``.
+
+        Inputs: encoder–decoder ``(src, tgt_in)``; decoder-only and encoder-only ``(ids,)``, and for an
+        encoder-only model optionally ``segments [B, T]`` (0 = sentence A, 1 = sentence B).
+        """
+        arch = self.cfg.arch
+        expected = 2 if arch == "encoder_decoder" else 1
+        if len(inputs) != expected:
+            raise TypeError(f"a {arch} model takes {expected} tensor(s) of token ids, got {len(inputs)}")
+        cls_logits = None
+        if arch == "encoder_decoder":
+            src, tgt_in = inputs
+            src_mask = padding_mask(src, self.cfg.pad_id)
+            memory, enc = self._encoder_pass(src, src_mask, return_attention)
+            hidden, dec = self._decoder_pass(tgt_in, memory, src_mask, return_attention)
+        elif arch == "decoder_only":
+            hidden, dec = self._decoder_pass(inputs[0], None, None, return_attention)
+            enc = _Pass()
+        else:
+            ids = inputs[0]
+            hidden, enc = self._encoder_pass(ids, padding_mask(ids, self.cfg.pad_id), return_attention, segments)
+            dec = _Pass()
+            if self.pooler is not None and self.classifier is not None:
+                cls_logits = self.classifier(torch.tanh(self.pooler(hidden[:, 0])))
+            assert self.mlm_transform is not None  # an encoder-only model has its masked-LM head
+            hidden = self.mlm_transform(hidden)
+        logits = self.generator(hidden)
+        out: tuple = (logits,)
+        if return_attention:
+            out += (AttentionMaps(enc.maps, dec.maps, dec.cross, enc.routing, dec.routing),)
+        if return_extras:
+            routing = enc.routing + dec.routing
+            aux = torch.stack([r.aux_loss for r in routing]).sum() if routing else logits.new_zeros(())
+            out += (Extras(aux, [r.load for r in routing], cls_logits),)
+        return out[0] if len(out) == 1 else out  # type: ignore[return-value]
 
     # -- incremental decoding --------------------------------------------------
     def start_decoding(self, memory: Tensor, src_mask: Tensor, batch: int, capacity: int) -> DecoderState:
@@ -238,6 +364,21 @@ class Transformer(nn.Module):
         weights = [layer.step_weights() for layer in layers]
         return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0)
 
+    def start_generation(self, batch: int, capacity: int) -> DecoderState:
+        """State for a decoder-only model generating ``batch`` sequences of at most ``capacity`` positions
+        (prompt included): the key/value cache, and no encoder memory."""
+        if self.cfg.arch != "decoder_only":
+            raise ValueError(f"start_generation is for decoder-only models; this one is {self.cfg.arch}")
+        if capacity > self.cfg.max_len:
+            raise ValueError(
+                f"a prompt and its continuation of up to {capacity} tokens are longer than the model's max_len "
+                f"({self.cfg.max_len}); shorten the prompt or generate fewer tokens"
+            )
+        cfg = self.cfg
+        layers = cast("list[EncoderLayer]", list(self.decoder_layers))
+        cache = self.generator.weight.new_empty(cfg.n_decoder_layers, 2, batch, cfg.n_heads, capacity, cfg.head_dim)
+        return DecoderState([], [], None, cache, [layer.step_weights() for layer in layers], length=0)
+
     @overload
     def decode_step(
         self, tokens: Tensor, state: DecoderState, need_weights: Literal[False] = False
@@ -256,7 +397,8 @@ class Transformer(nn.Module):
         """Feed one token per prefix ``tokens [B]`` at position ``state.length``.
 
         → next-token logits ``[B, V]``; with ``need_weights`` the per-layer self
-        ``[B, H, 1, t+1]`` and cross ``[B, H, 1, S]`` attention rows of this position.
+        ``[B, H, 1, t+1]`` and cross ``[B, H, 1, S]`` attention rows of this position (no cross rows: an
+        empty list, for a decoder-only model).
         """
         t, B = state.length, tokens.shape[0]
         if t >= state.capacity:
@@ -264,18 +406,24 @@ class Transformer(nn.Module):
         x = F.embedding(tokens[:, None], self.tgt_embed.weight) * self.embed_scale  # [B, 1, d]
         if self.tgt_pos is not None:
             x = x + self.tgt_pos.table()[t]
+        bias = None if self.decoder_bias is None else self.decoder_bias(1, t + 1, offset=t)
         self_maps: list[Tensor] = []
         cross_maps: list[Tensor] = []
         for i, w in enumerate(state.weights):
-            mk, mv = state.memory_k[i], state.memory_v[i]
-            if mk.shape[0] != B:  # one source shared by B beams: a broadcast view, no copy
-                mk, mv = mk.expand(B, -1, -1, -1), mv.expand(B, -1, -1, -1)
+            mk = mv = None
+            if state.memory_k:  # encoder–decoder: the encoder's keys and values
+                mk, mv = state.memory_k[i], state.memory_v[i]
+                if mk.shape[0] != B:  # one source shared by B beams: a broadcast view, no copy
+                    mk, mv = mk.expand(B, -1, -1, -1), mv.expand(B, -1, -1, -1)
             cache = state.cache[i, :, :B]  # [2, B, H, capacity, Dh]
-            x, self_w, cross_w = decoder_step(w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights)
+            x, self_w, cross_w = decoder_step(
+                w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights, bias
+            )
             if need_weights:
-                assert self_w is not None and cross_w is not None  # asked for, so both came back
+                assert self_w is not None  # asked for, so it came back
                 self_maps.append(self_w)
-                cross_maps.append(cross_w)
+                if cross_w is not None:
+                    cross_maps.append(cross_w)
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)
         state.length = t + 1
@@ -287,17 +435,36 @@ class Transformer(nn.Module):
         """Number of distinct parameters (a tied matrix counts once)."""
         return sum(p.numel() for p in self.parameters())
 
+    def active_parameters(self) -> int:
+        """Parameters one token passes through: with experts, only k of each layer's N expert FFNs count."""
+        cfg = self.cfg
+        if not cfg.moe:
+            return self.num_parameters()
+        idle = 0
+        for layer in [*self.encoder_layers, *self.decoder_layers]:
+            experts = layer.ffn.experts
+            per_expert = sum(p.numel() for p in experts[0].parameters())
+            idle += per_expert * (cfg.n_experts - cfg.experts_top_k)
+        return self.num_parameters() - idle
+
     def parameter_breakdown(self) -> dict[str, int]:
         """Parameters per component, each tied matrix counted once where it first appears."""
+        single = self.cfg.single_stream
         groups = {
-            "src_embed": "source embedding",
+            "src_embed": "token embedding" if single else "source embedding",
             "tgt_embed": "target embedding",
-            "src_pos": "source positions (learned)",
+            "segment_embed": "segment embedding",
+            "src_pos": "positions (learned)" if single else "source positions (learned)",
             "tgt_pos": "target positions (learned)",
+            "encoder_bias": "encoder relative bias (T5)",
+            "decoder_bias": "decoder relative bias (T5)",
             "encoder_layers": "encoder",
             "encoder_norm": "encoder final norm",
             "decoder_layers": "decoder",
             "decoder_norm": "decoder final norm",
+            "mlm_transform": "masked-LM head",
+            "pooler": "classification head",
+            "classifier": "classification head",
             "generator": "output projection",
         }
         sub = {"self_attn": "self-attention", "cross_attn": "cross-attention", "ffn": "feed-forward"}

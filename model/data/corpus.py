@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model.data.errors import DataError
-from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file
+from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file, load_text_file
 from model.data.grammar import generate_grammar
 from model.data.hsk import load_hsk_pairs
 from model.data.synthetic import SYMBOL_TASKS, generate_symbol_task
 from model.plain_data import from_plain, to_plain
 from model.tokenization import contains_cjk
 
-TASKS = ("copy", "reverse", "sort", "grammar-en-zh", "grammar-zh-en", "hsk-en-zh", "hsk-zh-en")
+MONOLINGUAL_TASKS = ("text-grammar-en", "text-grammar-zh", "text-hsk-en", "text-hsk-zh")  # one side only
+TASKS = ("copy", "reverse", "sort", "grammar-en-zh", "grammar-zh-en", "hsk-en-zh", "hsk-zh-en", *MONOLINGUAL_TASKS)
 TASK_DESCRIPTIONS = {
     "copy": "copy a random symbol sequence",
     "reverse": "reverse a random symbol sequence",
@@ -25,6 +26,10 @@ TASK_DESCRIPTIONS = {
     "grammar-zh-en": "Chinese → English, the project's teaching grammar",
     "hsk-en-zh": "English → Chinese, 4,354 real HSK example sentences",
     "hsk-zh-en": "Chinese → English, 4,354 real HSK example sentences",
+    "text-grammar-en": "English sentences of the teaching grammar (one side, for single-stream models)",
+    "text-grammar-zh": "Chinese sentences of the teaching grammar (one side, for single-stream models)",
+    "text-hsk-en": "English HSK example sentences (one side, for single-stream models)",
+    "text-hsk-zh": "Chinese HSK example sentences (one side, for single-stream models)",
 }
 Pair = tuple[str, str]
 
@@ -34,9 +39,9 @@ class DataSpec:
     """Where the sentence pairs come from: a named task or a file, with its options."""
 
     task: str | None = "copy"  # one of TASKS, or None for a file
-    path: str | None = None  # a user file (tsv / jsonl / source side of parallel text)
+    path: str | None = None  # a user file (tsv / jsonl / source side of parallel text / plain text)
     target_path: str | None = None  # the target side of two aligned plain-text files
-    file_format: str = "auto"  # auto | tsv | jsonl | parallel
+    file_format: str = "auto"  # auto | tsv | jsonl | parallel | text (one text per line, monolingual)
     src_key: str = "english"  # JSON lines: the source field
     tgt_key: str = "chinese"  # JSON lines: the target field
     swap: bool = False  # files: translate the second column into the first
@@ -61,6 +66,8 @@ class DataSpec:
             raise DataError(f"unknown task {self.task!r}; choose one of {', '.join(TASKS)} or give a data file")
         if self.file_format not in FILE_FORMATS:
             raise DataError(f"unknown file format {self.file_format!r}; choose one of {FILE_FORMATS}")
+        if self.file_format == "text" and self.target_path is not None:
+            raise DataError("a text file has one side only; give no second (target) file")
 
     @property
     def name(self) -> str:
@@ -109,12 +116,17 @@ class Corpus:
     src_lang: str  # "en", "zh" or "sym"
     tgt_lang: str
     report: LoadReport | None = None  # for files: kept/skipped lines
+    monolingual: bool = False  # single texts, each stored as the pair (text, text); src_lang == tgt_lang
     _lookup: dict[str, str] = field(default_factory=dict, repr=False)
 
     def split(self, name: str) -> list[Pair]:
         if name not in ("train", "valid", "test"):
             raise ValueError(f"unknown split {name!r}")
         return getattr(self, name)
+
+    def texts(self, split: str) -> list[str]:
+        """The texts of a split: for a monolingual corpus its texts, otherwise the source sides."""
+        return [s for s, _ in self.split(split)]
 
     def reference_for(self, source: str) -> str | None:
         """The target of ``source`` if it is a sentence of the corpus (any split)."""
@@ -124,9 +136,16 @@ class Corpus:
         return self._lookup.get(" ".join(source.split()))
 
 
+def is_monolingual(spec: DataSpec) -> bool:
+    """Whether ``spec`` describes single texts (a text-* task or a ``text`` file) rather than pairs."""
+    return spec.task in MONOLINGUAL_TASKS or (spec.task is None and spec.file_format == "text")
+
+
 def load_corpus(spec: DataSpec) -> Corpus:
-    """Generate or read the pairs that ``spec`` describes."""
+    """Generate or read the pairs (or, see :func:`is_monolingual`, the single texts) that ``spec`` describes."""
     task = spec.task
+    if is_monolingual(spec):
+        return _load_monolingual(spec)
     if task in SYMBOL_TASKS:
         train, valid, test = generate_symbol_task(
             task, spec.n_train, spec.n_valid, spec.n_test, spec.length, spec.min_length, spec.alphabet, spec.seed
@@ -152,6 +171,36 @@ def load_corpus(spec: DataSpec) -> Corpus:
     test = [pairs[i] for i in order[n_held : 2 * n_held]]
     train = [pairs[i] for i in order[2 * n_held :]]
     return Corpus(spec, train, valid, test, _language(p[0] for p in pairs), _language(p[1] for p in pairs), report)
+
+
+def _load_monolingual(spec: DataSpec) -> Corpus:
+    """A text-* task (one side of a bilingual task, its splits) or a text file, as (text, text) pairs."""
+    if spec.task in ("text-grammar-en", "text-grammar-zh"):
+        splits = generate_grammar(spec.n_train, spec.n_valid, spec.n_test, seed=spec.seed)
+        side = "en" if spec.task == "text-grammar-en" else "zh"
+        parts = [[getattr(s, side) for s in part] for part in (splits.train, splits.valid, splits.test)]
+        return _monolingual(spec, parts, side)
+    if spec.task in ("text-hsk-en", "text-hsk-zh"):
+        side = "en" if spec.task == "text-hsk-en" else "zh"
+        column = 0 if side == "en" else 1
+        return _monolingual(spec, [[p[column] for p in part] for part in load_hsk_pairs()], side)
+    assert spec.path is not None  # a DataSpec names a task or a file
+    lines, report = load_text_file(spec.path)
+    if len(lines) < 3:
+        raise DataError(f"{spec.path}: {len(lines)} usable lines are too few to train on and test (at least 3)")
+    order = list(range(len(lines)))
+    random.Random(spec.seed).shuffle(order)
+    n_held = max(1, round(len(lines) * spec.held_out_fraction))
+    # the same lines held out as for a pair file, but each split keeps the file's order (next-sentence tasks)
+    valid, test = sorted(order[:n_held]), sorted(order[n_held : 2 * n_held])
+    train = sorted(order[2 * n_held :])
+    parts = [[lines[i] for i in part] for part in (train, valid, test)]
+    return _monolingual(spec, parts, _language(lines), report)
+
+
+def _monolingual(spec: DataSpec, parts: Sequence[list[str]], lang: str, report: LoadReport | None = None) -> Corpus:
+    train, valid, test = ([(t, t) for t in part] for part in parts)
+    return Corpus(spec, train, valid, test, lang, lang, report, monolingual=True)
 
 
 def _directed(spec: DataSpec, splits: Sequence[list[Pair]], a: str, b: str, reverse: bool) -> Corpus:

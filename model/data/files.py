@@ -7,12 +7,16 @@ Formats:
   ``tgt_key`` (default ``english`` / ``chinese``, translation2019zh style).
 - ``parallel``: two plain-text files with one sentence per line, line n of one
   translating line n of the other.
+- ``text``: plain text, one sentence or document per line, for single-stream
+  (language) models: read with :func:`load_text_file`, not :func:`load_pairs_file`.
 
 Encodings: UTF-8 first; a UTF-8 or UTF-16 byte-order mark is honoured; GB18030
 (a superset of GBK/GB2312) is tried when the file is not UTF-8. (A Latin-1 file
 that happens to decode as GB18030 is read as such: check the Data panel.) Empty, binary and
 misaligned files, and UTF-16 without a byte-order mark, raise :class:`DataError`; bad lines
-(a NUL byte included) are skipped, counted and reported with their line numbers.
+(a NUL byte included) are skipped, counted and reported with their line numbers. A ``text`` file
+that is neither UTF-8 nor GB18030 as a whole is read line by line as UTF-8, its undecodable lines
+skipped and reported, as long as they are at most half of its lines.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from model.data.errors import DataError
 
-FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel")
+FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel", "text")
 MAX_REPORTED = 20  # problems listed one by one; the rest are counted
 NUL_PROBLEM = "contains a NUL byte (binary data, not text)"  # past the sample that the binary check reads
 
@@ -37,6 +41,7 @@ class LoadReport:
     kept: int = 0
     skipped: int = 0
     problems: list[str] = field(default_factory=list)  # "line 12: …", at most MAX_REPORTED
+    unit: str = "pairs"  # what a kept line holds: "pairs", or "lines" for a text file
 
     def skip(self, line_no: int, why: str) -> None:
         self.skipped += 1
@@ -44,7 +49,7 @@ class LoadReport:
             self.problems.append(f"line {line_no}: {why}")
 
     def summary(self) -> str:
-        text = f"{self.kept} pairs read from {self.path} ({self.encoding})"
+        text = f"{self.kept} {self.unit} read from {self.path} ({self.encoding})"
         if self.skipped:
             text += f"; {self.skipped} bad lines skipped — " + "; ".join(self.problems)
             if self.skipped > len(self.problems):
@@ -63,6 +68,19 @@ def read_text(path: str | Path) -> tuple[str, str]:
         raise DataError(f"{path} is a folder; choose a data file inside it") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    return _decode(path, data)
+
+
+class _Undecodable(DataError):
+    """A file that is neither UTF-8 nor GB18030; ``data`` holds its bytes (for :func:`load_text_file`)."""
+
+    def __init__(self, message: str, data: bytes) -> None:
+        super().__init__(message)
+        self.data = data
+
+
+def _decode(path: Path, data: bytes) -> tuple[str, str]:
+    """``data``'s text and the encoding it was in (see :func:`read_text`)."""
     if not data.strip():
         raise DataError(f"{path} is empty; it needs one sentence pair per line")
     for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):  # e.g. Excel's "Unicode Text"
@@ -99,9 +117,10 @@ def read_text(path: str | Path) -> tuple[str, str]:
             return data.decode("gb18030"), "gb18030"
         except UnicodeDecodeError:
             line = data[: utf8_error.start].count(b"\n") + 1
-            raise DataError(
+            raise _Undecodable(
                 f"{path} is neither UTF-8 nor GB18030 (first undecodable byte on line {line}); "
-                "save it as UTF-8 and try again"
+                "save it as UTF-8 and try again",
+                data,
             ) from None
 
 
@@ -155,6 +174,8 @@ def load_pairs_file(
     """Sentence pairs from a file (or two aligned files) and a report of what was skipped."""
     if fmt not in FILE_FORMATS:
         raise DataError(f"unknown file format {fmt!r}; choose one of {FILE_FORMATS}")
+    if fmt == "text":
+        raise DataError(f"{path}: a text file holds single sentences, not pairs; read it with load_text_file")
     if target_path is not None or fmt == "parallel":
         if target_path is None:
             raise DataError("the parallel format needs two files: the source sentences and the target sentences")
@@ -226,6 +247,51 @@ def _load_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[tup
         else:
             pairs.append((src, tgt))
     return _finish(pairs, report, "parallel")
+
+
+def load_text_file(path: str | Path) -> tuple[list[str], LoadReport]:
+    """The lines of a plain-text file (one sentence or document per line, stripped) and a report.
+
+    Encodings as for pair files; empty and whitespace-only lines are skipped and counted, and so are lines
+    with a NUL byte and (in a file that is neither UTF-8 nor GB18030 as a whole) lines that are not UTF-8.
+    """
+    try:
+        text, encoding = read_text(path)
+        lines: list[str | None] = list(_lines(text))
+    except _Undecodable as exc:
+        lines, encoding = _utf8_lines(exc.data), "utf-8"
+        if sum(line is None for line in lines) * 2 > len(lines):
+            raise DataError(str(exc)) from None  # mostly undecodable: not a damaged UTF-8 file
+    report = LoadReport(str(path), encoding, unit="lines")
+    texts = []
+    for line_no, line in enumerate(lines, start=1):
+        if line is None:
+            report.skip(line_no, "not valid UTF-8 (undecodable bytes)")
+        elif not line.strip():
+            report.skip(line_no, "empty line")
+        elif "\x00" in line:
+            report.skip(line_no, NUL_PROBLEM)
+        else:
+            texts.append(line.strip())
+    report.kept = len(texts)
+    if not texts:
+        detail = "; ".join(report.problems[:3])
+        raise DataError(f"{report.path}: no usable lines of text" + (f" ({detail})" if detail else ""))
+    return texts, report
+
+
+def _utf8_lines(data: bytes) -> list[str | None]:
+    """``data`` split into lines and decoded one by one as UTF-8; None for a line that is not UTF-8."""
+    raw = data.split(b"\n")
+    if raw and raw[-1] == b"":
+        raw.pop()
+    lines: list[str | None] = []
+    for line in raw:
+        try:
+            lines.append(line.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError:
+            lines.append(None)
+    return lines
 
 
 def _lines(text: str) -> list[str]:

@@ -1,0 +1,99 @@
+"""Feed-forward sublayers: the paper's position-wise FFN, and the Mixture-of-Experts layer made of them.
+
+Mixture-of-Experts (Switch Transformer / GShard style): a router (one linear map, then softmax) gives each token a probability for each of N expert FFNs; the token
+goes to the k most probable, and the layer's output is their outputs weighted by those k probabilities
+renormalised to sum to 1. Every expert is the paper's position-wise FFN. Tokens are grouped per expert
+(``index_select`` in, ``index_add_`` out): one expert call per expert, never a loop over tokens.
+
+No token is dropped: an expert takes every token sent to it, however many (there is no capacity factor),
+so the output never depends on which other tokens share the batch.
+
+Load balancing (Switch Transformer, eq. 4; GShard): ``aux = N · Σ_i f_i · P_i`` where f_i is the share of
+the (token, slot) assignments that went to expert i and P_i the mean router probability of expert i, both over
+real (non-padding) tokens. With k = 1 f_i is Switch's fraction of tokens. A uniform router with a uniform
+load gives 1, the minimum when the loads are balanced; the training loss adds ``aux_loss_coef · aux``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = W_2 · act(W_1 x + b_1) + b_2, applied to each position alike."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str) -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = F.gelu if activation == "gelu" else F.relu
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What the router did in one MoE layer."""
+
+    probs: Tensor  # [B, L, N] router probabilities (softmax over experts)
+    chosen: Tensor  # [B, L, k] the experts each token was sent to, most probable first
+    weights: Tensor  # [B, L, k] their renormalised probabilities (the weights of their outputs)
+    aux_loss: Tensor  # scalar: N · Σ f_i · P_i over real tokens
+    load: Tensor  # [N] f_i: share of the assignments each expert received (real tokens)
+
+
+class MoEFeedForward(nn.Module):
+    """N expert FFNs and a router; each token is processed by its top-k experts.
+
+    Shape: x ``[B, L, d]`` (and ``real [B, L]``, True = not padding) → ``[B, L, d]`` and a :class:`Routing`.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str, n_experts: int, top_k: int):
+        super().__init__()
+        if not 1 <= top_k <= n_experts:
+            raise ValueError(f"top_k must be in 1..{n_experts} (got {top_k})")
+        self.n_experts, self.top_k = n_experts, top_k
+        self.router = nn.Linear(d_model, n_experts)
+        self.experts = nn.ModuleList(FeedForward(d_model, d_ff, dropout, activation) for _ in range(n_experts))
+
+    def forward(self, x: Tensor, real: Tensor | None = None) -> tuple[Tensor, Routing]:
+        B, L, d = x.shape
+        flat = x.reshape(B * L, d)
+        probs = self.router(flat).float().softmax(dim=-1)  # [M, N]
+        top_p, top_e = probs.topk(self.top_k, dim=-1)  # [M, k], most probable first
+        weights = top_p / top_p.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(flat)
+        slots = top_e.reshape(-1)  # [M·k]: the expert of each (token, slot)
+        order = torch.argsort(slots, stable=True)  # assignments grouped by expert
+        counts = torch.bincount(slots, minlength=self.n_experts).tolist()
+        token_of = order // self.top_k  # the token of each grouped assignment
+        weight_of = weights.reshape(-1)[order].to(x.dtype)
+        start = 0
+        for e, n in enumerate(counts):  # one call per expert with all of its tokens
+            if n:
+                rows = token_of[start : start + n]
+                y = self.experts[e](flat.index_select(0, rows)) * weight_of[start : start + n, None]
+                out.index_add_(0, rows, y)
+            start += n
+        aux, load = balance_loss(probs, top_e, None if real is None else real.reshape(-1), self.n_experts)
+        routing = Routing(probs.view(B, L, -1), top_e.view(B, L, -1), weights.view(B, L, -1), aux, load)
+        return out.view(B, L, d), routing
+
+
+def balance_loss(probs: Tensor, chosen: Tensor, real: Tensor | None, n_experts: int) -> tuple[Tensor, Tensor]:
+    """``N · Σ_i f_i · P_i`` and f. probs ``[M, N]``, chosen ``[M, k]``, real ``[M]`` (None: all real)."""
+    if real is not None:
+        probs, chosen = probs[real], chosen[real]
+    if probs.shape[0] == 0:
+        zero = probs.new_zeros(())
+        return zero, probs.new_zeros(n_experts)
+    counts = torch.bincount(chosen.reshape(-1), minlength=n_experts).to(probs.dtype)
+    f = counts / counts.sum()  # no gradient: the assignment is discrete
+    P = probs.mean(dim=0)  # the gradient reaches the router through P
+    return n_experts * (f * P).sum(), f
