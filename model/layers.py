@@ -10,7 +10,7 @@ LayerNorm is ``torch.nn.LayerNorm``: biased variance, eps inside the square root
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, NamedTuple, overload
+from typing import NamedTuple
 
 import torch.nn.functional as F
 from torch import Tensor, nn

@@ -176,7 +176,12 @@ class Transformer(nn.Module):
 
     # -- embeddings ------------------------------------------------------------
     def _embed(
-        self, tokens: Tensor, embed: nn.Embedding, pos: nn.Module | None, offset: int = 0, segments: Tensor | None = None
+        self,
+        tokens: Tensor,
+        embed: nn.Embedding,
+        pos: nn.Module | None,
+        offset: int = 0,
+        segments: Tensor | None = None,
     ) -> Tensor:
         if offset + tokens.shape[1] > self.cfg.max_len:
             raise ValueError(
@@ -303,7 +308,7 @@ class Transformer(nn.Module):
     def forward(
         self, *inputs: Tensor, return_attention: bool = False, return_extras: bool = False,
         segments: Tensor | None = None,
-    ) -> Tensor | tuple[Tensor, AttentionMaps] | tuple[Tensor, Extras] | tuple[Tensor, AttentionMaps, Extras]:  # fmt: skip
+    ) -> Tensor | tuple:  # fmt: skip
         """Logits for every position ``[B, T, V]``; padding masks come from ``cfg.pad_id``.
 
         Inputs: encoder–decoder ``(src, tgt_in)``; decoder-only and encoder-only ``(ids,)``, and for an
@@ -338,7 +343,7 @@ class Transformer(nn.Module):
             routing = enc.routing + dec.routing
             aux = torch.stack([r.aux_loss for r in routing]).sum() if routing else logits.new_zeros(())
             out += (Extras(aux, [r.load for r in routing], cls_logits),)
-        return out[0] if len(out) == 1 else out  # type: ignore[return-value]
+        return out[0] if len(out) == 1 else out
 
     # -- incremental decoding --------------------------------------------------
     def start_decoding(self, memory: Tensor, src_mask: Tensor, batch: int, capacity: int) -> DecoderState:
