@@ -77,13 +77,24 @@ def scaled_dot_product_attention(
 ) -> tuple[Tensor, None]: ...
 @overload
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: Literal[True],
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    dropout_p: float,
+    need_weights: Literal[True],
     bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 @overload
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, *,
-    need_weights: Literal[True], bias: Tensor | None = None,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    need_weights: Literal[True],
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 @overload
 def scaled_dot_product_attention(

@@ -424,7 +424,6 @@ class BeamStepper:
             self_attention=rows.self_attention,
         )
 
-
     def _draw(self, log_probs: Tensor) -> Tensor:
         """A token drawn for the one live prefix (as an index into the flattened ``[1, V]`` scores)."""
         return _draw_from(self, log_probs)

@@ -2,8 +2,9 @@
 
 Mixture-of-Experts (Switch Transformer / GShard style): a router (one linear map, then softmax) gives each
 token a probability for each of N expert FFNs; the token goes to the k most probable, and the layer's output
-is their outputs weighted by those k probabilities renormalised to sum to 1. Every expert is the paper's position-wise FFN. Tokens are grouped per expert
-(``index_select`` in, ``index_add_`` out): one expert call per expert, never a loop over tokens.
+is their outputs weighted by those k probabilities renormalised to sum to 1. Every expert is the paper's
+position-wise FFN. Tokens are grouped per expert (``index_select`` in, ``index_add_`` out): one expert call
+per expert, never a loop over tokens.
 
 No token is dropped: an expert takes every token sent to it, however many (there is no capacity factor),
 so the output never depends on which other tokens share the batch.

@@ -151,9 +151,7 @@ class TextTokenizer:
 
     # -- construction ---------------------------------------------------------------
     @classmethod
-    def train(
-        cls, texts: Iterable[str], spec: TokenizerSpec = TokenizerSpec(), masking: bool = False
-    ) -> TextTokenizer:
+    def train(cls, texts: Iterable[str], spec: TokenizerSpec = TokenizerSpec(), masking: bool = False) -> TextTokenizer:
         """A tokenizer fitted to ``texts``; with ``masking`` it also has ``<mask>`` (id 4), which it finds
         where a person types it."""
         tok, trainer_cls = _build(spec.kind)
