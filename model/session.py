@@ -29,23 +29,40 @@ from model.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from model.config import ModelConfig
+from model.config import SINGLE_STREAM, ModelConfig
 from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, encode_pairs, load_corpus
-from model.decoding import BeamStepper, beam_search, greedy_decode, output_budget
+from model.data.corpus import is_monolingual
+from model.data.text_batching import EncodedTexts, TextStream, encode_texts
+from model.decoding import (
+    BeamStepper,
+    SampleStepper,
+    Sampling,
+    beam_search,
+    fill_mask,
+    generate,
+    greedy_decode,
+    output_budget,
+)
 from model.device import resolve_device, without_collector_pauses
 from model.masks import decoder_self_mask, padding_mask
+from model.objectives import evaluate_text
 from model.positional import LearnedPositionalEncoding
 from model.snapshots import (  # torch-free; still importable from here
     TRAIN_METRICS,
     AttentionExplanation,
+    FillMaskView,
     Inspection,
+    MaskPrediction,
+    RouterView,
     Translation,
 )
-from model.tokenization import EOS_ID, SPECIAL_TOKENS, Encoded, TextTokenizer, TokenizerSpec, normalize_text
+from model.tokenization import BOS_ID, EOS_ID, SPECIAL_TOKENS, Encoded, TextTokenizer, TokenizerSpec, normalize_text
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
-from model.transformer import Transformer
+from model.transformer import AttentionMaps, Transformer
 
+GENERATE_TOKENS = 50  # how far a decoder-only model continues a prompt unless told otherwise
 TRAIN_KEYS = TRAIN_METRICS  # the per-step history's columns (see model.snapshots.StepColumns)
+NEWER_METRICS = ("aux_loss",)  # columns a checkpoint written before them lacks (read as zeros)
 VERSION = "0.1.0"
 
 
@@ -96,6 +113,27 @@ def attention_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dic
 SplitName = Literal["train", "valid", "test"]
 
 
+def check_family(arch: str, data: DataSpec, train: TrainConfig) -> None:
+    """Raise a DataError a person can act on when the data does not suit the family (before anything loads)."""
+    text = is_monolingual(data)
+    if arch in SINGLE_STREAM and not text:
+        family = "decoder-only" if arch == "decoder_only" else "encoder-only"
+        raise DataError(
+            f"A {family} model learns from plain text, and {data.name} is pairs of sentences to translate: "
+            f"choose a text task (text-grammar-en, text-grammar-zh, text-hsk-en, text-hsk-zh) or a plain-text "
+            f"file (one sentence per line), or the encoder-decoder family"
+        )
+    if arch not in SINGLE_STREAM and text:
+        raise DataError(
+            f"{data.name} is text in one language: an encoder-decoder model needs sentence pairs to translate. "
+            f"Choose the decoder-only or encoder-only family, or a translation task"
+        )
+    if train.nsp and arch != "encoder_only":
+        raise DataError(
+            "next-sentence prediction is learnt by encoder-only (BERT) models; turn it off or choose that family"
+        )
+
+
 def whole_words(tok: TextTokenizer) -> tuple[str, ...]:
     """The pieces of ``tok`` that a person types as words, sorted without regard to case: for ``word`` and
     ``wordpiece`` every piece with a letter or digit except the special ones and word continuations (``##…``);
@@ -133,12 +171,14 @@ class DecodeSession:
 class History:
     """Every training step's metrics (as columns) and every evaluation (as rows)."""
 
-    train: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in TRAIN_KEYS})
+    # per metric a column; "expert_load" holds a list per step (each expert's share; empty for a dense model)
+    train: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (*TRAIN_KEYS, "expert_load")})
     evals: list[dict[str, Any]] = field(default_factory=list)
 
-    def add_step(self, record: dict[str, float]) -> None:
+    def add_step(self, record: dict[str, Any]) -> None:
         for k in TRAIN_KEYS:
             self.train[k].append(record[k])
+        self.train["expert_load"].append(list(record.get("expert_load", [])))
 
 
 class Session:
@@ -168,7 +208,7 @@ class Session:
         self.dirty = False  # trained since the last save
         self.notes: dict[str, Any] = {}  # free-form provenance: command, data, purpose
         self._corpus = corpus
-        self._encoded: dict[str, EncodedPairs] = {}
+        self._encoded: dict[str, EncodedPairs | EncodedTexts] = {}
         self._trainer: Trainer | None = None
         self._pending: dict[str, Any] | None = None  # optimizer/stream state from a checkpoint
         self._clock: float | None = None
@@ -191,7 +231,20 @@ class Session:
         """
         train = train or TrainConfig()
         tokenizer = tokenizer or TokenizerSpec()
+        arch = model_overrides.get("arch", "encoder_decoder")
+        check_family(arch, data, train)
         corpus = load_corpus(data)
+        if arch in SINGLE_STREAM:  # one stream of text, one tokenizer
+            src_tok = tgt_tok = TextTokenizer.train(corpus.texts("train"), tokenizer, masking=arch == "encoder_only")
+            if train.nsp:
+                model_overrides.setdefault("n_classes", 2)
+            cfg = ModelConfig.preset(
+                preset, src_vocab_size=0, tgt_vocab_size=0, vocab_size=src_tok.vocab_size, **model_overrides
+            )
+            return cls(
+                model_cfg=cfg, train_cfg=train, data_spec=data, tokenizer_spec=tokenizer, src_tok=src_tok,
+                tgt_tok=tgt_tok, device=resolve_device(device), preset=preset, corpus=corpus,
+            )  # fmt: skip
         src_texts = [s for s, _ in corpus.train]
         tgt_texts = [t for _, t in corpus.train]
         if shared_tokenizer:
@@ -219,16 +272,46 @@ class Session:
             self._corpus = load_corpus(self.data_spec)
         return self._corpus
 
-    def encoded(self, split: str) -> EncodedPairs:
+    def encoded(self, split: str) -> EncodedPairs | EncodedTexts:
+        """A split as ids: sentence pairs (encoder–decoder), or texts (single-stream families)."""
         if split not in self._encoded:
             # tens of thousands of id lists that live as long as the session: made without the collector's
             # full walks (each held the interpreter, the window's thread included, for ~0.1 s) and kept out
             # of them afterwards
+            cfg = self.model_cfg
             with without_collector_pauses():
-                self._encoded[split] = encode_pairs(
-                    self.corpus.split(split), self.src_tok, self.tgt_tok, self.model_cfg.max_len
-                )
+                if cfg.single_stream:  # LM: BOS + text (or text + EOS); MLM: BOS text EOS
+                    reserve = 1 if cfg.arch == "decoder_only" else 2
+                    self._encoded[split] = encode_texts(self.corpus.texts(split), self.tgt_tok, cfg.max_len, reserve)
+                else:
+                    self._encoded[split] = encode_pairs(
+                        self.corpus.split(split), self.src_tok, self.tgt_tok, cfg.max_len
+                    )
         return self._encoded[split]
+
+    @property
+    def text_kind(self) -> str:
+        """What a single-stream model learns: "lm" (decoder-only) or "mlm" (encoder-only)."""
+        return "lm" if self.model_cfg.arch == "decoder_only" else "mlm"
+
+    def text_options(self) -> dict[str, Any]:
+        """The batching options of an encoder-only model: what may be masked, and next-sentence pairs."""
+        if self.model_cfg.arch != "encoder_only":
+            return {}
+        tok = self.tgt_tok
+        return dict(
+            vocab_size=tok.vocab_size, mask_id=tok.mask_id, first_regular_id=tok.first_regular_id,
+            nsp=self.train_cfg.nsp, max_len=self.model_cfg.max_len,
+        )  # fmt: skip
+
+    def _make_stream(self, epoch: int = 0, position: int = 0) -> BatchStream | TextStream:
+        cfg = self.train_cfg
+        data = self.encoded("train")
+        if isinstance(data, EncodedTexts):
+            return TextStream(
+                data, cfg.batch_size, cfg.seed, self.text_kind, epoch=epoch, position=position, **self.text_options()
+            )
+        return BatchStream(data, cfg.batch_size, cfg.seed, epoch=epoch, position=position)
 
     def sample_source(self, split: SplitName, rng: random.Random) -> tuple[str, str, SplitName]:
         """A random pair of ``split``, or of the next split that has sentences (test → valid → train): its
@@ -251,8 +334,8 @@ class Session:
         if self._trainer is None:
             pending = self._pending or {}
             stream_state = pending.get("stream", {"epoch": 0, "position": 0})
-            stream = BatchStream(self.encoded("train"), self.train_cfg.batch_size, self.train_cfg.seed, **stream_state)
-            self._trainer = Trainer(self.model, self.train_cfg, stream, step=self.step)
+            stream = self._make_stream(**stream_state)
+            self._trainer = Trainer(self.model, self.train_cfg, stream, step=self.step, remake_stream=self._make_stream)
             if pending.get("optimizer") is not None:
                 self._trainer.optimizer.load_state_dict(pending["optimizer"])
                 self._trainer.apply_settings()  # the saved state carries the old betas/eps/weight decay
@@ -311,12 +394,20 @@ class Session:
             self._clock = None
 
     def evaluate(self, split: str = "valid", max_sentences: int | None = None) -> dict[str, Any]:
-        """Loss, exact match and BLEU on a split; recorded in the history."""
-        refs = [t for _, t in self.corpus.split(split)]
-        result = evaluate(
-            self.model, self.encoded(split), refs, self.tgt_tok, self.corpus.tgt_lang,
-            self.train_cfg.label_smoothing, max_sentences,
-        )  # fmt: skip
+        """Loss, exact match and BLEU on a split (decoder-only: loss and perplexity; encoder-only: loss and
+        masked-token accuracy); recorded in the history."""
+        data = self.encoded(split)
+        result: dict[str, Any]
+        if isinstance(data, EncodedTexts):
+            result = evaluate_text(
+                self.model, data, self.text_kind, self.train_cfg.label_smoothing, **self.text_options()
+            )
+        else:
+            refs = [t for _, t in self.corpus.split(split)]
+            result = evaluate(
+                self.model, data, refs, self.tgt_tok, self.corpus.tgt_lang, self.train_cfg.label_smoothing,
+                max_sentences,
+            )  # fmt: skip
         now = time.perf_counter() - self._clock if self._clock is not None else self.elapsed
         record = {"step": self.step, "time": now, "split": split, **result}
         self.history.evals.append(record)
@@ -324,13 +415,24 @@ class Session:
 
     # -- decoding ----------------------------------------------------------------------
     def _source(self, text: str) -> tuple[Encoded, list[int], bool]:
+        """What a model reads of ``text``: the encoder (tokens + EOS), or a decoder-only model's prompt (the
+        tokens; BOS is read before them), cut to fit."""
+        arch = self.model_cfg.arch
         if not normalize_text(text):
-            raise ValueError("Type a sentence to translate.")
+            raise ValueError(
+                "Type a prompt to continue." if arch == "decoder_only" else "Type a sentence to translate."
+            )
+        if arch == "decoder_only":
+            encoded = self.src_tok.encode(text)
+            room = self.model_cfg.max_len - 2  # BOS before, at least one generated token after
+            return encoded, encoded.ids[:room], len(encoded.ids) > room
         encoded = self.src_tok.encode(text)
         ids = encoded.ids[: self.model_cfg.max_len - 1] + [EOS_ID]  # what the encoder reads (as in training)
         return encoded, ids, len(encoded.ids) > self.model_cfg.max_len - 1
 
     def default_max_len(self, n_source: int) -> int:
+        if self.model_cfg.arch == "decoder_only":  # a continuation, not a translation of the prompt
+            return min(GENERATE_TOKENS, self.model_cfg.max_len - n_source - 1)
         return output_budget(n_source, self.model_cfg.max_len)
 
     def reference_for(self, text: str) -> str | None:
@@ -372,19 +474,30 @@ class Session:
         max_len: int | None = None,
         length_penalty: float = 0.6,
         top_k: int = 10,
+        sampling: Sampling | None = None,
     ) -> DecodeSession:
-        """Decoding of ``text`` one step at a time (greedy when beam_size is 1)."""
+        """Decoding of ``text`` one step at a time (greedy when beam_size is 1; drawn at random with
+        ``sampling``). For a decoder-only model ``text`` is the prompt it continues."""
         encoded, ids, _ = self._source(text)
         max_len = max_len or self.default_max_len(len(ids))
         src = torch.tensor(ids, device=self.device)
-        stepper = BeamStepper(self.model, src, beam_size, max_len, length_penalty if beam_size > 1 else 0.0, top_k)
+        stepper: BeamStepper
+        if sampling is not None:
+            stepper = SampleStepper(self.model, src, max_len, sampling, top_k)
+        else:
+            stepper = BeamStepper(self.model, src, beam_size, max_len, length_penalty if beam_size > 1 else 0.0, top_k)
         tokens = [self.src_tok.display_token(i) for i in ids]
         return DecodeSession(encoded, ids, tokens, stepper, self.reference_for(text))
 
     @torch.inference_mode()
     def inspect(self, src_text: str, tgt_text: str | None = None, tgt_ids: list[int] | None = None) -> Inspection:
         """All attention maps for ``src_text`` → ``tgt_text`` (or target ids), teacher-forced;
-        with neither, for the model's own greedy translation."""
+        with neither, for the model's own greedy translation. A decoder-only model: the prompt ``src_text``
+        and its continuation (given, or the model's own greedy one); an encoder-only model: the text."""
+        if self.model_cfg.arch == "decoder_only":
+            return self._inspect_generation(src_text, tgt_text, tgt_ids)
+        if self.model_cfg.arch == "encoder_only":
+            return self._inspect_ids(self._masked_input(src_text, ())[0], src_text)
         _, ids, _ = self._source(src_text)
         src = torch.tensor([ids], device=self.device)
         target_given = tgt_ids is not None
@@ -422,7 +535,105 @@ class Session:
             source=src_text,
             target_ids=tuple(y),
             masks=attention_masks(src, tgt_in, cfg.pad_id),
+            routing=self._routing(
+                maps, [self.src_tok.display_token(i) for i in ids], [show(i) for i in [cfg.bos_id, *y]]
+            ),
         )
+
+    def _routing(self, maps: AttentionMaps, enc_tokens: list[str], dec_tokens: list[str]) -> tuple[RouterView, ...]:
+        """The routing of one input (batch row 0) per MoE layer, as numpy."""
+        n = lambda t: t[0].float().cpu().numpy()  # noqa: E731
+        views = [RouterView("encoder", i, enc_tokens, n(r.probs), n(r.chosen), n(r.weights))
+                 for i, r in enumerate(maps.encoder_routing)]  # fmt: skip
+        views += [RouterView("decoder", i, dec_tokens, n(r.probs), n(r.chosen), n(r.weights))
+                  for i, r in enumerate(maps.decoder_routing)]  # fmt: skip
+        return tuple(views)
+
+    def _inspect_generation(self, prompt: str, tgt_text: str | None, tgt_ids: list[int] | None) -> Inspection:
+        """A decoder-only model over BOS + prompt + continuation: its causal self-attention, and at each
+        position the probability of the token that follows."""
+        cfg = self.model_cfg
+        _, ids, _ = self._source(prompt)
+        given = tgt_ids is not None or tgt_text is not None
+        if tgt_ids is None:
+            tgt_ids = (
+                self.tgt_tok.encode_ids(tgt_text)
+                if tgt_text is not None
+                else generate(self.model, ids, self.default_max_len(len(ids)))
+            )
+        y = [t for t in tgt_ids if t != EOS_ID][: cfg.max_len - 1 - len(ids)]
+        seq = [cfg.bos_id, *ids, *y]
+        out = [*ids, *y, EOS_ID]
+        x = torch.tensor([seq], device=self.device)
+        self.model.eval()
+        logits, maps = self.model(x, return_attention=True)
+        logits = logits[0].float()
+        logits[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")
+        probs = logits.softmax(-1)[torch.arange(len(out)), torch.tensor(out, device=self.device)]
+        show = self.tgt_tok.display_token
+        tokens = [show(i) for i in seq]
+        L, H, T = cfg.n_layers, cfg.n_heads, len(seq)
+        return Inspection(
+            src_tokens=[], tgt_tokens=tokens, out_tokens=[show(i) for i in out],
+            encoder=np.zeros((0, H, 0, 0), np.float32),
+            decoder_self=torch.stack([w[0] for w in maps.decoder_self]).float().cpu().numpy(),
+            cross=np.zeros((L, H, T, 0), np.float32), target_probs=probs.cpu().numpy(), teacher_forced=given,
+            step=self.step, source=prompt, target_ids=tuple(y),
+            masks={"decoder_self": decoder_self_mask(x, cfg.pad_id)[0, 0].cpu().numpy().copy()},
+            routing=self._routing(maps, [], tokens), arch="decoder_only",
+        )  # fmt: skip
+
+    def _masked_input(self, text: str, mask_positions: tuple[int, ...]) -> tuple[list[int], list[str | None]]:
+        """An encoder-only model's input for ``text``: BOS, the pieces (those at ``mask_positions`` — indexes
+        into the input — replaced by <mask>), EOS; and the pieces that were replaced."""
+        if not normalize_text(text):
+            raise ValueError("Type a sentence; write <mask> where the model should fill a word in.")
+        ids = [BOS_ID, *self.src_tok.encode_ids(text)[: self.model_cfg.max_len - 2], EOS_ID]
+        mask_id = self.src_tok.mask_id
+        originals: list[str | None] = [None] * len(ids)
+        for p in mask_positions:
+            if 0 < p < len(ids) - 1 and mask_id is not None and ids[p] != mask_id:
+                originals[p] = self.src_tok.display_token(ids[p])
+                ids[p] = mask_id
+        return ids, originals
+
+    @torch.inference_mode()
+    def _inspect_ids(self, ids: list[int], text: str) -> Inspection:
+        """An encoder-only model over ``ids``: its bidirectional self-attention (and routing)."""
+        cfg = self.model_cfg
+        x = torch.tensor([ids], device=self.device)
+        self.model.eval()
+        _, maps = self.model(x, return_attention=True)
+        tokens = [self.src_tok.display_token(i) for i in ids]
+        H, S = cfg.n_heads, len(ids)
+        return Inspection(
+            src_tokens=tokens, tgt_tokens=[], out_tokens=[],
+            encoder=torch.stack([w[0] for w in maps.encoder]).float().cpu().numpy(),
+            decoder_self=np.zeros((0, H, 0, 0), np.float32), cross=np.zeros((0, H, 0, S), np.float32),
+            target_probs=np.zeros(0, np.float32), teacher_forced=True, step=self.step, source=text,
+            masks={"encoder": padding_mask(x, cfg.pad_id)[0, 0].expand(S, S).cpu().numpy().copy()},
+            routing=self._routing(maps, tokens, []), arch="encoder_only",
+        )  # fmt: skip
+
+    @torch.inference_mode()
+    def fill_mask(self, text: str, mask_positions: tuple[int, ...] = (), top_k: int = 5) -> FillMaskView:
+        """An encoder-only model's predictions for each <mask> of ``text`` (typed as ``<mask>``, or the input
+        positions ``mask_positions`` masked: 1 is the first piece after BOS)."""
+        if self.model_cfg.arch != "encoder_only":
+            raise ValueError("Filling masks needs an encoder-only (BERT) model; this one is " + self.model_cfg.arch)
+        mask_id = self.src_tok.mask_id
+        if mask_id is None:
+            raise ValueError("this model's tokenizer has no <mask> token, so it cannot fill masks")
+        ids, originals = self._masked_input(text, mask_positions)
+        if mask_id not in ids:
+            raise ValueError("Write <mask> where the model should fill a word in, or click a token to mask it.")
+        show = self.src_tok.display_token
+        predictions = [
+            MaskPrediction(f.position, [show(t) for t in f.tokens], f.probs, originals[f.position])
+            for f in fill_mask(self.model, ids, mask_id, top_k)
+        ]
+        tokens = [show(i) for i in ids]
+        return FillMaskView(text, tokens, predictions, self._inspect_ids(ids, text), self.step)
 
     def attention_masks(self, src_ids: list[int], tgt_in: list[int]) -> dict[str, np.ndarray]:
         """Where each attention of this model may look for one pair (True = may attend); ``tgt_in`` = BOS + y."""
@@ -522,7 +733,7 @@ class Session:
             "optimizer": trainer_state.get("optimizer") if include_optimizer else None,
             "src_tokenizer": self.src_tok.to_json(),
             "tgt_tokenizer": self.tgt_tok.to_json(),
-            "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.train.items()},
+            "history": {k: _column(v) for k, v in self.history.train.items()},
             "rng": rng,
         }
         save_checkpoint(path, payload)
@@ -582,6 +793,13 @@ class Session:
         if self._trainer is not None:
             self._pending = self._trainer.state_dict()
             self._trainer = None
+
+
+def _column(values: list[Any]) -> torch.Tensor:
+    """A history column as a tensor: numbers 1-D; the experts' loads ``[steps, N]`` (``[steps, 0]`` when dense)."""
+    if values and isinstance(values[0], list):
+        return torch.tensor(values, dtype=torch.float64).view(len(values), -1)
+    return torch.tensor(values, dtype=torch.float64)
 
 
 # -- reading a checkpoint's contents ------------------------------------------------------------------------------
@@ -696,14 +914,24 @@ def _read_history(history: Any, damaged) -> dict[str, list[float]]:
         return {}
     if not isinstance(history, dict):
         raise damaged(f"its metric history is a {type(history).__name__}, not a table of columns")
-    columns = {}
+    columns: dict[str, list[Any]] = {}
     for key in TRAIN_KEYS:
         column = history.get(key)
+        if column is None and key in NEWER_METRICS and isinstance(history.get("step"), torch.Tensor):
+            column = torch.zeros_like(history["step"])  # a file from before this metric: none measured
         if not (isinstance(column, torch.Tensor) and column.dim() == 1 and column.is_floating_point()):
             raise damaged(f"its metric history has no usable column {key!r}")
         columns[key] = [float(x) for x in column.tolist()]
     if len({len(c) for c in columns.values()}) != 1:
         raise damaged("the columns of its metric history differ in length")
+    n = len(columns["step"])
+    load = history.get("expert_load")
+    if load is None:
+        columns["expert_load"] = [[] for _ in range(n)]
+    elif isinstance(load, torch.Tensor) and load.is_floating_point() and load.dim() in (1, 2) and len(load) == n:
+        columns["expert_load"] = load.view(n, -1).tolist() if n else []
+    else:
+        raise damaged("its experts' load history does not fit its other columns")
     return columns
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -77,6 +77,18 @@ class Translation:
 
 # -- attention -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class RouterView:
+    """What one Mixture-of-Experts layer's router did with the tokens of one input."""
+
+    stack: str  # "encoder" or "decoder"
+    layer: int  # 0-based, within its stack
+    tokens: list[str]  # the positions routed (the stack's input tokens)
+    probs: np.ndarray  # [T, N] router probabilities
+    chosen: np.ndarray  # [T, k] the experts each token went to, most probable first
+    weights: np.ndarray  # [T, k] the weights of their outputs (the chosen probabilities renormalised)
+
+
+@dataclass(frozen=True)
 class Inspection:
     """Attention of one source/target pair, teacher-forced, as numpy."""
 
@@ -93,6 +105,31 @@ class Inspection:
     target_ids: tuple[int, ...] = ()  # the target ids (no BOS/EOS), for asking about the same pair again
     # per kind ("encoder" [S, S], "decoder_self" [T, T], "cross" [T, S]): True = may attend, as the model masked it
     masks: dict[str, np.ndarray] = field(default_factory=dict)
+    routing: tuple[RouterView, ...] = ()  # per MoE layer, encoder's first (empty for a dense model)
+    # the model's family: "encoder_decoder"; "decoder_only" (maps in decoder_self; encoder and cross empty,
+    # src_tokens empty); "encoder_only" (maps in encoder; decoder_self and cross empty, tgt/out_tokens empty)
+    arch: str = "encoder_decoder"
+
+
+@dataclass(frozen=True)
+class MaskPrediction:
+    """An encoder-only model's guesses for one masked position."""
+
+    position: int  # index into FillMaskView.tokens
+    tokens: list[str]  # the most probable fillers, best first
+    probs: list[float]  # their probabilities
+    original: str | None = None  # the token that was there, when a person masked a token by clicking it
+
+
+@dataclass(frozen=True)
+class FillMaskView:
+    """A sentence with masked positions and what an encoder-only model predicts for each."""
+
+    text: str  # as typed
+    tokens: list[str]  # the input the model read: <bos> pieces <eos>, masked ones as <mask>
+    predictions: list[MaskPrediction]  # one per masked position, left to right
+    inspection: Inspection  # the bidirectional self-attention over this input (and the routing)
+    step: int  # training step of the weights used
 
 
 @dataclass(frozen=True)
@@ -124,7 +161,18 @@ class DecodeSettings:
     beam_size: int = 1  # 1 = greedy
     length_penalty: float = 0.6
     max_len: int | None = None  # None: from the source length
-    top_k: int = 10
+    top_k: int = 10  # candidates recorded and shown per step
+    # sampling (decoder-only models, beam_size 1): temperature > 0 draws each token at random from
+    # softmax(logits / temperature), cut to the sample_top_k most probable (0: no cut) and to the smallest set
+    # whose probability reaches top_p (1: no cut); the seed makes the draws repeat
+    temperature: float = 0.0
+    sample_top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = 0
+
+    @property
+    def sampling(self) -> bool:
+        return self.temperature > 0 and self.beam_size == 1
 
 
 @dataclass(frozen=True)
@@ -161,16 +209,19 @@ class StepColumns:
     token_accuracy: np.ndarray
     grad_norm: np.ndarray  # before clipping
     tokens_per_s: np.ndarray
+    aux_loss: np.ndarray  # Mixture-of-Experts load-balancing loss (0 for a dense model)
+    # [n, N]: each expert's share of the token assignments at each update, averaged over layers ([n, 0]: dense)
+    expert_load: np.ndarray
 
     @classmethod
-    def of(cls, records: Sequence[Mapping[str, float]]) -> StepColumns:
-        return cls(
-            **{f.name: _read_only(np.array([r[f.name] for r in records], dtype=np.float64)) for f in fields(cls)}
-        )
+    def of(cls, records: Sequence[Mapping[str, Any]]) -> StepColumns:
+        columns = {f: _read_only(np.array([r[f] for r in records], dtype=np.float64)) for f in TRAIN_METRICS}
+        return cls(**columns, expert_load=_loads([r.get("expert_load", []) for r in records]))
 
     @classmethod
-    def from_history(cls, history: Mapping[str, Sequence[float]]) -> StepColumns:
-        return cls(**{f.name: _read_only(np.array(history[f.name], dtype=np.float64)) for f in fields(cls)})
+    def from_history(cls, history: Mapping[str, Sequence[Any]]) -> StepColumns:
+        columns = {f: _read_only(np.array(history[f], dtype=np.float64)) for f in TRAIN_METRICS}
+        return cls(**columns, expert_load=_loads(history.get("expert_load", [[]] * len(history["step"]))))
 
     def __len__(self) -> int:
         return len(self.step)
@@ -181,5 +232,14 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-# the metrics the engine records at every update, in order (model.session keeps its history by them)
-TRAIN_METRICS: tuple[str, ...] = tuple(f.name for f in fields(StepColumns))
+def _loads(rows: Sequence[Sequence[float]]) -> np.ndarray:
+    width = max((len(r) for r in rows), default=0)
+    out = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return _read_only(out)
+
+
+# the number the engine records at every update, in order (model.session keeps its history by them); each update
+# also records "expert_load", a list (empty for a dense model)
+TRAIN_METRICS: tuple[str, ...] = tuple(f.name for f in fields(StepColumns) if f.name != "expert_load")

@@ -111,7 +111,14 @@ class DecodeDriver:
     def _build(self, position: int) -> None:
         s = self._settings
         self._views, self._cached_bytes = {}, 0
-        self._decode = decode = self.session.stepper(s.text, s.beam_size, s.max_len, s.length_penalty, s.top_k)
+        sampling = None
+        if s.sampling:
+            from model.decoding import Sampling  # imports PyTorch: only where the engine runs
+
+            sampling = Sampling(s.temperature, s.sample_top_k or None, s.top_p if s.top_p < 1 else None, s.seed)
+        self._decode = decode = self.session.stepper(
+            s.text, s.beam_size, s.max_len, s.length_penalty, s.top_k, sampling=sampling
+        )
         self._built_at = self.session.step
         for _ in range(position):
             if decode.stepper.step() is None:
@@ -143,7 +150,11 @@ class DecodeDriver:
         # the prefix in focus: the best live beam (greedy: the output so far), else the best finished one
         live = shown[-1].live_after if shown else []
         end: tuple[int, int] | None  # the focus's last decoder position and its row there
-        if live or not ranked:
+        generating = session.model_cfg.arch == "decoder_only"  # the prompt is read by the decoder itself
+        if generating:  # the whole sequence (prompt + focus) through the model: its causal maps at once
+            focus = live[0] if live else (ranked[0][0].tokens if ranked else [])
+            end = None
+        elif live or not ranked:
             focus, end = (live[0] if live else []), (stepper.position, 0)  # row 0: the best prefix entering there
         else:
             best, t, i = ranked[0]
@@ -156,7 +167,7 @@ class DecodeDriver:
             source_tokens=tuple(d.source_tokens),
             unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == UNK_ID),
             source_length=len(d.source.ids),
-            source_read=len(d.source_ids) - 1,  # EOS is added after the cut
+            source_read=len(d.source_ids) - (not generating),  # a translator's EOS is added after the cut
             reference=d.reference,
             position=stepper.position,
             at_end=stepper.at_end,
@@ -166,7 +177,7 @@ class DecodeDriver:
             focus_text=decode(focus),
             inspection=self._inspection(list(focus), end),
             weights_step=session.step,
-            source_typed=_typed(d),
+            source_typed=_typed(d, eos=not generating),
         )
 
     def _inspection(self, focus: list[int], end: tuple[int, int] | None) -> Inspection:
@@ -203,9 +214,10 @@ class DecodeDriver:
         )
 
 
-def _typed(d: DecodeSession) -> tuple[str, ...]:
-    """The text typed for each piece the encoder reads (its span of the normalised input); EOS as its piece."""
-    spans = d.source.spans[: len(d.source_ids) - 1]  # the pieces kept (EOS is added after the cut)
+def _typed(d: DecodeSession, eos: bool = True) -> tuple[str, ...]:
+    """The text typed for each piece the encoder reads (its span of the normalised input); EOS as its piece.
+    Without ``eos``: a decoder-only model's prompt, every piece typed."""
+    spans = d.source.spans[: len(d.source_ids) - eos]  # the pieces kept (EOS is added after the cut)
     return tuple(d.source.text[a:b] for a, b in spans) + tuple(d.source_tokens[len(spans) :])
 
 

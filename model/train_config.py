@@ -62,6 +62,10 @@ class TrainConfig:
     eval_sentences: int = setting(
         200, "Evaluation sentences", "valid sentences decoded at each evaluation, the final one too"
     )
+    nsp: bool = setting(
+        False, "Next-sentence prediction", "encoder-only: also learn whether sentence B follows sentence A "
+        "(BERT's NSP; pairs from consecutive lines of the text)",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         problems = _type_problems(self)

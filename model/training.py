@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +14,10 @@ import torch
 from torch import nn
 
 from model.data.batching import BatchStream, EncodedPairs, batches_in_order, collate
+from model.data.text_batching import TextStream
 from model.decoding import greedy_decode, output_budget
 from model.device import prepare_optimizers, training_autocast
+from model.objectives import mean_load, run_batch
 from model.tokenization import PAD_ID, TextTokenizer
 from model.train_config import (  # noqa: F401 — the settings, re-exported where they were
     OPTIMIZERS,
@@ -79,11 +82,20 @@ class Trainer:
     WEIGHT_GROWTH = 4.0  # weights whose norm grew this much in one interval are out of range
 
     def __init__(
-        self, model: Transformer, cfg: TrainConfig, stream: BatchStream, step: int = 0, snapshot_every: int = 0
+        self,
+        model: Transformer,
+        cfg: TrainConfig,
+        stream: BatchStream | TextStream,
+        step: int = 0,
+        snapshot_every: int = 0,
+        remake_stream: Callable[..., BatchStream | TextStream] | None = None,
     ) -> None:
         self.model, self.cfg, self.stream = model, cfg, stream
+        # the stream at a saved position (epoch=…, position=…), for going back after a divergence
+        self.remake_stream = remake_stream or (
+            lambda **at: BatchStream(stream.data, stream.batch_size, stream.seed, **at)  # type: ignore[arg-type]
+        )
         self.optimizer = make_optimizer(model, cfg)
-        self.loss_fn = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing)
         self.step = step  # updates done so far
         self.snapshot_every = snapshot_every or self.SNAPSHOT_EVERY
         self.loss_limit = 2 * math.log(model.cfg.tgt_vocab_size) + 1
@@ -104,8 +116,8 @@ class Trainer:
     def lr_at(self, step: int) -> float:
         return learning_rate(self.cfg, step, self.model.cfg.d_model)
 
-    def train_step(self) -> dict[str, float]:
-        """One update. → step, loss, lr, token_accuracy, grad_norm, tokens_per_s."""
+    def train_step(self) -> dict[str, Any]:
+        """One update. → step, loss, lr, token_accuracy, grad_norm, tokens_per_s, aux_loss, expert_load."""
         model, device = self.model, self.model.device
         if self.good is None:  # here, not in __init__: a loaded optimizer state arrives after construction
             self.good = self.snapshot()
@@ -117,13 +129,12 @@ class Trainer:
         batch = next(self.stream).to(device)
         model.train()
         with training_autocast(device):
-            logits = model(batch.src, batch.tgt_in)
-        logits = logits.float()
-        loss = self.loss_fn(logits.view(-1, logits.shape[-1]), batch.tgt_out.view(-1))
-        if not torch.isfinite(loss):
+            out = run_batch(model, batch, self.cfg.label_smoothing)
+        loss = out.loss
+        if not torch.isfinite(out.objective):
             self._diverged(step, "loss", lr)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        out.objective.backward()
         clip = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         if not torch.isfinite(grad_norm):
@@ -131,10 +142,8 @@ class Trainer:
             self._diverged(step, "gradient", lr)
         self.optimizer.step()
         self.step = step
-        with torch.no_grad():
-            real = batch.tgt_out != PAD_ID
-            accuracy = (logits.argmax(-1) == batch.tgt_out)[real].float().mean()
-        loss_value, acc_value = loss.item(), accuracy.item()  # note: CPU–GPU sync points
+        loss_value = loss.item()  # note: CPU–GPU sync points
+        acc_value = float(out.correct) / out.counted if out.counted else float("nan")
         grad_value = float(grad_norm)
         seconds = time.perf_counter() - t0
         self._watch(loss_value, grad_value)
@@ -145,6 +154,8 @@ class Trainer:
             "token_accuracy": acc_value,
             "grad_norm": grad_value,
             "tokens_per_s": batch.n_tokens / seconds,
+            "aux_loss": float(out.aux),
+            "expert_load": mean_load(out.load),
         }
 
     # -- divergence guard ----------------------------------------------------------------------------------------
@@ -178,7 +189,7 @@ class Trainer:
         """Go back to ``snapshot``: weights, optimizer state, data position and step."""
         self.model.load_state_dict(snapshot.model)
         self.optimizer.load_state_dict(_cpu_copy(snapshot.optimizer))  # a copy: the optimizer updates it in place
-        self.stream = BatchStream(self.stream.data, self.stream.batch_size, self.stream.seed, **snapshot.stream)
+        self.stream = self.remake_stream(**snapshot.stream)
         self.step = snapshot.step
         self._candidate, self._in_range, self._grad_norms = None, True, []
 
