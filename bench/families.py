@@ -12,7 +12,7 @@ Each comparison is timed side by side, interleaved, medians taken. The models ha
 generation has EOS made unreachable, so every run produces exactly the same number of tokens.
 The last lines are the figures, with their goals, ready to paste into the README.
 
-    python -m bench.families [--repeats 30] [--threads 2] [--quick]
+    python -m bench.families [--repeats 15] [--threads 2] [--quick]
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ class Sizes:
     length: int = 64
     tokens: int = 256  # new tokens generated
     prompt: int = 8  # prompt tokens before them
-    repeats: int = 30
-    warmup: int = 3
+    repeats: int = 15
+    warmup: int = 2
 
 
 QUICK = Sizes(preset="tiny", vocab=300, batch=4, length=16, tokens=24, prompt=4, repeats=2, warmup=1)
@@ -138,7 +138,8 @@ def compare_moe(sizes: Sizes) -> dict[str, float]:
     torch.manual_seed(0)
     moe = Transformer(decoder_config(sizes, n_experts=4, experts_top_k=1))
     dense = Transformer(decoder_config(sizes))
-    assert moe.active_parameters() - dense.num_parameters() < 10 * moe.cfg.d_model, "active sizes differ"
+    routers = moe.cfg.n_layers * (moe.cfg.d_model + 1) * moe.cfg.n_experts
+    assert moe.active_parameters() - routers == dense.num_parameters(), "active sizes differ"
     ids = training_ids(sizes)
     steps = {MOE: make_step(moe, ids, extras=True), DENSE: make_step(dense, ids, extras=True)}
     return interleaved_medians(steps, repeats=sizes.repeats, warmup=sizes.warmup)

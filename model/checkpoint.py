@@ -37,6 +37,7 @@ FORMAT_VERSION = 1
 REQUIRED = ("format", "format_version", "meta", "model", "src_tokenizer", "tgt_tokenizer")
 MAX_POSITIONS = 65_536  # a larger max_len is refused: its position tables alone would take gigabytes
 MAX_LAYERS = 1_000  # per stack; far beyond any model this program trains
+MAX_EXPERTS = 64  # per layer (the settings allow up to 64)
 STALE_AFTER_S = 3600.0  # a temporary file not written for this long belongs to no save in progress
 DAMAGED = "the file was altered or is damaged; use an earlier copy or an autosave"
 
@@ -200,9 +201,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Name and shape of every tensor in the ``state_dict`` of ``Transformer(cfg)``, worked out without building it.
 
-    (A test pins this to the real model for every architecture option.)
+    (A test pins this to the real model for every architecture option and family.)
     """
-    d, f = cfg.d_model, cfg.d_ff
+    d, arch = cfg.d_model, cfg.arch
     shapes: dict[str, tuple[int, ...]] = {
         "src_embed.weight": (cfg.src_vocab_size, d),
         "tgt_embed.weight": (cfg.tgt_vocab_size, d),  # the same table as src_embed when shared_vocab
@@ -211,27 +212,52 @@ def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     }
     if cfg.positional == "learned":
         shapes["src_pos.weight"] = shapes["tgt_pos.weight"] = (cfg.max_len, d)
-
-    def attention(prefix: str) -> None:
-        shapes[f"{prefix}.in_proj.weight"], shapes[f"{prefix}.in_proj.bias"] = (3 * d, d), (3 * d,)
-        shapes[f"{prefix}.out_proj.weight"], shapes[f"{prefix}.out_proj.bias"] = (d, d), (d,)
-
-    def layer(prefix: str, blocks: tuple[str, ...], norms: int) -> None:
-        for block in blocks:
-            attention(f"{prefix}.{block}")
-        shapes[f"{prefix}.ffn.linear1.weight"], shapes[f"{prefix}.ffn.linear1.bias"] = (f, d), (f,)
-        shapes[f"{prefix}.ffn.linear2.weight"], shapes[f"{prefix}.ffn.linear2.bias"] = (d, f), (d,)
-        for n in range(1, norms + 1):
-            shapes[f"{prefix}.norm{n}.weight"] = shapes[f"{prefix}.norm{n}.bias"] = (d,)
-
-    for i in range(cfg.n_encoder_layers):
-        layer(f"encoder_layers.{i}", ("self_attn",), 2)
-    for i in range(cfg.n_decoder_layers):
-        layer(f"decoder_layers.{i}", ("self_attn", "cross_attn"), 3)
+    has_encoder, has_decoder = arch != "decoder_only", arch != "encoder_only"
+    if cfg.positional == "t5_relative":
+        for name, present in (("encoder_bias", has_encoder), ("decoder_bias", has_decoder)):
+            if present:
+                shapes[f"{name}.weight"] = (cfg.t5_buckets, cfg.n_heads)
+    if arch == "encoder_only":
+        shapes["segment_embed.weight"] = (2, d)
+        shapes["mlm_transform.0.weight"], shapes["mlm_transform.0.bias"] = (d, d), (d,)
+        shapes["mlm_transform.2.weight"] = shapes["mlm_transform.2.bias"] = (d,)
+        if cfg.n_classes:
+            shapes["pooler.weight"], shapes["pooler.bias"] = (d, d), (d,)
+            shapes["classifier.weight"], shapes["classifier.bias"] = (cfg.n_classes, d), (cfg.n_classes,)
+    n_enc = cfg.n_encoder_layers if has_encoder else 0
+    n_dec = cfg.n_decoder_layers if has_decoder else 0
+    cross = arch == "encoder_decoder"
+    for i in range(n_enc):
+        _layer_shapes(shapes, cfg, f"encoder_layers.{i}", ("self_attn",), 2)
+    for i in range(n_dec):
+        _layer_shapes(shapes, cfg, f"decoder_layers.{i}", ("self_attn", "cross_attn") if cross else ("self_attn",),
+                      3 if cross else 2)  # fmt: skip
     if cfg.norm == "pre":
-        for name in ("encoder_norm", "decoder_norm"):
-            shapes[f"{name}.weight"] = shapes[f"{name}.bias"] = (d,)
+        for name, present in (("encoder_norm", has_encoder), ("decoder_norm", has_decoder)):
+            if present:
+                shapes[f"{name}.weight"] = shapes[f"{name}.bias"] = (d,)
     return shapes
+
+
+def _layer_shapes(
+    shapes: dict[str, tuple[int, ...]], cfg: ModelConfig, prefix: str, blocks: tuple[str, ...], norms: int
+) -> None:
+    d, f = cfg.d_model, cfg.d_ff
+    for block in blocks:
+        shapes[f"{prefix}.{block}.in_proj.weight"], shapes[f"{prefix}.{block}.in_proj.bias"] = (3 * d, d), (3 * d,)
+        shapes[f"{prefix}.{block}.out_proj.weight"], shapes[f"{prefix}.{block}.out_proj.bias"] = (d, d), (d,)
+    ffns = [f"{prefix}.ffn"]
+    if cfg.moe:
+        shapes[f"{prefix}.ffn.router.weight"], shapes[f"{prefix}.ffn.router.bias"] = (
+            (cfg.n_experts, d),
+            (cfg.n_experts,),
+        )
+        ffns = [f"{prefix}.ffn.experts.{e}" for e in range(cfg.n_experts)]
+    for ffn in ffns:
+        shapes[f"{ffn}.linear1.weight"], shapes[f"{ffn}.linear1.bias"] = (f, d), (f,)
+        shapes[f"{ffn}.linear2.weight"], shapes[f"{ffn}.linear2.bias"] = (d, f), (d,)
+    for n in range(1, norms + 1):
+        shapes[f"{prefix}.norm{n}.weight"] = shapes[f"{prefix}.norm{n}.bias"] = (d,)
 
 
 def check_model_size(path: str | Path, cfg: ModelConfig) -> None:
@@ -242,6 +268,11 @@ def check_model_size(path: str | Path, cfg: ModelConfig) -> None:
             f"accepts ({MAX_POSITIONS:,}); {DAMAGED}"
         )
     layers = max(cfg.n_encoder_layers, cfg.n_decoder_layers)
+    if cfg.n_experts > MAX_EXPERTS:
+        raise CheckpointError(
+            f"{path}: its configuration claims {cfg.n_experts:,} experts per layer, more than this program accepts "
+            f"({MAX_EXPERTS}); {DAMAGED}"
+        )
     if layers > MAX_LAYERS:
         raise CheckpointError(
             f"{path}: its configuration claims {layers:,} layers, more than this program accepts ({MAX_LAYERS:,}); "
@@ -296,7 +327,9 @@ def _some(names: list[str], shown: int = 3) -> str:
 
 
 def _describe(cfg: ModelConfig) -> str:
+    layers = f"{cfg.n_layers} layers" if cfg.single_stream else f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers"
+    experts = f", {cfg.n_experts} experts" if cfg.moe else ""
     return (
-        f"d_model {cfg.d_model}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, "
+        f"{cfg.arch.replace('_', '-')}, d_model {cfg.d_model}, d_ff {cfg.d_ff}, {layers}{experts}, "
         f"vocabularies {cfg.src_vocab_size}/{cfg.tgt_vocab_size}, max_len {cfg.max_len}, {cfg.positional} positions"
     )

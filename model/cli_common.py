@@ -21,10 +21,14 @@ def add_setting_flags(group: argparse._ArgumentGroup, cls: type) -> None:
         if s.kind is bool:
             group.add_argument(f"--{s.flag}", action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            if s.choices:  # choices are text already
-                group.add_argument(f"--{s.flag}", choices=s.choices, help=text)
+            if s.choices:  # choices are text already; "decoder-only" is read as "decoder_only"
+                group.add_argument(f"--{s.flag}", choices=s.choices, type=_underscored, help=text)
             else:
                 group.add_argument(f"--{s.flag}", type=s.kind, help=text)
+
+
+def _underscored(value: str) -> str:
+    return value.replace("-", "_")
 
 
 def given_settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:

@@ -875,7 +875,7 @@ def _read_progress(meta: dict[str, Any], damaged: Callable[[str], CheckpointErro
     out["stream"] = dict(stream)
     evals = meta.get("evals") or []
     if not (isinstance(evals, list) and all(_is_eval(e) for e in evals)):
-        raise damaged("its list of evaluations is not a list of results (step, split, loss, exact match, BLEU)")
+        raise damaged("its list of evaluations is not a list of results (step, split, loss and scores)")
     out["evals"] = [dict(e) for e in evals]
     return out
 
@@ -898,14 +898,20 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+# what each family's evaluations score (besides the loss); with experts also aux_loss and expert_load
+EVAL_SCORES = {"encoder_decoder": ("exact_match", "bleu"), "decoder_only": ("perplexity",),
+               "encoder_only": ("mlm_accuracy",)}  # fmt: skip
+
+
 def _is_eval(record: Any) -> bool:
-    numbers = ("loss", "exact_match", "bleu")
-    return (
-        isinstance(record, dict)
-        and _whole(record.get("step"))
-        and isinstance(record.get("split"), str)
-        and all(isinstance(record.get(k), (int, float)) and not isinstance(record.get(k), bool) for k in numbers)
-    )
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if not (isinstance(record, dict) and _whole(record.get("step")) and isinstance(record.get("split"), str)):
+        return False
+    scored = any(all(number(record.get(k)) for k in keys) for keys in EVAL_SCORES.values())
+    load = record.get("expert_load", [])
+    return number(record.get("loss")) and scored and isinstance(load, list) and all(number(x) for x in load)
 
 
 def _read_history(history: Any, damaged) -> dict[str, list[float]]:

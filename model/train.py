@@ -1,10 +1,16 @@
 """Train a Transformer from the command line, without the window.
 
     python -m model.train --task grammar-en-zh --preset small --steps 3000 --out runs/grammar
+    python -m model.train --arch decoder-only --task text-hsk-zh --preset small --steps 3000 --out runs/gpt
+    python -m model.train --arch encoder-only --task text-hsk-zh --nsp --preset small --steps 3000 --out runs/bert
+    python -m model.train --arch decoder-only --experts 4 --experts-top-k 1 --task text-grammar-en ...
 
 Writes ``OUT/metrics.jsonl`` live (one JSON object per line: training steps with
 ``step``, ``time``, ``loss``, ``lr``, ``token_accuracy``, ``grad_norm``,
-``tokens_per_s``; evaluations with ``split``, ``loss``, ``exact_match``, ``bleu``)
+``tokens_per_s``, and with experts ``aux_loss`` and ``expert_load``; evaluations with
+``split``, ``loss`` and ``exact_match``, ``bleu`` (encoder–decoder), ``perplexity``
+(decoder-only), ``mlm_accuracy`` and ``nsp_accuracy`` (encoder-only), ``aux_loss`` and
+``expert_load`` (Mixture-of-Experts))
 and ``OUT/model.ckpt``, replaced atomically every ``--save-every`` steps and at
 the end. Ctrl-C saves and exits (status 130). ``--resume CKPT`` continues a run
 up to ``--steps`` updates in total; when CKPT is in OUT, the lines of
@@ -19,6 +25,7 @@ import argparse
 import json
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -26,7 +33,7 @@ import torch
 
 from model.checkpoint import CheckpointError, write_atomically
 from model.cli_common import Progress, add_setting_flags, given_flags, given_settings
-from model.config import PRESETS, ModelConfig
+from model.config import PRESETS, SINGLE_STREAM, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
 from model.device import DEVICE_CHOICES, device_description
 from model.session import Session
@@ -67,7 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_data_flags(src: argparse._ArgumentGroup) -> None:
     src.add_argument("--task", choices=TASKS, help="a bundled task")
-    src.add_argument("--data", metavar="FILE", help="your own pairs: .tsv, .jsonl, or the source side of two files")
+    src.add_argument(
+        "--data",
+        metavar="FILE",
+        help="your own pairs: .tsv, .jsonl, or the source side of two files; "
+        "for --arch decoder-only/encoder-only plain text, a sentence or document per line",
+    )
     src.add_argument("--data-target", metavar="FILE", help="the target side, when --data is plain source text")
     src.add_argument("--format", choices=FILE_FORMATS, default="auto", help="format of --data (default: guess)")
     src.add_argument("--src-key", default="english", help="JSON lines: source field (default english)")
@@ -103,6 +115,8 @@ def make_session(args: argparse.Namespace) -> Session:
     )  # fmt: skip
     train = train_config_for(args.preset, **given_settings(args, TrainConfig))
     tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
+    if args.data and args.format == "auto" and args.arch in SINGLE_STREAM:
+        data = replace(data, file_format="text")  # a single-stream model reads plain text, a line each
     return Session.create(
         data, args.preset, train, tokenizer, shared_tokenizer=args.shared_vocab, device=args.device,
         **given_settings(args, ModelConfig),
@@ -156,20 +170,25 @@ def _note_run(session: Session, argv: list[str] | None) -> None:
 def _describe_run(session: Session, args: argparse.Namespace) -> None:
     """Say on stderr what is about to be trained, on what, and what was cut; raises DataError for bad data."""
     cfg = session.model_cfg
+    layers = f"{cfg.n_layers} layers" if cfg.single_stream else f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers"
+    experts = f", {cfg.n_experts} experts (top-{cfg.experts_top_k})" if cfg.moe else ""
+    active = f" ({session.model.active_parameters():,} active per token)" if cfg.moe else ""
     print(
-        f"{session.data_spec.name}: {session.model.num_parameters():,} parameters (d_model {cfg.d_model}, "
-        f"{cfg.n_heads} heads, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers) on "
+        f"{session.data_spec.name}: {cfg.arch.replace('_', '-')}, {session.model.num_parameters():,} parameters"
+        f"{active} (d_model {cfg.d_model}, {cfg.n_heads} heads, {layers}{experts}) on "
         f"{device_description(session.device)}; steps {session.step} → {args.steps}",
         file=sys.stderr,
     )
     corpus = session.corpus
-    print(f"data: {len(corpus.train):,} training, {len(corpus.valid):,} valid, {len(corpus.test):,} test pairs "
-          f"({corpus.src_lang} → {corpus.tgt_lang})", file=sys.stderr)  # fmt: skip
+    what = f"texts ({corpus.src_lang})" if corpus.monolingual else f"pairs ({corpus.src_lang} → {corpus.tgt_lang})"
+    print(f"data: {len(corpus.train):,} training, {len(corpus.valid):,} valid, {len(corpus.test):,} test {what}",
+          file=sys.stderr)  # fmt: skip
     if corpus.report is not None:
         print(corpus.report.summary(), file=sys.stderr)
     cut = session.encoded("train").truncated
     if cut:
-        print(f"{cut:,} training pairs are longer than max_len ({cfg.max_len}) and were cut", file=sys.stderr)
+        what = "texts" if corpus.monolingual else "pairs"
+        print(f"{cut:,} training {what} are longer than max_len ({cfg.max_len}) and were cut", file=sys.stderr)
 
 
 def _trim_own_log(session: Session, args: argparse.Namespace, metrics: Path) -> None:
@@ -188,10 +207,11 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path)
     try:
         while session.step < args.steps:
             for record in session.train_steps(1):
+                if not session.model_cfg.moe:  # a dense model has no experts to report on
+                    record = {k: v for k, v in record.items() if k not in ("aux_loss", "expert_load")}
                 log.write(json.dumps(record) + "\n")
                 if "split" in record:
-                    progress.update(session.step, f"valid EM {record['exact_match']:.3f} BLEU {record['bleu']:.1f}",
-                                    force=True)  # fmt: skip
+                    progress.update(session.step, "valid " + _scores(record, short=True), force=True)
             log.flush()
             r = session.history.train
             progress.update(
@@ -222,11 +242,24 @@ def _final_evaluations(session: Session, args: argparse.Namespace, log: IO[str])
     for split in ("valid", "test")[: 2 if args.test else 1]:
         record = session.evaluate(split, n)
         log.write(json.dumps(record) + "\n")
-        print(
-            f"{record['split']}: loss {record['loss']:.3f}, exact match {record['exact_match']:.3f}, "
-            f"BLEU {record['bleu']:.1f} ({record['sentences']} sentences)",
-            file=sys.stderr,
-        )
+        print(f"{record['split']}: {_scores(record)} ({record['sentences']} sentences)", file=sys.stderr)
+
+
+def _scores(record: dict, short: bool = False) -> str:
+    """An evaluation's figures, as each family is judged."""
+    if "perplexity" in record:
+        text = f"loss {record['loss']:.3f}, perplexity {record['perplexity']:.1f}"
+    elif "mlm_accuracy" in record:
+        text = f"loss {record['loss']:.3f}, masked-token accuracy {record['mlm_accuracy']:.3f}"
+        if "nsp_accuracy" in record:
+            text += f", next-sentence accuracy {record['nsp_accuracy']:.3f}"
+    elif short:
+        return f"EM {record['exact_match']:.3f} BLEU {record['bleu']:.1f}"
+    else:
+        text = f"loss {record['loss']:.3f}, exact match {record['exact_match']:.3f}, BLEU {record['bleu']:.1f}"
+    if "expert_load" in record and not short:
+        text += ", experts' load " + " ".join(f"{x:.2f}" for x in record["expert_load"])
+    return text.replace(", ", " ") if short else text
 
 
 def trim_metrics(path: Path, step: int) -> int:

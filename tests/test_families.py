@@ -16,8 +16,8 @@ from model.config import ModelConfig
 from model.decoding import (
     BeamStepper,
     GreedyStepper,
-    Sampling,
     SampleStepper,
+    Sampling,
     fill_mask,
     filter_logits,
     generate,
@@ -240,7 +240,7 @@ def test_top_k_keeps_exactly_the_k_most_probable():
 
 # -- 4. steppers ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "temperature, top_k, top_p, seed", [(1.0, None, None, 1), (0.7, 4, None, 2), (1.3, None, 0.8, 3), (1.0, 5, 0.9, 4)]
+    "temperature, top_k, top_p, seed", [(1.0, None, None, 1), (2.0, 3, None, 2), (2.0, None, 0.5, 3), (1.5, 4, 0.7, 4)]
 )
 def test_sample_stepper_reproduces_generate(temperature, top_k, top_p, seed):
     model = no_early_eos(make(positional="rope"))
@@ -503,15 +503,17 @@ def test_t5_bucket_scheme_boundaries():
     assert bucket([0, -1, -2, -7], True) == [0, 1, 2, 7]
     assert bucket([1, 2, 7], True) == [17, 18, 23]
     assert bucket([-8, 8], True) == [8, 24]
-    assert bucket([-127, -128, -300, 127, 128, 300], True) == [14, 15, 15, 30, 31, 31]
+    # the last log bucket of a half starts at 8·16^(7/8) ≈ 90.5 and holds every distance ≥ 128 too
+    assert bucket([-90, -91, -128, -300, 90, 91, 128, 300], True) == [14, 15, 15, 15, 30, 31, 31, 31]
     # unidirectional: future keys in bucket 0, distances 0..15 exact, ≥ 128 in the last bucket
     assert bucket([1, 5, 300], False) == [0, 0, 0]
     assert bucket(list(range(0, -16, -1)), False) == list(range(16))
-    assert bucket([-127, -128, -1000], False) == [30, 31, 31]
+    assert bucket([-112, -113, -128, -1000], False) == [30, 31, 31, 31]  # 16·8^(15/16) ≈ 112.4
     # log-spaced: the far buckets hold more and more distances
     far = bucket(list(range(-16, -128, -1)), False)
-    sizes = [far.count(b) for b in range(16, 31)]
-    assert all(n >= 1 for n in sizes) and sizes == sorted(sizes) and sizes[-1] > 3 * sizes[0]
+    sizes = [far.count(b) for b in range(16, 32)]  # distances 16..127 per bucket: 3, 2, 3, 3, 4, … 14, 15
+    quarters = [sum(sizes[i : i + 4]) for i in range(0, 16, 4)]
+    assert min(sizes) >= 1 and quarters == sorted(quarters) and quarters[-1] > 3 * quarters[0]
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])

@@ -1,0 +1,60 @@
+"""Fill in masked words with a trained encoder-only (BERT-style) checkpoint.
+
+    python -m model.fill_mask --checkpoint runs/bert/model.ckpt "我昨天在<mask>看书。"
+    echo "The <mask> sat on the mat." | python -m model.fill_mask --checkpoint en.ckpt --top-k 3
+
+For each input line, one line per ``<mask>`` on stdout: its position and the most probable fillers with
+their probabilities, tab-separated; notes on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from model.checkpoint import CheckpointError
+from model.device import DEVICE_CHOICES
+from model.session import Session
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="transformer-explorer-fill-mask", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument("--top-k", type=int, default=5, help="fillers shown per mask (default 5)")
+    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("text", nargs="*", help="sentences with <mask> (default: read lines from stdin)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.top_k < 1:
+        ap.error("--top-k must be at least 1")
+    try:
+        session = Session.load(args.checkpoint, device=args.device)
+    except (CheckpointError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if session.model_cfg.arch != "encoder_only":
+        family = session.model_cfg.arch.replace("_", "-")
+        hint = "model.translate" if family == "encoder-decoder" else "model.generate"
+        print(f"error: {args.checkpoint} is a {family} model; it does not fill masks (use {hint})", file=sys.stderr)
+        return 2
+    status = 0
+    lines = args.text or (line.rstrip("\n") for line in sys.stdin)
+    for n, line in enumerate(lines, start=1):
+        try:
+            view = session.fill_mask(line, top_k=args.top_k)
+        except ValueError as exc:
+            print(f"line {n}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        for p in view.predictions:
+            guesses = "\t".join(f"{t} {prob:.3f}" for t, prob in zip(p.tokens, p.probs))
+            print(f"{n}:{p.position}\t{guesses}", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

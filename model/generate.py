@@ -1,0 +1,86 @@
+"""Continue prompts with a trained decoder-only (GPT-style) checkpoint.
+
+    python -m model.generate --checkpoint runs/gpt/model.ckpt "我昨天"
+    python -m model.generate --checkpoint runs/gpt/model.ckpt --temperature 0.8 --top-p 0.9 --seed 1 "我昨天"
+    echo "The cat" | python -m model.generate --checkpoint en.ckpt --top-k 20 --temperature 1
+
+One continuation per prompt on stdout (the prompt followed by what the model wrote); notes (unknown
+characters, a cut prompt, an empty line) on stderr. Temperature 0 (the default) is greedy decoding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from model.checkpoint import CheckpointError
+from model.decoding import generate
+from model.device import DEVICE_CHOICES
+from model.session import GENERATE_TOKENS, Session
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="transformer-explorer-generate", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument("--max-new-tokens", type=int, default=GENERATE_TOKENS, help=f"default {GENERATE_TOKENS}")
+    ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    ap.add_argument("--top-k", type=int, help="sample only among the k most probable tokens")
+    ap.add_argument("--top-p", type=float, help="sample only among the most probable tokens whose mass reaches p")
+    ap.add_argument("--seed", type=int, help="makes sampling repeat")
+    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("prompt", nargs="*", help="prompts to continue (default: read lines from stdin)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.temperature < 0:
+        ap.error("--temperature must be ≥ 0")
+    if args.top_k is not None and args.top_k < 1:
+        ap.error("--top-k must be at least 1")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        ap.error("--top-p must be in (0, 1]")
+    if args.max_new_tokens < 1:
+        ap.error("--max-new-tokens must be at least 1")
+    try:
+        session = Session.load(args.checkpoint, device=args.device)
+    except (CheckpointError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if session.model_cfg.arch != "decoder_only":
+        family = session.model_cfg.arch.replace("_", "-")
+        hint = "model.translate" if family == "encoder-decoder" else "model.fill_mask"
+        print(f"error: {args.checkpoint} is an {family} model; it does not continue text (use {hint})", file=sys.stderr)
+        return 2
+    lines = args.prompt or (line.rstrip("\n") for line in sys.stdin)
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            print(f"line {n}: empty, nothing to continue", file=sys.stderr)
+            print()
+            continue
+        print(_continue(session, line, n, args), flush=True)
+    return 0
+
+
+def _continue(session: Session, prompt: str, n: int, args: argparse.Namespace) -> str:
+    encoded, ids, cut = session._source(prompt)
+    if encoded.unknown:
+        unknown = ", ".join(repr(u) for u in dict.fromkeys(encoded.unknown_text))
+        print(f"line {n}: not in the model's vocabulary, read as <unk>: {unknown}", file=sys.stderr)
+    if cut:
+        print(f"line {n}: longer than the model accepts ({len(ids)} tokens); cut", file=sys.stderr)
+    new = generate(
+        session.model, ids, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        seed=args.seed,
+    )  # fmt: skip
+    return session.tgt_tok.decode(ids + new)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
