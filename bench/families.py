@@ -12,7 +12,7 @@ Each comparison is timed side by side, interleaved, medians taken. The models ha
 generation has EOS made unreachable, so every run produces exactly the same number of tokens.
 The last lines are the figures, with their goals, ready to paste into the README.
 
-    python -m bench.families [--repeats 15] [--threads 2] [--quick]
+    python -m bench.families [--repeats 20] [--threads 2] [--quick]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Sizes:
     length: int = 64
     tokens: int = 256  # new tokens generated
     prompt: int = 8  # prompt tokens before them
-    repeats: int = 15
+    repeats: int = 20
     warmup: int = 2
 
 
@@ -164,8 +164,12 @@ def figures(sizes: Sizes, train: dict[str, float], gen: dict[str, float], moe: d
             "goal ≥ 4×",
             speedup >= 4,
         ),
-        figure(f"MoE (4 experts, top-1) train step vs dense of the same active size, {shape}", moe_ratio,
-               "goal ≤ 1.5×", moe_ratio <= 1.5),  # fmt: skip
+        figure(
+            f"MoE (4 experts, top-1) train step vs dense of the same active size, {shape}",
+            moe_ratio,
+            "goal ≤ 1.5×",
+            moe_ratio <= 1.5,
+        ),  # fmt: skip
     ]
 
 

@@ -145,6 +145,16 @@ class Decode(Command):
 
 
 @dataclass(frozen=True)
+class FillMask(Command):
+    """An encoder-only model's predictions for the masked positions of ``text``: where ``<mask>`` is typed,
+    and at the input positions ``mask_positions`` (1 = the first piece after ``<bos>``)."""
+
+    text: str
+    mask_positions: tuple[int, ...] = ()
+    top_k: int = 5
+
+
+@dataclass(frozen=True)
 class SetProbe(Command):
     """The probe sentence (and target) of attention over training, and how often it is re-run (0: never).
     An empty source goes back to the default probe (the first test sentence)."""
@@ -181,4 +191,4 @@ class Shutdown(Command):
 
 
 # A newer request of one of these kinds replaces an older one still queued: only the newest view is shown.
-LATEST_ONLY: tuple[type[Command], ...] = (Inspect, Explain, Positional)
+LATEST_ONLY: tuple[type[Command], ...] = (Inspect, Explain, Positional, FillMask)

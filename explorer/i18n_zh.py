@@ -417,4 +417,21 @@ ZH = {
     "Beam tree (★ length-normalised score)": "束搜索树（★ 为长度归一化得分）",
     "Blue: kept · grey: pruned · green: finished · orange: the best hypothesis": "蓝色：保留 · 灰色：剪枝 · 绿色：已结束 · 橙色：最佳假设",
     "Σ, output": "Σ，输出",
+    "Family": "模型家族",
+    "Experts": "专家数",
+    "Experts per token": "每个词元的专家数",
+    "Balance loss": "负载均衡损失",
+    "English sentences of the teaching grammar (one side, for single-stream models)": "教学语法的英文句子（单语，供单流模型使用）",
+    "Chinese sentences of the teaching grammar (one side, for single-stream models)": "教学语法的中文句子（单语，供单流模型使用）",
+    "English HSK example sentences (one side, for single-stream models)": "HSK 例句的英文（单语，供单流模型使用）",
+    "Chinese HSK example sentences (one side, for single-stream models)": "HSK 中文例句（单语，供单流模型使用）",
 }
+
+# the strings of the model families' views, kept in files of their own
+from explorer.i18n_zh_decoding import ZH_DECODING  # noqa: E402
+from explorer.i18n_zh_inspecting import ZH_INSPECTING  # noqa: E402
+from explorer.i18n_zh_training import ZH_TRAINING  # noqa: E402
+
+ZH.update(ZH_TRAINING)
+ZH.update(ZH_DECODING)
+ZH.update(ZH_INSPECTING)

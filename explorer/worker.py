@@ -14,6 +14,7 @@ training; the thread keeps running.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import queue
 import random
@@ -38,6 +39,7 @@ from explorer.commands import (
     Explain,
     ExplainWorkedExample,
     FailOnPurpose,
+    FillMask,
     Inspect,
     Load,
     NewModel,
@@ -67,7 +69,7 @@ from model.train_config import TrainConfig, TrainingDiverged
 
 if TYPE_CHECKING:
     from model.session import AttentionExplanation, Inspection, Session
-    from model.snapshots import DecodeView
+    from model.snapshots import DecodeView, FillMaskView
 
 EngineState = Literal["idle", "training", "paused", "error"]
 IDLE: Final = "idle"
@@ -108,20 +110,28 @@ class EngineStatus:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One evaluation of the model on a held-out split."""
+    """One evaluation of the model on a held-out split; the scores a family does not have are NaN."""
 
     step: int
     split: Literal["valid", "test"]
     loss: float
-    exact_match: float  # share of sentences translated exactly as the reference, 0..1
-    bleu: float  # corpus BLEU, 0..100
+    exact_match: float = math.nan  # encoder–decoder: share of sentences translated exactly as the reference, 0..1
+    bleu: float = math.nan  # encoder–decoder: corpus BLEU, 0..100
+    perplexity: float = math.nan  # decoder-only: e^(cross-entropy per token)
+    mlm_accuracy: float = math.nan  # encoder-only: masked tokens predicted right, 0..1
+    nsp_accuracy: float = math.nan  # encoder-only with next-sentence prediction, 0..1
+    aux_loss: float = math.nan  # Mixture-of-Experts: the load-balancing loss
+    expert_load: tuple[float, ...] = ()  # Mixture-of-Experts: each expert's share of the tokens
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> Evaluation:
         split: Literal["valid", "test"] = "test" if record["split"] == "test" else "valid"
-        return cls(
-            int(record["step"]), split, float(record["loss"]), float(record["exact_match"]), float(record["bleu"])
-        )
+        scores = {k: float(record[k]) for k in EVAL_NUMBERS if k in record}
+        load = tuple(float(x) for x in record.get("expert_load", ()))
+        return cls(int(record["step"]), split, float(record["loss"]), expert_load=load, **scores)
+
+
+EVAL_NUMBERS = ("exact_match", "bleu", "perplexity", "mlm_accuracy", "nsp_accuracy", "aux_loss")
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,7 @@ class RunInfo:
     vocab_sizes: tuple[int, int]  # source, target pieces
     parameters: dict[str, int]  # per component
     total_parameters: int
+    active_parameters: int  # those one token passes through (with experts: k of each layer's N)
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
     src_pieces: tuple[str, ...]  # display text of every source id
     tgt_pieces: tuple[str, ...]  # display text of every target id (the GUI names decoded ids with it)
@@ -219,6 +230,12 @@ class Explained:
 class DecodeStepped:
     request_id: int
     view: DecodeView
+
+
+@dataclass(frozen=True)
+class MaskFilled:
+    request_id: int
+    view: FillMaskView
 
 
 @dataclass(frozen=True)
@@ -321,7 +338,12 @@ def engine_loaded() -> bool:
 
 def run_label(s: Session) -> str:
     c, t = s.model_cfg, s.train_cfg
-    return f"{s.data_spec.name} · {s.preset} · {c.norm}-LN · {c.positional} · ls {t.label_smoothing:g} · {t.schedule}"
+    family = {"decoder_only": "GPT · ", "encoder_only": "BERT · "}.get(c.arch, "")
+    experts = f" · {c.n_experts} experts top-{c.experts_top_k}" if c.moe else ""
+    return (
+        f"{family}{s.data_spec.name} · {s.preset} · {c.norm}-LN · {c.positional}{experts} · "
+        f"ls {t.label_smoothing:g} · {t.schedule}"
+    )
 
 
 class Engine(QThread):
@@ -338,6 +360,7 @@ class Engine(QThread):
     paused_at = Signal(int, float)  # the auto-pause fired: step, loss
     positional_ready = Signal(PositionalReady)
     sentence_sampled = Signal(SentenceSampled)
+    mask_filled = Signal(MaskFilled)  # an encoder-only model's predictions for masked positions
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
 
@@ -488,6 +511,8 @@ class Engine(QThread):
                 self._set_probe(c)
             case SampleSentence():
                 self._sample_sentence(c)
+            case FillMask():
+                self._fill_mask(c)
             case FailOnPurpose():
                 raise RuntimeError(c.message)
             case _:
@@ -611,7 +636,9 @@ class Engine(QThread):
             pairs = session.corpus.test or session.corpus.valid
         except Exception:  # noqa: BLE001 — no data (a moved file): no default probe
             pairs = []
-        self._probe.update(source=pairs[0][0] if pairs else None, target=pairs[0][1] if pairs else None)
+        # a single-stream model reads the text alone (a decoder-only one without a continuation: "")
+        target = "" if session.model_cfg.single_stream else (pairs[0][1] if pairs else None)
+        self._probe.update(source=pairs[0][0] if pairs else None, target=target)
 
     def _record_probe(self) -> None:
         s, probe = self.session, self._probe
@@ -686,6 +713,7 @@ class Engine(QThread):
             vocab_sizes=(s.src_tok.vocab_size, s.tgt_tok.vocab_size),
             parameters=s.model.parameter_breakdown(),
             total_parameters=s.model.num_parameters(),
+            active_parameters=s.model.active_parameters(),
             schedule=_frozen(s.lr_schedule(horizon)),
             src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
             tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
@@ -774,6 +802,10 @@ class Engine(QThread):
         else:
             view = self._decoder.act(c.action, c.position)
         self.decode_stepped.emit(DecodeStepped(c.request_id, view))
+
+    def _fill_mask(self, c: FillMask) -> None:
+        s = self._need_session()
+        self.mask_filled.emit(MaskFilled(c.request_id, s.fill_mask(c.text, c.mask_positions, c.top_k)))
 
     def _sample_sentence(self, c: SampleSentence) -> None:
         """A random source sentence of the asked split (or the next one with sentences), with its reference; a

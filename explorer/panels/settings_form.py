@@ -304,7 +304,8 @@ class SettingsForm(QWidget):
         """The settings as a model specification; raises ValueError explaining what cannot work."""
         data = self.data_spec()
         overrides = self.model_overrides()
-        ModelConfig.preset(self.preset_combo.currentText(), src_vocab_size=100, tgt_vocab_size=100, **overrides)
+        fields: dict[str, Any] = dict(overrides)
+        ModelConfig.preset(self.preset_combo.currentText(), src_vocab_size=100, tgt_vocab_size=100, **fields)
         tokenizer = TokenizerSpec(self.tokenizer_combo.currentText(), self.vocab_spin.value())
         return NewModelSpec(data, self.preset_combo.currentText(), overrides, self.train_config(), tokenizer)
 
