@@ -17,7 +17,7 @@ def test_quick_run_prints_three_finite_positive_figures(capsys):
     labels = [m.group(1) for m in found]
     assert len(found) == 3, lines
     assert labels[0].startswith("decoder-only train step vs nn.TransformerEncoder (causal)")
-    assert labels[1].startswith("decoder-only generation of")
+    assert labels[1].startswith("decoder-only greedy generation of")
     assert labels[2].startswith("MoE (4 experts, top-1) train step vs dense")
     for m in found:  # only that each figure is a number; never how fast anything ran
         value = float(m.group(2))

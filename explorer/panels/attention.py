@@ -225,6 +225,7 @@ class AttentionPanel(QWidget):
         client.engine.explained.connect(self._on_explained)
         client.engine.probe_recorded.connect(self.on_probe)
         decoding.view_shown.connect(self.on_decode)
+        decoding.inspection_shown.connect(self.on_inspection)
 
     def follow_cross_attention(self, layer: int) -> None:
         """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes."""

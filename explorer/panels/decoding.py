@@ -49,7 +49,7 @@ from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip
 from explorer.widgets.word_completer import WordCompleter
-from model.snapshots import DecodeSettings, DecodeView
+from model.snapshots import DecodeSettings, DecodeView, Inspection
 
 if TYPE_CHECKING:
     from explorer.engine_client import EngineClient
@@ -70,6 +70,8 @@ class DecodingPanel(QWidget):
     """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding."""
 
     view_shown = Signal(DecodeView)  # after the panel has drawn it (the Attention panel follows it)
+    # attention of an input shown without a decode view (an encoder-only model's masked sentence)
+    inspection_shown = Signal(Inspection)
     sentence_asked = Signal()  # the person asked for a sentence of their own to be decoded
 
     def __init__(self, parent: QWidget | None = None) -> None:
