@@ -1,7 +1,8 @@
 """The Transformer Explorer engine: model, decoding, data and training. Never imports Qt.
 
-The names below are imported on first use: the window imports parts of this package (settings,
-tasks) before the engine has loaded PyTorch."""
+``model.generate`` and ``model.fill_mask`` are the command-line tools; the functions of those names are in
+:mod:`model.decoding`. The names below are imported on first use: the window imports parts of this package
+(settings, tasks) before the engine has loaded PyTorch."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
         SampleStepper,
         Sampling,
         beam_search,
-        fill_mask,
-        generate,
         greedy_decode,
     )
     from model.transformer import AttentionMaps, Transformer
@@ -32,8 +31,6 @@ _LAZY = {
     "MaskFill": "model.decoding",
     "SampleStepper": "model.decoding",
     "Sampling": "model.decoding",
-    "fill_mask": "model.decoding",
-    "generate": "model.decoding",
     "greedy_decode": "model.decoding",
     "AttentionMaps": "model.transformer",
     "Transformer": "model.transformer",
@@ -51,8 +48,6 @@ __all__ = [
     "MaskFill",
     "SampleStepper",
     "Sampling",
-    "fill_mask",
-    "generate",
     "greedy_decode",
 ]
 

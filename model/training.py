@@ -223,7 +223,7 @@ def evaluate(
     label_smoothing: float,
     max_sentences: int | None = None,
     batch_size: int = 64,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Teacher-forced loss over the split; exact match and BLEU of greedy decodes of
     its first ``max_sentences`` sentences (all when None).
 
@@ -235,12 +235,15 @@ def evaluate(
     model.eval()
     device = model.device
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
-    total, tokens = 0.0, 0
+    total, tokens, aux, loads = 0.0, 0, [], []
     for batch in batches_in_order(data, batch_size):
         batch = batch.to(device)
-        logits = model(batch.src, batch.tgt_in).float()
+        logits, extras = model(batch.src, batch.tgt_in, return_extras=True)
+        logits = logits.float()
         total += loss_fn(logits.view(-1, logits.shape[-1]), batch.tgt_out.view(-1)).item()
         tokens += batch.n_tokens
+        aux.append(float(extras.aux_loss))
+        loads.append(mean_load(extras.load))
     n = len(data.src) if max_sentences is None else min(max_sentences, len(data.src))
     hyps: list[str] = []
     for k in range(0, n, batch_size):
@@ -252,4 +255,8 @@ def evaluate(
     refs = [tgt_tok.normal_form(r) for r in references[:n]]
     exact = sum(h == r for h, r in zip(hyps, refs)) / max(1, n)
     bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="zh" if tgt_lang == "zh" else "13a").score if n else 0.0
-    return {"loss": total / max(1, tokens), "exact_match": exact, "bleu": bleu, "sentences": n}
+    result: dict[str, Any] = {"loss": total / max(1, tokens), "exact_match": exact, "bleu": bleu, "sentences": n}
+    if model.cfg.moe and aux:  # with experts: the balancing loss and each expert's share, as the other families
+        result["aux_loss"] = sum(aux) / len(aux)
+        result["expert_load"] = torch.tensor(loads).mean(0).tolist()
+    return result

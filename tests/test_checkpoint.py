@@ -219,3 +219,32 @@ def test_a_save_removes_what_killed_saves_left_and_nothing_else(copy_session_fac
     left = {p.name for p in tmp_path.iterdir()} - {"started"}
     assert left == {"model.ckpt", *keep.values()}
     assert Session.load(path, device="cpu").step == 0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(arch=a, positional=p, norm=n, n_experts=e, n_classes=c)
+        for a, p, n, e, c in itertools.product(
+            ("encoder_decoder", "decoder_only", "encoder_only"),
+            ("learned", "t5_relative"),
+            ("post", "pre"),
+            (1, 3),
+            (0, 2),
+        )
+        if not (c and a != "encoder_only")
+    ],
+)
+def test_weight_shapes_of_every_family_are_those_of_the_real_model(options):
+    from model.config import ModelConfig
+    from model.transformer import Transformer
+
+    sizes = dict(src_vocab_size=11, tgt_vocab_size=13) if options["arch"] == "encoder_decoder" else dict(
+        src_vocab_size=0, tgt_vocab_size=0, vocab_size=11
+    )  # fmt: skip
+    cfg = ModelConfig(
+        **sizes, d_model=12, n_heads=2, d_ff=20, n_encoder_layers=2, n_decoder_layers=3, max_len=9,
+        experts_top_k=1, **options,
+    )  # fmt: skip
+    real = {name: tuple(t.shape) for name, t in Transformer(cfg).state_dict().items()}
+    assert weight_shapes(cfg) == real
