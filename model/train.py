@@ -5,26 +5,26 @@
     python -m model.train --arch encoder-only --task text-hsk-zh --nsp --preset small --steps 3000 --out runs/bert
     python -m model.train --arch decoder-only --experts 4 --experts-top-k 1 --task text-grammar-en ...
 
-Writes ``OUT/metrics.jsonl`` live (one JSON object per line: training steps with
-``step``, ``time``, ``loss``, ``lr``, ``token_accuracy``, ``grad_norm``,
-``tokens_per_s``, and with experts ``aux_loss`` and ``expert_load``; evaluations with
-``split``, ``loss`` and ``exact_match``, ``bleu`` (encoder–decoder), ``perplexity``
-(decoder-only), ``mlm_accuracy`` and ``nsp_accuracy`` (encoder-only), ``aux_loss`` and
-``expert_load`` (Mixture-of-Experts))
-and ``OUT/model.ckpt``, replaced atomically every ``--save-every`` steps and at
-the end. Ctrl-C saves and exits (status 130). ``--resume CKPT`` continues a run
-up to ``--steps`` updates in total; when CKPT is in OUT, the lines of
-``OUT/metrics.jsonl`` past its step (logged after the last save by a run that was
-killed) are dropped first. A run that diverges saves the weights of the last step
-that was in range and exits with status 1: resume it with a lower rate.
+Writes ``OUT/metrics.jsonl`` live (one JSON object per line: training steps with ``step``, ``time``,
+``loss``, ``lr``, ``token_accuracy``, ``grad_norm``, ``tokens_per_s``, and with experts ``aux_loss``
+and ``expert_load``; evaluations with ``split``, ``loss`` and ``exact_match``, ``bleu``
+(encoder–decoder), ``perplexity`` (decoder-only), ``mlm_accuracy`` and ``nsp_accuracy`` (encoder-
+only), ``aux_loss`` and ``expert_load`` (Mixture-of-Experts)) and ``OUT/model.ckpt``, replaced
+atomically every ``--save-every`` steps and at the end. ``--minutes M`` also stops the run after M
+minutes of wall time. Ctrl-C saves and exits (status 130). ``--resume CKPT`` continues a run up to
+``--steps`` updates in total; when CKPT is in OUT, the lines of ``OUT/metrics.jsonl`` past its step
+(logged after the last save by a run that was killed) are dropped first. A run that diverges saves
+the weights of the last step that was in range and exits with status 1: resume it with a lower rate.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--min-frequency", type=int, default=1)
     o = ap.add_argument_group("training")
     o.add_argument("--steps", type=int, required=True, help="train until this many updates in total")
+    o.add_argument("--minutes", type=float, help="also stop once this run has trained this long (wall time)")
     o.add_argument("--out", required=True, metavar="DIR", help="folder for metrics.jsonl and model.ckpt")
     o.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
     o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
@@ -204,8 +205,9 @@ def _trim_own_log(session: Session, args: argparse.Namespace, metrics: Path) -> 
 def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path) -> int:
     """Train up to ``args.steps``, logging to ``log`` and saving every ``--save-every``; → the exit status."""
     progress = Progress(args.steps, session.step)
+    deadline = time.monotonic() + 60 * args.minutes if args.minutes else math.inf
     try:
-        while session.step < args.steps:
+        while session.step < args.steps and time.monotonic() < deadline:
             for record in session.train_steps(1):
                 if not session.model_cfg.moe:  # a dense model has no experts to report on
                     record = {k: v for k, v in record.items() if k not in ("aux_loss", "expert_load")}

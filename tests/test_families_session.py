@@ -128,3 +128,13 @@ def test_cli_trains_each_family_and_generates_and_fills_masks(tmp_path, capsys):
     # the wrong family is refused with a pointer to the right tool
     assert generate_cli.main(["--checkpoint", str(bert / "model.ckpt"), "x"]) == 2
     assert "model.fill_mask" in capsys.readouterr().err
+
+
+def test_cli_minutes_stop_a_run_by_wall_time(tmp_path):
+    out = tmp_path / "timed"
+    args = ["--arch", "decoder-only", "--task", "text-grammar-en", "--n-train", "300", "--device", "cpu",
+            "--threads", "1", "--steps", "100000", "--eval-every", "0", "--minutes", "0.02",
+            "--out", str(out)]  # fmt: skip
+    assert train.main(args) == 0
+    steps = Session.load(out / "model.ckpt", device="cpu").step
+    assert 0 < steps < 100000
