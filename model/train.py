@@ -8,8 +8,8 @@
 Writes ``OUT/metrics.jsonl`` live (one JSON object per line: training steps with ``step``, ``time``,
 ``loss``, ``lr``, ``token_accuracy``, ``grad_norm``, ``tokens_per_s``, and with experts ``aux_loss``
 and ``expert_load``; evaluations with ``split``, ``loss`` and ``exact_match``, ``bleu``
-(encoder–decoder), ``perplexity`` (decoder-only), ``mlm_accuracy`` and ``nsp_accuracy`` (encoder-
-only), ``aux_loss`` and ``expert_load`` (Mixture-of-Experts)) and ``OUT/model.ckpt``, replaced
+(encoder–decoder), ``perplexity`` (decoder-only), ``mlm_accuracy`` and ``nsp_accuracy`` (encoder-only),
+``aux_loss`` and ``expert_load`` (Mixture-of-Experts)) and ``OUT/model.ckpt``, replaced
 atomically every ``--save-every`` steps and at the end. ``--minutes M`` also stops the run after M
 minutes of wall time. Ctrl-C saves and exits (status 130). ``--resume CKPT`` continues a run up to
 ``--steps`` updates in total; when CKPT is in OUT, the lines of ``OUT/metrics.jsonl`` past its step
