@@ -62,14 +62,14 @@ from model.config import Positional as PositionalKind
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device, without_collector_pauses
 from model.plain_data import SettingValue
-from model.snapshots import StepColumns
+from model.snapshots import FillMaskView, StepColumns
 from model.stepping import DecodeDriver, DecodeError
 from model.tokenization import UNK_ID, Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
 
 if TYPE_CHECKING:
     from model.session import AttentionExplanation, Inspection, Session
-    from model.snapshots import DecodeView, FillMaskView
+    from model.snapshots import DecodeView
 
 EngineState = Literal["idle", "training", "paused", "error"]
 IDLE: Final = "idle"
@@ -271,6 +271,8 @@ class ProbeSnapshot:
 
 def attention_entropy(maps: np.ndarray) -> np.ndarray:
     """Mean over query rows of −Σ p log p, per layer and head. ``maps [L, H, Lq, Lk]`` → ``[L, H]``."""
+    if 0 in maps.shape[2:]:  # a kind this model's family lacks (no rows or no keys): zeros, not a warning
+        return _frozen(np.zeros(maps.shape[:2]))
     p = np.clip(maps, 1e-12, 1.0)
     return _frozen((-(maps * np.log(p)).sum(-1)).mean(-1))
 

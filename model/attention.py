@@ -45,10 +45,15 @@ NOTES_EXAMPLE = {
 }
 
 
-def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> AttentionSteps:
-    """Attention(Q, K, V) = softmax(QKᵀ / √d_k) V with every step kept (no dropout)."""
+def attention_steps(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, bias: Tensor | None = None
+) -> AttentionSteps:
+    """Attention(Q, K, V) = softmax(QKᵀ / √d_k) V with every step kept (no dropout). ``bias`` (T5's relative
+    position bias) is added to the scaled scores, as the model adds it."""
     scores = q @ k.transpose(-2, -1)
     scaled = scores / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scaled = scaled + bias
     full_mask = torch.ones_like(scaled, dtype=torch.bool) if mask is None else mask.expand_as(scaled)
     masked = scaled.masked_fill(~full_mask, float("-inf"))
     weights = _masked_softmax(scaled, full_mask)

@@ -208,8 +208,7 @@ def decoder_step(
     dispatch is a large share of a step.
     """
     B, _, d = x.shape
-    H = w.n_heads
-    Dh = d // H
+    H, Dh = w.n_heads, d // w.n_heads
     n1, n2, n3 = w.norms
 
     def norm(x: Tensor, n: Norm | None) -> Tensor:

@@ -73,12 +73,14 @@ EXP_LIMIT = 700.0
 
 def explain(
     q, k, v, mask, title: str, query_tokens: list[str], key_tokens: list[str], kind: str = "example",
-    layer: int = -1, head: int = -1,
+    layer: int = -1, head: int = -1, bias=None,
 ) -> AttentionExplanation:  # fmt: skip
-    """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code."""
+    """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code; ``bias``
+    (T5's relative bias, ``[Lq, Lk]``) is part of the scaled scores, as in the model."""
     q, k, v = (torch.as_tensor(x, dtype=torch.float64) for x in (q, k, v))
     mask = None if mask is None else torch.as_tensor(mask, dtype=torch.bool)
-    steps = attention_steps(q, k, v, mask)
+    bias = None if bias is None else torch.as_tensor(bias, dtype=torch.float64)
+    steps = attention_steps(q, k, v, mask, bias)
     n = lambda t: t.detach().cpu().numpy()  # noqa: E731
     top = steps.masked.amax(dim=-1, keepdim=True)  # [Lq, 1]; −inf for a fully masked row
     shift = torch.where(top > EXP_LIMIT, top, torch.zeros_like(top))
@@ -650,25 +652,25 @@ class Session:
         """
         cfg = self.model_cfg
         layers = self.model.encoder_layers if kind == "encoder" else self.model.decoder_layers
-        if kind not in ("encoder", "decoder_self", "cross"):
-            raise ValueError(f"unknown attention kind {kind!r}")
+        if kind not in ("encoder", "decoder_self", "cross") or (kind == "cross" and cfg.single_stream):
+            raise ValueError(f"no attention of kind {kind!r} in a {cfg.arch} model")
         if not (0 <= layer < len(layers) and 0 <= head < cfg.n_heads):
             raise ValueError(f"no layer {layer} / head {head} in this model")
         block = layers[layer].cross_attn if kind == "cross" else layers[layer].self_attn
         assert isinstance(block, MultiHeadAttention)  # nn.ModuleList items are typed as modules
-        _, ids, _ = self._source(src_text)
-        y = [t for t in (tgt_ids or []) if t != EOS_ID][: cfg.max_len - 1]
+        inputs, src_tokens, tgt_tokens = self._explain_inputs(src_text, tgt_ids)
         caught: dict[str, Any] = {}
 
         def catch(module, args, kwargs):
             caught["x"] = args[0]
             caught["memory"] = args[1] if len(args) > 1 else kwargs.get("memory")
             caught["mask"] = args[2] if len(args) > 2 else kwargs.get("mask")
+            caught["bias"] = kwargs.get("bias")
 
         hook = block.register_forward_pre_hook(catch, with_kwargs=True)
         try:
             self.model.eval()
-            self.model(torch.tensor([ids], device=self.device), torch.tensor([[cfg.bos_id, *y]], device=self.device))
+            self.model(*inputs)
         finally:
             hook.remove()
         x, memory, mask = caught["x"], caught["memory"], caught["mask"]
@@ -679,8 +681,6 @@ class Session:
             k, v = block.project_memory(memory)
         q, k, v = q[0, head], k[0, head], v[0, head]  # [L, d_k]
         full_mask = None if mask is None else mask[0, 0].expand(q.shape[0], k.shape[0])
-        src_tokens = [self.src_tok.display_token(i) for i in ids]
-        tgt_tokens = [self.tgt_tok.display_token(i) for i in [cfg.bos_id, *y]]
         queries = src_tokens if kind == "encoder" else tgt_tokens
         keys = tgt_tokens if kind == "decoder_self" else src_tokens
         names = {
@@ -689,7 +689,30 @@ class Session:
             "cross": "cross-attention",
         }
         title = f"{names[kind]}, layer {layer + 1}, head {head + 1}"
-        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head)
+        bias = caught.get("bias")
+        if bias is not None:  # T5: each head's relative bias is part of its scaled scores
+            bias = bias[0, head]
+            title += " (scaled scores include T5's relative position bias)"
+        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head, bias)
+
+    def _explain_inputs(
+        self, src_text: str, tgt_ids: list[int] | None
+    ) -> tuple[list[torch.Tensor], list[str], list[str]]:
+        """The forward pass :meth:`explain_attention` watches, for each family as :meth:`inspect` reads it, and
+        the tokens of its encoder and decoder positions (an encoder-only model has no decoder's, a decoder-only
+        one no encoder's: there the prompt and ``tgt_ids`` are one stream after BOS)."""
+        cfg, show_src, show_tgt = self.model_cfg, self.src_tok.display_token, self.tgt_tok.display_token
+        if cfg.arch == "encoder_only":
+            ids = self._masked_input(src_text, ())[0]
+            return [torch.tensor([ids], device=self.device)], [show_src(i) for i in ids], []
+        _, ids, _ = self._source(src_text)
+        y = [t for t in (tgt_ids or []) if t != EOS_ID]
+        if cfg.arch == "decoder_only":
+            seq = [cfg.bos_id, *ids, *y[: cfg.max_len - 1 - len(ids)]]
+            return [torch.tensor([seq], device=self.device)], [], [show_tgt(i) for i in seq]
+        tgt_in = [cfg.bos_id, *y[: cfg.max_len - 1]]
+        src, tgt = torch.tensor([ids], device=self.device), torch.tensor([tgt_in], device=self.device)
+        return [src, tgt], [show_src(i) for i in ids], [show_tgt(i) for i in tgt_in]
 
     def positional_tables(self) -> dict[str, Any]:
         """What the positional-encoding lab shows of this model: its kind, sizes, and a learned table."""

@@ -138,3 +138,13 @@ def test_cli_minutes_stop_a_run_by_wall_time(tmp_path):
     assert train.main(args) == 0
     steps = Session.load(out / "model.ckpt", device="cpu").step
     assert 0 < steps < 100000
+
+
+def test_the_explainer_spells_out_t5_attention_with_its_relative_bias():
+    s = _session("decoder_only", positional="t5_relative")
+    s.train_steps(5)
+    inspection = s.inspect("the cat", tgt_text="")
+    for layer, head in ((0, 0), (1, 3)):
+        ex = s.explain_attention("the cat", list(inspection.target_ids), "decoder_self", layer, head)
+        assert "relative position bias" in ex.title
+        assert abs(ex.weights - inspection.decoder_self[layer, head]).max() < 1e-5
