@@ -13,6 +13,7 @@ from PySide6.QtGui import (
     QPalette,
     QPen,
     QPixmap,
+    QResizeEvent,
     QShortcut,
 )
 from PySide6.QtWidgets import (
@@ -104,7 +105,11 @@ which mixes them back into one d<sub>model</sub>-wide vector. Many rows put much
 (the end of every source) or &lt;bos&gt;: a row must spend all its weight somewhere, and a token that every
 sentence has is a harmless place for a head that has nothing to fetch. <b>Attention over training</b> plots each
 head's entropy, −Σ w ln w averaged over the rows, in nats: 0 when a row puts all its weight on one key, ln n when
-it spreads evenly over n keys (ln 10 ≈ 2.3). The Q·K explainer works one row out with real numbers.</p>""",
+it spreads evenly over n keys (ln 10 ≈ 2.3). The Q·K explainer works one row out with real numbers.</p>
+<p>Which kinds of attention there are depends on the model's <b>family</b>. The button at the right end of the
+Layer and Head row names it and says what GPT (decoder-only), BERT (encoder-only) and T5 change from the paper's
+model. A model with experts has a
+<b>Router</b> tab: where each token is sent.</p>""",
         "zh": """<p>注意力让每个位置从其他位置汇集信息。每一<b>行</b>属于一个位置（<b>查询</b>），这一行上的颜色表示它从每个<b>键</b>位置
 （各列）取了多少。一行的权重是 softmax(q·k/√d<sub>k</sub>)，总和恒为 1。为什么要除以 √d<sub>k</sub>？d<sub>k</sub>
 个数的点积随 d<sub>k</sub> 增大（对随机向量，它的离散程度按 √d<sub>k</sub> 增长）；不缩放的话，softmax
@@ -116,7 +121,8 @@ it spreads evenly over n keys (ln 10 ≈ 2.3). The Q·K explainer works one row 
 各头的输出拼接后乘以 W<sup>O</sup>，重新混合成一个 d<sub>model</sub> 维的向量。很多行把大量权重放在 &lt;eos&gt;
 （每个原文的结尾）或 &lt;bos&gt; 上：一行的权重必须全部分配出去，而每句都有的词元，正好是没有东西可取的头安放权重的无害之处。
 <b>训练过程中的注意力</b>标签页画出每个头的熵：−Σ w ln w 在各行上的平均，单位为奈特；一行把全部权重放在一个键上时为 0，
-在 n 个键上平均分配时为 ln n（ln 10 ≈ 2.3）。Q·K 讲解器用真实数字把一行完整算一遍。</p>""",
+在 n 个键上平均分配时为 ln n（ln 10 ≈ 2.3）。Q·K 讲解器用真实数字把一行完整算一遍。</p>
+<p>有哪几种注意力取决于模型的<b>家族</b>。“层”和“头”那一行右端的按钮写着模型的家族，并说明 GPT（仅解码器）、BERT（仅编码器）和 T5 相对论文的模型改了什么。带专家的模型还有一个<b>路由器</b>标签页：每个词元被送往哪里。</p>""",
     },
     "positional": {
         "en": """<p>Attention by itself ignores word order: shuffle the words and every position sees the same set.
@@ -200,6 +206,84 @@ book.” 译成“李华买一本有意思的书。”，把 “Did Anna read a 
 是数据允许了这条捷径；只有打破它的数据（不带时间词的过去时句子）才能教会真正的规则。</p>""",
     },
 }
+
+
+# How each family changes the paper's model, and what a Mixture-of-Experts router does: topics the attention panel
+# opens from its buttons (the family's in the Layer and Head row, the router's on the Router tab), not panels.
+TOPIC_HELP: dict[str, dict[str, str]] = {
+    "family_encoder_decoder": {
+        "en": """<p><b>Encoder–decoder</b>: the paper's Transformer, and T5's. The <b>encoder</b> reads the whole
+source at once; its self-attention has no mask, so every source token sees the whole sentence, both ways. The
+<b>decoder</b> writes the target one token at a time: its self-attention is <b>causal</b> (a position sees itself and
+the positions before it, never later ones) and its <b>cross-attention</b> reads the encoder's output. So there are
+three kinds of attention to look at. In training every target position predicts its next token at once (teacher
+forcing); the causal mask keeps each from seeing the token it must predict.</p>
+<p><b>T5</b> (Raffel et al., 2020) keeps this shape and changes how positions enter. Nothing is added to the
+embeddings; instead every self-attention adds a learned <b>relative position bias</b> to its scores q·k/√d<sub>k</sub>:
+one number per head for each <i>bucket</i> of the offset key − query. Small offsets each have a bucket of their own,
+larger ones share buckets on a logarithmic scale (T5: 32 buckets, up to 128 positions), and all farther ones share
+the last. The encoder's buckets tell keys before the query from keys after it; the decoder's only look back; the
+table is shared by all layers of a stack, and cross-attention gets none. The positional lab shows the buckets.
+T5 itself also normalises before each sublayer (Pre-LN) and was pre-trained by filling in dropped spans of
+text.</p>""",
+        "zh": """<p><b>编码器–解码器</b>：论文的 Transformer，也是 T5 的结构。<b>编码器</b>一次读入整个原文；它的自注意力不带掩码，所以每个原文词元都能看到整句话，前后两个方向都能看。<b>解码器</b>一次写出一个词元：它的自注意力是<b>因果</b>的（一个位置只看它自己和它之前的位置，从不看后面的位置），它的<b>交叉注意力</b>读取编码器的输出。因此这里有三种注意力可看。训练时译文的每个位置同时预测它的下一个词元（教师强制）；因果掩码保证每个位置都看不到它要预测的词元。</p>
+<p><b>T5</b>（Raffel 等，2020）保留这个结构，改变的是位置信息进入模型的方式。嵌入上不加任何东西；每个自注意力在得分 q·k/√d<sub>k</sub>上加一个学到的<b>相对位置偏置</b>：按偏移 键 − 查询 所在的<i>桶</i>，每个头一个数。小的偏移各有自己的桶，较大的偏移按对数尺度共用桶（T5：32 个桶，覆盖到 128 个位置），更远的偏移全部共用最后一个桶。编码器的桶区分查询之前和之后的键；解码器的桶只向前看；一个堆栈的所有层共用同一张表，交叉注意力没有偏置。位置编码实验室显示这些桶。T5 本身还在每个子层之前做归一化（Pre-LN），并通过补全文本中被删去的片段进行预训练。</p>""",
+    },
+    "family_decoder_only": {
+        "en": """<p><b>Decoder-only</b>: GPT (Radford et al., 2018). One stack instead of two: the paper's decoder
+without its cross-attention, because there is no encoder to read. It reads one stream of text (here &lt;bos&gt;, the
+prompt and what it has written so far) and at every position <b>predicts the next token</b>. It learns from plain
+text: the input is the text, the target the same text shifted by one, so every position learns at once. GPT learns
+one vector per position.</p>
+<p>Its only attention is <b>self-attention (causal)</b>: the upper triangle of the map is hatched because a position
+may not look at later positions. Why not? The token a position must predict is the next one, and in training it is
+right there in the input, one place to the right. A position that could see it would learn to copy it instead of
+predicting it; and when the model writes, the later tokens do not exist yet. The rows read “read → predicts”: the
+token at that position, and the one it should give next.</p>""",
+        "zh": """<p><b>仅解码器</b>：GPT（Radford 等，2018）。只有一个堆栈而不是两个：论文的解码器去掉交叉注意力，因为没有编码器可读。它读入一条文本（这里是 &lt;bos&gt;、提示词和它已经写出的部分），在每个位置<b>预测下一个词元</b>。它从纯文本中学习：输入是文本，要预测的是同一段文本向后错开一位，因此所有位置同时学习。GPT 为每个位置学习一个向量。</p>
+<p>它唯一的注意力是<b>自注意力（带因果掩码）</b>：图的右上三角带斜线，因为一个位置不能看后面的位置。为什么不能？一个位置要预测的是下一个词元，而训练时这个词元就在输入里，紧挨在它右边。能看到它的位置会学着照抄，而不是去预测；而且模型写作时，后面的词元还不存在。每一行标为“读入 → 预测”：这个位置上的词元，以及它接下来应给出的词元。</p>""",
+    },
+    "family_encoder_only": {
+        "en": """<p><b>Encoder-only</b>: BERT (Devlin et al., 2019). One stack: the paper's encoder, with no decoder
+and no cross-attention. Its only attention is <b>self-attention (both ways)</b>: no mask, every token sees the whole
+sentence, left and right.</p>
+<p>It learns by <b>masked language modelling</b>: 15% of the tokens are chosen; of those, 80% are replaced by
+&lt;mask&gt;, 10% by a random token and 10% stay as they are, and the model must say what was there. Only the chosen
+positions are scored. That is why it may look both ways: the answer is not in its input (it was hidden, or the model
+cannot tell which tokens were swapped), so seeing both sides is no cheating. GPT predicts the next token at every
+position, and that token is always in its input further right, so GPT must not look there. The random and
+unchanged 10% keep BERT from learning that only &lt;mask&gt; positions matter: &lt;mask&gt; never appears in the text
+it is later used on.</p>
+<p>BERT's input starts with <b>&lt;cls&gt;</b> (here &lt;bos&gt; plays it, and &lt;eos&gt; plays &lt;sep&gt;); two
+sentences A and B are told apart by segment embeddings. A small head on the &lt;cls&gt; position learns
+<b>next-sentence prediction</b> (NSP): does B follow A in the text, or was it drawn at random (half the pairs
+each)? It fills no masks; it makes the &lt;cls&gt; state a summary of the pair, which classifiers use later.</p>""",
+        "zh": """<p><b>仅编码器</b>：BERT（Devlin 等，2019）。只有一个堆栈：论文的编码器，没有解码器，也没有交叉注意力。它唯一的注意力是<b>自注意力（双向）</b>：不带掩码，每个词元都能看到整句话，左边和右边都能看。</p>
+<p>它通过<b>掩码语言模型</b>学习：选出 15% 的词元；其中 80% 换成 &lt;mask&gt;，10% 换成随机词元，10% 保持不变，模型要说出原来是什么。只有被选中的位置计入损失。这正是它可以双向看的原因：答案不在它的输入里（要么被藏起来了，要么模型分不清哪些词元被换过），所以看两边不算作弊。GPT 在每个位置都预测下一个词元，而这个词元总在它输入的右边，所以 GPT 不能往那边看。随机替换和保持不变的那 10% 让 BERT 不会只在意 &lt;mask&gt; 位置：以后实际使用它的文本里从不出现 &lt;mask&gt;。</p>
+<p>BERT 的输入以 <b>&lt;cls&gt;</b> 开头（这里由 &lt;bos&gt; 充当，&lt;eos&gt; 充当 &lt;sep&gt;）；两个句子 A 和 B 用片段嵌入区分。&lt;cls&gt; 位置上的一个小输出头学习<b>下一句预测</b>（NSP）：B 在文本中是否紧跟在 A 后面，还是随机抽来的（各占一半）？它不填掩码；它让 &lt;cls&gt; 的状态成为这对句子的概括，供以后的分类器使用。</p>""",
+    },
+    "router": {
+        "en": """<p>A <b>Mixture-of-Experts</b> layer replaces a layer's feed-forward network with N of them, the
+<b>experts</b>, and a <b>router</b>. The router is one linear map from a token's vector to N scores, then a softmax:
+each token gets a probability for each expert (a row of the map; it sums to 1). The token goes to the <b>k</b> most
+probable experts (outlined), and the layer's output is their outputs weighted by those k probabilities
+<b>renormalised</b> to sum to 1. Each token uses the weights of k experts, not N: the model holds N times the
+feed-forward parameters for about k times the work per token.</p>
+<p>Left alone, a router tends to send most tokens to the few experts that happened to start out best, and the others
+never learn. Training therefore adds a <b>load-balancing loss</b> (Switch Transformer): N · Σ<sub>i</sub>
+f<sub>i</sub> · P<sub>i</sub>, where f<sub>i</sub> is the share of the token assignments that went to expert i and
+P<sub>i</sub> the mean router probability of expert i over the batch. It is 1 when tokens and probabilities are
+spread evenly and grows when a few experts take most of both. The loads under the map count this one input; the
+balance is asked for over whole batches.</p>
+<p>Here <b>no token is dropped</b>: an expert takes every token sent to it, however many, so a token's output never
+depends on which other tokens share its batch. (Large systems give each expert a capacity and let the tokens beyond
+it skip the layer.)</p>""",
+        "zh": """<p><b>混合专家</b>（Mixture-of-Experts）层把一层的前馈网络换成 N 个前馈网络，即<b>专家</b>，再加一个<b>路由器</b>。路由器是从词元向量到 N 个得分的一个线性映射，再接 softmax：每个词元对每个专家得到一个概率（图中的一行，总和为 1）。词元被送往概率最高的 <b>k</b> 个专家（带框的格子），这一层的输出是这些专家输出的加权和，权重是那 k 个概率<b>重新归一化</b>到总和为 1。每个词元只用 k 个专家的权重，而不是 N 个：模型拥有 N 倍的前馈参数，每个词元的计算量却只约为 k 倍。</p>
+<p>放任不管的话，路由器往往把大多数词元送给一开始碰巧最好的几个专家，其余专家永远学不到东西。因此训练时加上<b>负载均衡损失</b>（Switch Transformer）：N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>，其中 f<sub>i</sub> 是分给专家 i 的词元份额，P<sub>i</sub> 是这一批中专家 i 的平均路由概率。词元和概率分布均匀时它等于 1，少数专家占去大部分词元和概率时它变大。图下方的负载只统计这一条输入；均衡是对整批数据要求的。</p>
+<p>这里<b>不丢弃任何词元</b>：一个专家接收送来的所有词元，不论多少，所以一个词元的输出从不取决于同一批里还有哪些别的词元。（大型系统给每个专家设定容量，超出容量的词元直接跳过这一层。）</p>""",
+    },
+}
+HELP.update(TOPIC_HELP)
 
 
 def help_text(key: str) -> str:
@@ -324,9 +408,10 @@ class HelpBox(QWidget):
     explanation opens as a :class:`HelpSheet` over the panel's right part.
     """
 
-    def __init__(self, key: str, parent: QWidget | None = None) -> None:
+    def __init__(self, key: str, parent: QWidget | None = None, label: str = "") -> None:
         super().__init__(parent)
         self.key = key
+        self.label = label  # a topic's name (N_-marked) for the button and the sheet; "": “What am I looking at?”
         self.button = QToolButton()
         self.button.setObjectName(f"{key}_help_button")
         self.button.setCheckable(True)
@@ -397,8 +482,11 @@ class HelpBox(QWidget):
         return QRect(0, top, right, height)
 
     def _place(self) -> None:
-        """The button in the title bar (or on the holder's corner); the open sheet over the holder's right part."""
+        """The button in the title bar (or on the holder's corner); the open sheet over the holder's right part.
+        A box in a panel's own layout (a topic's ⓘ) stays where the layout puts it; its open sheet follows."""
         if self._holder is None:
+            if not self.sheet.isHidden() and self._area is not None:
+                self.sheet.place(self._sheet_area(self._area))
             return
         title = self._title_bar()
         if title is not None:
@@ -464,9 +552,53 @@ class HelpBox(QWidget):
         self.button.setIcon(icon)
         self.sheet.set_icon(icon)
 
+    def set_topic(self, key: str, label: str) -> None:
+        """Explain another topic of :data:`HELP` (the model's family changed), under the name ``label``."""
+        self.key, self.label = key, label
+        self.retranslate()
+
+    # A topic's box in a panel's row asks for room for its name but needs only its icon: where the row is
+    # short of room (a 1024-px screen, two panels side by side) it shows the icon alone, its name as tooltip.
+    def _in_row(self) -> bool:
+        return bool(self.label) and self._holder is None
+
+    def _widths(self) -> tuple[int, int]:
+        """The button's width with its name and with its icon alone."""
+        style = self.button.toolButtonStyle()
+        widths = []
+        for each in (Qt.ToolButtonStyle.ToolButtonTextBesideIcon, Qt.ToolButtonStyle.ToolButtonIconOnly):
+            self.button.setToolButtonStyle(each)
+            widths.append(self.button.sizeHint().width())
+        self.button.setToolButtonStyle(style)
+        return widths[0], widths[1]
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        hint = super().sizeHint()
+        if self._in_row():
+            hint.setWidth(self._widths()[0])
+        return hint
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        hint = super().minimumSizeHint()
+        if self._in_row():
+            hint.setWidth(self._widths()[1])
+        return hint
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self._in_row():
+            named = self.width() >= self._widths()[0]
+            self.button.setToolButtonStyle(
+                Qt.ToolButtonStyle.ToolButtonTextBesideIcon if named else Qt.ToolButtonStyle.ToolButtonIconOnly
+            )
+
     def retranslate(self) -> None:
-        self.button.setText(" " + tr("What am I looking at?"))  # a space between the icon and the words
-        self.button.setToolTip(tr("What am I looking at?"))
+        name = tr(self.label) if self.label else tr("What am I looking at?")
+        self.button.setText(" " + name)  # a space between the icon and the words
+        self.button.setToolTip(name)
         title = self._dock.windowTitle() if self._dock is not None else ""
-        self.sheet.retranslate(title or tr("What am I looking at?"), help_text(self.key))
+        self.sheet.retranslate(title or name, help_text(self.key))
+        if self._in_row():  # a longer or shorter name: the row lays the box out again
+            self.setMinimumWidth(self._widths()[1])
+            self.updateGeometry()
         self._place()

@@ -1,3 +1,67 @@
 """简体中文 for the interface strings of the model families' inspecting views (English source string → Chinese)."""
+# ruff: noqa: E501 — prose: Chinese characters count double towards the line length
 
-ZH_INSPECTING: dict[str, str] = {}
+ZH_INSPECTING: dict[str, str] = {
+    # the attention panel: kinds and sentences per family
+    "Self-attention (causal)": "自注意力（带因果掩码）",
+    "Self-attention (both ways)": "自注意力（双向）",
+    "Encoder–decoder": "编码器–解码器",
+    "Decoder-only (GPT)": "仅解码器（GPT）",
+    "Encoder-only (BERT)": "仅编码器（BERT）",
+    "A prompt and its continuation": "提示词及其续写",
+    "A text of your own": "自己输入的文本",
+    "Continuation": "续写",
+    "empty: the model's own continuation": "留空：使用模型自己的续写",
+    "continuation (empty: the model's own)": "续写（留空：使用模型自己的）",
+    "continuation: the model's own greedy one": "续写：模型自己的贪心续写",
+    "Type a prompt (and, if you like, its continuation) and press Show.": "输入提示词（也可以再输入续写），然后按“显示”。",
+    "Type a text (write <mask> where a word is hidden) and press Show.": "输入一段文本（在要藏起来的词的位置写 <mask>），然后按“显示”。",
+    "Rows: positions of the text, labelled “read → predicts”; columns: the tokens read (keys); each row sums to 1. "
+    "Hatched cells are masked: a position may not look at later ones, because the next token, the one it must "
+    "predict, is there.": "行：文本中的各个位置，标为“读入 → 预测”；列：已读入的词元（键）；每行之和为 1。带斜线的格子被掩码屏蔽："
+    "一个位置不能看后面的位置，因为下一个词元，也就是它要预测的那个，就在那里。",
+    "Rows: positions (queries); columns: positions (keys); each row sums to 1. Nothing is masked: every token sees "
+    "the whole text, both ways. At a <mask> row the model gathers what it needs to guess the hidden token.": "行：各个位置（查询）；"
+    "列：各个位置（键）；每行之和为 1。没有任何掩码：每个词元都能看到整段文本，前后两个方向都能看。在 <mask> 那一行，"
+    "模型汇集猜出被藏起来的词元所需的信息。",
+    "Router (experts)": "路由器（专家）",
+    # the router page
+    "MoE layer": "混合专家层",
+    "What does the router do?": "路由器做什么？",
+    "Router probabilities: tokens × experts": "路由概率：词元 × 专家",
+    "token": "词元",
+    "expert": "专家",
+    "Layer {n}": "第 {n} 层",
+    "{stack}, layer {n}": "{stack}，第 {n} 层",
+    "chosen, weight {w}": "被选中，权重 {w}",
+    "Show a sentence: the router's choices for its tokens appear here.": "先显示一个句子：路由器为它的词元所做的选择会出现在这里。",
+    "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and sends it "
+    "to the k most probable, outlined; the layer adds their outputs, weighted by those probabilities renormalised "
+    "to sum to 1. Here k = {k} of N = {n} experts.": "路由器给每个词元对每个专家一个概率（对一行做 softmax，每行之和为 1），"
+    "把词元送往概率最高的 k 个专家（带框的格子）；这一层把这些专家的输出相加，权重是那几个概率重新归一化到总和为 1。"
+    "这里 k = {k}，N = {n} 个专家。",
+    "Tokens each expert got from this input ({t} tokens × k = {total}): {loads}.": "这条输入中每个专家分到的词元数"
+    "（{t} 个词元 × k = {total}）：{loads}。",
+    "{n} expert(s) got none: they learn nothing from this input.": "有 {n} 个专家一个词元也没分到：它们从这条输入中学不到任何东西。",
+    # the positional lab: T5's buckets
+    "T5: the bucket of each offset key − query": "T5：每个偏移 键 − 查询 所在的桶",
+    "T5: the bucket of each query and key position": "T5：每对查询位置和键位置所在的桶",
+    "offset key − query": "偏移 键 − 查询",
+    "bucket": "桶",
+    "query position": "查询位置",
+    "key position": "键位置",
+    "encoder (both ways)": "编码器（双向）",
+    "decoder (looks back)": "解码器（只向前看）",
+    "The model's learned position table": "模型学到的位置表",
+    "This lab has no picture of this model's positions ({kind}).": "这个实验室还没有这种位置编码（{kind}）的图示。",
+    "This model adds nothing to its embeddings: each self-attention adds a learned number per head to its scores, "
+    "chosen by the bucket of the offset key − query (T5's relative position bias; cross-attention gets none). Small "
+    "offsets have a bucket each; larger ones share buckets on a logarithmic scale up to {far}, and all farther ones "
+    "share the last. One table of {n} buckets × heads per stack, shared by its layers.": "这个模型不往嵌入上加任何东西："
+    "每个自注意力按偏移 键 − 查询 所在的桶，给每个头的得分加上一个学到的数（T5 的相对位置偏置；交叉注意力没有）。"
+    "小的偏移各有一个桶；较大的偏移按对数尺度共用桶，直到 {far}，更远的偏移全部共用最后一个桶。每个堆栈一张 {n} 个桶 × 头数 的表，"
+    "由它的各层共用。",
+    "The encoder's buckets are split between keys before and after the query ({e} exact offsets each way).": "编码器的桶"
+    "分给查询之前和之后的键（每个方向 {e} 个精确的偏移）。",
+    "The decoder's all look back ({d} exact offsets).": "解码器的桶全部向前看（{d} 个精确的偏移）。",
+}

@@ -1,10 +1,16 @@
 """Attention panel: where each head looks — per head, all heads at once, over training, and spelled out.
 
 The panel draws the map (one head, or every head as a grid) of the sentence the decoding panel shows,
-of a source/target pair typed here, or of the probe sentence at a training step. Its other two tabs
+of a source/target pair typed here, or of the probe sentence at a training step. Its other tabs
 are parts of their own (explorer/panels/attention_parts.py): :class:`ProbeTimeline`, the probe
 sentence's attention over training with its timeline and entropy plot, and :class:`QkExplainer`,
-one head's softmax(q·kᵀ / √d_k) spelled out.
+one head's softmax(q·kᵀ / √d_k) spelled out; for a Mixture-of-Experts model also the Router tab
+(:class:`explorer.panels.router.RouterPage`), where each token of the same input was sent.
+
+The kinds of attention follow the model's family (``Inspection.arch``): the paper's three for an
+encoder–decoder, one causal self-attention for a decoder-only model (GPT, its maps in
+``decoder_self``), one self-attention that looks both ways for an encoder-only model (BERT, in
+``encoder``). A button named after the family opens what it changes from the paper's model.
 
 Route: the panel sends through ``self.client`` (:class:`explorer.engine_client.EngineClient`):
 ``ask(Inspect)`` for a typed pair, ``ask(Explain)`` or ``ask(ExplainWorkedExample)`` for the
@@ -17,7 +23,8 @@ each to its handler: ``_inspect`` calls ``Session.inspect`` (:class:`model.sessi
 ``explained`` (:meth:`AttentionPanel._on_explained`) and ``probe_recorded``
 (:meth:`AttentionPanel.on_probe`); of inspections and explanations only the answer to the newest
 request is shown (``EngineClient.fresh``). The decoding panel's ``view_shown`` signal brings what it
-shows (:meth:`AttentionPanel.on_decode`).
+shows (:meth:`AttentionPanel.on_decode`), its ``inspection_shown`` an encoder-only model's fill-mask
+input (:meth:`AttentionPanel.on_inspection`).
 """
 
 from __future__ import annotations
@@ -41,8 +48,10 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.commands import Command, Explain, ExplainWorkedExample, Inspect, SetProbe
+from explorer.help import HelpBox
 from explorer.i18n import N_, tr
-from explorer.panels.attention_parts import KINDS, ProbeTimeline, QkExplainer, head_title
+from explorer.panels.attention_parts import FAMILY_NAMES, ProbeTimeline, QkExplainer, head_title, kinds_of
+from explorer.panels.router import RouterPage
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.worker import Explained, InspectionReady, ProbeSnapshot, RunInfo
@@ -57,6 +66,15 @@ SOURCES = (
     ("pair", N_("A source/target pair (teacher forcing)")),
     ("probe", N_("The probe sentence over training")),
 )
+TABS = (N_("Map"), N_("Attention over training"), N_("Q·K explainer: one head, one query, step by step"),
+        N_("Router (experts)"))  # fmt: skip
+# what a sentence typed here is for a single-stream family (and the names of its two fields)
+PAIR_SOURCE = {"decoder_only": N_("A prompt and its continuation"), "encoder_only": N_("A text of your own")}
+PAIR_FIELDS = {
+    "encoder_decoder": (N_("Source"), N_("Target"), N_("empty: the model's own translation")),
+    "decoder_only": (N_("Prompt"), N_("Continuation"), N_("empty: the model's own continuation")),
+    "encoder_only": (N_("Text"), "", ""),
+}
 
 
 def maps_of(
@@ -94,6 +112,7 @@ class AttentionPanel(QWidget):
         self.setObjectName("attention_panel")
         self.client: EngineClient | None = None  # set by attach; without it the panel asks nothing
         self.info: RunInfo | None = None
+        self.arch = "encoder_decoder"  # the family whose kinds of attention are offered (_set_family)
         self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
         self.decode_id = -1
         self.decoding_open = False  # decoding still going: the last decoder row has no prediction yet
@@ -110,8 +129,9 @@ class AttentionPanel(QWidget):
         for key, _ in SOURCES:
             self.source.addItem("", key)
         self.kind = named(QComboBox(), "attention_kind_combo")
-        for key, _ in KINDS:
+        for key, _ in kinds_of(self.arch):
             self.kind.addItem("", key)
+        self.family_help = HelpBox("family_encoder_decoder", label=FAMILY_NAMES["encoder_decoder"])
         for combo in (self.source, self.kind):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             combo.setMinimumWidth(150)
@@ -136,11 +156,12 @@ class AttentionPanel(QWidget):
         self.caption.setWordWrap(True)
         self.over_training = ProbeTimeline()
         self.explainer = QkExplainer()
+        self.router = RouterPage()  # a Mixture-of-Experts model's routing (its tab is hidden for dense models)
         self.tabs = named(QTabWidget(), "attention_tabs")
 
     def _connect(self) -> None:
-        for combo in (self.source, self.kind):
-            combo.currentIndexChanged.connect(self.refresh)
+        self.source.currentIndexChanged.connect(self.refresh)
+        self.kind.currentIndexChanged.connect(self._on_kind)
         for spin in (self.layer, self.head):
             spin.valueChanged.connect(self.refresh)
         for check in (self.average, self.all_heads, self.stretch):
@@ -168,6 +189,7 @@ class AttentionPanel(QWidget):
             pick.addWidget(check)
         show_row.addStretch(1)
         pick.addStretch(1)
+        pick.addWidget(self.family_help)  # the row with room to spare: its name shows on a laptop screen
         pick.setSpacing(4)  # the panel fits beside the decoding panel on a 1024-px screen
         self.pair_row = QWidget()
         pair = QHBoxLayout(self.pair_row)
@@ -182,8 +204,9 @@ class AttentionPanel(QWidget):
         map_layout.setContentsMargins(0, 0, 0, 0)
         map_layout.addWidget(self.stack, 1)
         map_layout.addWidget(self.caption)
-        for page in (map_page, self.over_training, self.explainer):
+        for page in (map_page, self.over_training, self.explainer, self.router):
             self.tabs.addTab(page, "")
+        self.tabs.setTabVisible(self.tabs.indexOf(self.router), False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(show_row)
@@ -193,27 +216,51 @@ class AttentionPanel(QWidget):
         layout.addWidget(self.tabs, 1)
 
     def retranslate(self) -> None:
-        for i, (_, text) in enumerate(SOURCES):
-            self.source.setItemText(i, tr(text))
-        for i, (_, text) in enumerate(KINDS):
+        for i, (key, text) in enumerate(SOURCES):
+            self.source.setItemText(i, tr(PAIR_SOURCE.get(self.arch, text) if key == "pair" else text))
+        for i, (_, text) in enumerate(kinds_of(self.arch)):
             self.kind.setItemText(i, tr(text))
-        names = {"show": N_("Show"), "kind": N_("Kind"), "layer": N_("Layer"), "head": N_("Head"),
-                 "src": N_("Source"), "tgt": N_("Target")}  # fmt: skip
+        src, tgt, placeholder = PAIR_FIELDS.get(self.arch, PAIR_FIELDS["encoder_decoder"])
+        names = {"show": N_("Show"), "kind": N_("Kind"), "layer": N_("Layer"), "head": N_("Head"), "src": src,
+                 "tgt": tgt}  # fmt: skip
         for key, label in self.row_labels.items():
-            label.setText(tr(names[key]))
+            label.setText(tr(names[key]) if names[key] else "")
         self.average.setText(tr("Average over heads"))
         self.all_heads.setText(tr("All heads"))
         self.stretch.setText(tr("Stretch colours"))
         self.stretch.setToolTip(tr("Colour scale from 0 to the largest weight shown, instead of 0 to 1"))
-        self.pair_tgt.setPlaceholderText(tr("empty: the model's own translation"))
+        self.pair_tgt.setPlaceholderText(tr(placeholder) if placeholder else "")
         self.pair_button.setText(tr("Show"))
-        self.tabs.setTabText(0, tr("Map"))
-        self.tabs.setTabText(1, tr("Attention over training"))
-        self.tabs.setTabText(2, tr("Q·K explainer: one head, one query, step by step"))
-        self.heatmap.retranslate()
-        self.grid.retranslate()
-        self.over_training.retranslate()
-        self.explainer.retranslate()
+        for page, text in enumerate(TABS):
+            self.tabs.setTabText(page, tr(text))
+        for part in (self.heatmap, self.grid, self.over_training, self.explainer, self.router, self.family_help):
+            part.retranslate()
+        self.refresh()
+
+    def _set_family(self, arch: str) -> None:
+        """Offer the kinds of attention of the family ``arch`` (and name the pair, probe and explainer for it);
+        the kind shown stays when the family has it."""
+        if arch == self.arch:
+            return
+        self.arch = arch
+        current = self.kind.currentData()
+        self.kind.blockSignals(True)
+        self.kind.clear()
+        for key, _ in kinds_of(arch):
+            self.kind.addItem("", key)
+        self.kind.setCurrentIndex(max(0, self.kind.findData(current)))
+        self.kind.blockSignals(False)
+        self.pair_tgt.setVisible(arch != "encoder_only")
+        self.row_labels["tgt"].setVisible(arch != "encoder_only")
+        self.explainer.arch = arch
+        self.over_training.set_family(arch)
+        self.family_help.set_topic(f"family_{arch}", FAMILY_NAMES.get(arch, FAMILY_NAMES["encoder_decoder"]))
+        self.retranslate()
+
+    def _on_kind(self, index: int) -> None:
+        if index < 0 and self.kind.count():  # asked for a kind this family lacks: its first kind instead
+            self.kind.setCurrentIndex(0)
+            return
         self.refresh()
 
     # -- the route to the engine (see explorer.engine_client) ----------------------------------------
@@ -228,8 +275,9 @@ class AttentionPanel(QWidget):
         decoding.inspection_shown.connect(self.on_inspection)
 
     def follow_cross_attention(self, layer: int) -> None:
-        """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes."""
-        self.kind.setCurrentIndex(self.kind.findData("cross"))
+        """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes (a
+        model without cross-attention: its own kind of attention)."""
+        self.kind.setCurrentIndex(max(0, self.kind.findData("cross")))
         self.layer.setValue(layer)
         self.average.setChecked(True)
 
@@ -257,13 +305,15 @@ class AttentionPanel(QWidget):
         new_run = self.info is None or info.run_id != self.info.run_id
         self.info = info
         m = info.model_config
-        self.layer.setMaximum(max(m.n_encoder_layers, m.n_decoder_layers))
-        self.head.setMaximum(m.n_heads)
         if new_run:  # nothing of the last model stays: its maps, snapshots and explanation go
             self.inspections = {"decoding": None, "pair": None}
             self.decoding_open, self.decoded = False, 0
             self.over_training.reset(info.run_id)
             self.explainer.clear()
+        self._set_family(m.arch)  # after the last model's maps have gone: they would bring back its family
+        self.tabs.setTabVisible(self.tabs.indexOf(self.router), m.moe)
+        self.layer.setMaximum(max(m.n_encoder_layers, m.n_decoder_layers))
+        self.head.setMaximum(m.n_heads)
         self.refresh()
 
     def on_decode(self, view: DecodeView) -> None:
@@ -327,11 +377,15 @@ class AttentionPanel(QWidget):
     def refresh(self) -> None:
         self.pair_row.setVisible(self.source.currentData() == "pair")
         inspection, mode = self.current()
+        if inspection is not None and inspection.arch != self.arch:  # another family's maps: its kinds
+            self._set_family(inspection.arch)  # draws them
+            return
+        self._show_routing(inspection)
         kind: str = self.kind.currentData()
         if self.info is not None:
             m = self.info.model_config
             self.layer.setMaximum(m.n_encoder_layers if kind == "encoder" else m.n_decoder_layers)
-        self.head.setEnabled(not self.average.isChecked() and not self.all_heads.isChecked())
+        self._enable_choices()
         if inspection is None:
             self.heatmap.set_data(np.zeros((0, 0)), [], [])
             self.grid.set_data(np.zeros((0, 0, 0, 0)))
@@ -358,23 +412,66 @@ class AttentionPanel(QWidget):
             self.stack.setCurrentWidget(self.grid)
             return
         # the row that predicted the token chosen at the decoding panel's current step: "… → <that token>"
-        # (while decoding goes on, the row below it, "… → ?", reads that token and predicts one not chosen yet)
-        highlight = self.decoded - 1 if mode == "decoding" and kind != "encoder" and self.decoded else None
+        # (while decoding goes on, the row below it, "… → ?", reads that token and predicts one not chosen yet);
+        # a decoder-only model's rows begin with the prompt's, before the first token written
+        prompt = max(0, len(inspection.tgt_tokens) - 1 - len(inspection.target_ids))
+        highlight = prompt + self.decoded - 1 if mode == "decoding" and kind != "encoder" and self.decoded else None
         matrix = maps[layer].mean(axis=0) if self.average.isChecked() else maps[layer, head]
         top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
         self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
-        self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head))
+        self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head, self.arch))
         self.stack.setCurrentWidget(self.heatmap)
 
+    def _enable_choices(self) -> None:
+        """The kind, layer, head and colour choices are the maps'; the Router tab has a layer choice of its own."""
+        maps = self.tabs.currentWidget() is not self.router
+        for w in (self.kind, self.layer, self.average, self.all_heads, self.stretch):
+            w.setEnabled(maps)
+        self.head.setEnabled(maps and not self.average.isChecked() and not self.all_heads.isChecked())
+
+    def _show_routing(self, inspection: Inspection | None) -> None:
+        """The Router tab, for a model with experts: the routing of the input shown."""
+        moe = (inspection is not None and bool(inspection.routing)) or (
+            self.info is not None and self.info.model_config.moe
+        )
+        self.tabs.setTabVisible(self.tabs.indexOf(self.router), moe)
+        if moe:
+            self.router.show_inspection(inspection)
+
     def _empty_hint(self, mode: str) -> str:
+        pair = {
+            "decoder_only": tr("Type a prompt (and, if you like, its continuation) and press Show."),
+            "encoder_only": tr("Type a text (write <mask> where a word is hidden) and press Show."),
+        }
         return {
             "decoding": tr("Decode a sentence in the Decoding panel; its attention appears here, step by step."),
-            "pair": tr("Type a source sentence (and, if you like, a target) and press Show."),
+            "pair": pair.get(self.arch) or tr("Type a source sentence (and, if you like, a target) and press Show."),
             "probe": tr("The probe sentence's attention is recorded while the model trains."),
         }[mode]
 
     def _caption(self, inspection: Inspection, kind: str, mode: str) -> str:
-        rows = {
+        rows = self._rows_caption(kind)
+        src = tr("training step {n}").format(n=inspection.step)
+        if mode == "decoding" and kind != "encoder" and self.decoded:
+            src += " · " + tr("the outlined row predicted the token chosen at the decoding panel's current step")
+        elif mode != "decoding" and not inspection.teacher_forced:
+            if self.arch == "decoder_only":
+                src += " · " + tr("continuation: the model's own greedy one")
+            else:
+                src += " · " + tr("target: the model's own greedy translation")
+        return f"{rows}  ({src})"
+
+    def _rows_caption(self, kind: str) -> str:
+        """What the rows and columns of a ``kind`` map are, for this family."""
+        if self.arch == "decoder_only":
+            return tr("Rows: positions of the text, labelled “read → predicts”; columns: the tokens read (keys); each "
+                      "row sums to 1. Hatched cells are masked: a position may not look at later ones, because the "
+                      "next token, the one it must predict, is there.")  # fmt: skip
+        if self.arch == "encoder_only":
+            return tr("Rows: positions (queries); columns: positions (keys); each row sums to 1. Nothing is masked: "
+                      "every token sees the whole text, both ways. At a <mask> row the model gathers what it needs "
+                      "to guess the hidden token.")  # fmt: skip
+        return {
             "encoder": tr("Rows: source positions (queries); columns: source positions (keys). Each row shows how one "
                           "source token spreads its attention over the whole source, and sums to 1. Encoder rows "
                           "predict nothing: they build the representation the decoder reads."),
@@ -384,12 +481,6 @@ class AttentionPanel(QWidget):
             "cross": tr("Rows: target positions, labelled “read → predicts”; columns: source positions (the "
                         "encoder's output); each row sums to 1."),
         }[kind]  # fmt: skip
-        src = tr("training step {n}").format(n=inspection.step)
-        if mode == "decoding" and kind != "encoder" and self.decoded:
-            src += " · " + tr("the outlined row predicted the token chosen at the decoding panel's current step")
-        elif mode != "decoding" and not inspection.teacher_forced:
-            src += " · " + tr("target: the model's own greedy translation")
-        return f"{rows}  ({src})"
 
     def _on_grid_click(self, layer: int, head: int) -> None:
         self.layer.setValue(layer + 1)
@@ -402,11 +493,13 @@ class AttentionPanel(QWidget):
             self._ask(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
 
     def show_tab(self, key: str) -> None:
-        """Raise the map (``"map"``), the attention over training or the Q·K explainer (``"explainer"``)."""
-        pages = {"map": 0, "over_training": 1, "explainer": 2}
+        """Raise the map (``"map"``), the attention over training, the Q·K explainer (``"explainer"``) or the
+        router (``"router"``, a model with experts)."""
+        pages = {"map": 0, "over_training": 1, "explainer": 2, "router": 3}
         self.tabs.setCurrentIndex(pages[key])
 
     def _on_tab(self, _index: int) -> None:
+        self._enable_choices()
         if self._entropy_stale:
             self._update_entropy()
 

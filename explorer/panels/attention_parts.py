@@ -1,6 +1,7 @@
 """The Attention panel's two larger parts, each a tab of it: the probe sentence's attention over
 training (:class:`ProbeTimeline`) and the Q·K explainer (:class:`QkExplainer`); with the names of
-the attention kinds they share with the panel (:data:`KINDS`, :func:`head_title`).
+the attention kinds they share with the panel, per model family (:data:`FAMILY_KINDS`, :func:`kinds_of`,
+:func:`head_title`).
 
 Neither part talks to the engine: each says what the person asked for with a signal
 (``probe_chosen``, ``head_asked``, ``example_asked``) and the panel (explorer/panels/attention.py)
@@ -45,25 +46,43 @@ KINDS = (
     ("decoder_self", N_("Decoder self-attention (masked)")),
     ("cross", N_("Cross-attention (decoder → encoder)")),
 )
+# the kinds each family has, named as its people name them: one stack has no cross-attention, and its one
+# self-attention is causal (GPT, in Inspection.decoder_self) or looks both ways (BERT, in Inspection.encoder)
+FAMILY_KINDS = {
+    "encoder_decoder": KINDS,
+    "decoder_only": (("decoder_self", N_("Self-attention (causal)")),),
+    "encoder_only": (("encoder", N_("Self-attention (both ways)")),),
+}
+FAMILY_NAMES = {  # the button in the Layer and Head row: what this family changes from the paper's model
+    "encoder_decoder": N_("Encoder–decoder"),
+    "decoder_only": N_("Decoder-only (GPT)"),
+    "encoder_only": N_("Encoder-only (BERT)"),
+}
 WORKED_EXAMPLE = N_("Worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2")
 ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and map at most this often
 SCORE_COLUMNS = 5  # q·k, scaled, mask, exp, softmax; then the value vector
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter  # numbers in the explainer's tables
 
 
-def head_title(kind: str, layer: int, head: int | None) -> str:
-    """“Cross-attention (decoder → encoder) — layer 2, head 4” (0-based in; ``head`` None: the average)."""
-    name = tr(dict(KINDS)[kind])
+def kinds_of(arch: str) -> tuple[tuple[str, str], ...]:
+    """The attention kinds of the family ``arch`` (key, N_-marked name), in the order offered."""
+    return FAMILY_KINDS.get(arch, KINDS)
+
+
+def head_title(kind: str, layer: int, head: int | None, arch: str = "encoder_decoder") -> str:
+    """“Cross-attention (decoder → encoder) — layer 2, head 4” (0-based in; ``head`` None: the average),
+    with the kind named as the family ``arch`` names it."""
+    name = tr(dict(kinds_of(arch)).get(kind) or dict(KINDS)[kind])
     if head is None:
         return tr("{kind} — layer {layer}, average of all heads").format(kind=name, layer=layer + 1)
     return tr("{kind} — layer {layer}, head {head}").format(kind=name, layer=layer + 1, head=head + 1)
 
 
-def explanation_title(e: AttentionExplanation) -> str:
-    """What the explanation is, in the interface language."""
+def explanation_title(e: AttentionExplanation, arch: str = "encoder_decoder") -> str:
+    """What the explanation is, in the interface language (a head named as the family ``arch`` names it)."""
     if e.kind == "example":
         return tr(WORKED_EXAMPLE)
-    return head_title(e.kind, e.layer, e.head)
+    return head_title(e.kind, e.layer, e.head, arch)
 
 
 def number(x: float) -> str:
@@ -92,6 +111,7 @@ class ProbeTimeline(QWidget):
         super().__init__(parent)
         self.snapshots: list[ProbeSnapshot] = []
         self.run_id: int | None = None  # snapshots of another run are dropped
+        self.arch = "encoder_decoder"  # the model's family (set_family)
         self._incoming: list[ProbeSnapshot] = []  # arrived since the last absorb
         self._create()
         self._connect()
@@ -127,7 +147,8 @@ class ProbeTimeline(QWidget):
     def _lay_out(self) -> None:
         self.labels = {key: QLabel() for key in ("probe", "every")}
         probe = QHBoxLayout()
-        for label, w, stretch in ((self.labels["probe"], self.probe_src, 1), (QLabel("→"), self.probe_tgt, 1),
+        self.arrow = QLabel("→")
+        for label, w, stretch in ((self.labels["probe"], self.probe_src, 1), (self.arrow, self.probe_tgt, 1),
                                   (self.labels["every"], self.probe_every, 0)):  # fmt: skip
             probe.addWidget(label)
             probe.addWidget(w, stretch)
@@ -144,10 +165,20 @@ class ProbeTimeline(QWidget):
         row.addWidget(self.timeline_label)
         return row
 
+    def set_family(self, arch: str) -> None:
+        """A decoder-only model's probe is a prompt and its continuation; an encoder-only model's, one text."""
+        self.arch = arch
+        self.probe_tgt.setVisible(arch != "encoder_only")
+        self.arrow.setVisible(arch != "encoder_only")
+        self.retranslate()
+
     def retranslate(self) -> None:
         self.labels["probe"].setText(tr("Probe sentence"))
         self.labels["every"].setText(tr("every N steps"))
-        self.probe_tgt.setPlaceholderText(tr("target (empty: the model's own translation)"))
+        if self.arch == "decoder_only":
+            self.probe_tgt.setPlaceholderText(tr("continuation (empty: the model's own)"))
+        else:
+            self.probe_tgt.setPlaceholderText(tr("target (empty: the model's own translation)"))
         self.probe_button.setText(tr("Set probe"))
         self.timeline_title.setText(tr("Training snapshots"))
         self.entropy.retranslate()
@@ -220,7 +251,7 @@ class ProbeTimeline(QWidget):
     # -- the entropy plot --------------------------------------------------------------------------
     def draw_entropy(self, kind: str, layer: int) -> None:
         """Each head's entropy over training, for one kind and layer (0-based; clipped to the model's)."""
-        if not self.snapshots:
+        if not self.snapshots or not self.snapshots[-1].entropy[kind].size:  # a kind this family lacks
             return
         layer = min(layer, self.snapshots[-1].entropy[kind].shape[0] - 1)
         steps = np.array([s.step for s in self.snapshots], dtype=float)
@@ -247,6 +278,7 @@ class QkExplainer(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.explanation: AttentionExplanation | None = None
+        self.arch = "encoder_decoder"  # the model's family, for the names of the kinds (set by the panel)
         self._create()
         self._connect()
         self._lay_out()
@@ -358,7 +390,7 @@ class QkExplainer(QWidget):
                 "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k) = exp / Σ exp, with d_k = {d_k}, "
                 "√d_k = {root}, Σ exp = {total}; output = Σ weight · v"
             ).format(
-                title=explanation_title(e), i=i + 1, token=html.escape(e.query_tokens[i]), d_k=d_k,
+                title=explanation_title(e, self.arch), i=i + 1, token=html.escape(e.query_tokens[i]), d_k=d_k,
                 root=f"{np.sqrt(d_k):.3f}", total=number(float(e.exp[i].sum())),
             )
         )  # fmt: skip

@@ -1,8 +1,8 @@
 """Positional-encoding lab: the paper's sinusoids, their matrix and similarities, the shift matrix M_k,
-and the model's own positions (a learned table, or RoPE's rotations).
+and the model's own positions (a learned table, RoPE's rotations, or T5's relative-position buckets).
 
-The sinusoid formulas are computed here (with the engine's functions in
-model.positional); a learned table comes from the engine as a snapshot.
+The sinusoid formulas, RoPE's angles and T5's buckets are computed here (with the engine's functions in
+model.positional, from the model's configuration); a learned table comes from the engine as a snapshot.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from explorer.appearance import legend_brush
 from explorer.commands import Positional
 from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
+from explorer.panels.router import sentences
 from explorer.widgets import named
 from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
@@ -153,6 +154,10 @@ class PositionalPanel(QWidget):
                                    (0.0, 2 * np.pi), row_name=N_("position"), col_name=N_("pair"))  # fmt: skip
         self.rope_scores = LinePlot("pe_rope_scores", N_("RoPE: score of q = k = 1 against the offset n − m"),
                                     N_("offset n − m"), "q·k")  # fmt: skip
+        self.t5_plot = LinePlot("pe_t5_buckets", N_("T5: the bucket of each offset key − query"),
+                                N_("offset key − query"), N_("bucket"))  # fmt: skip
+        self.t5_matrix = Heatmap("pe_t5_matrix", N_("T5: the bucket of each query and key position"), (0.0, 1.0),
+                                 row_name=N_("query position"), col_name=N_("key position"))  # fmt: skip
 
     def _lay_out(self) -> None:
         self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
@@ -181,6 +186,8 @@ class PositionalPanel(QWidget):
         mp.addWidget(self.learned, 1, 0, 1, 2)
         mp.addWidget(self.rope_angles, 2, 0)
         mp.addWidget(self.rope_scores, 2, 1)
+        mp.addWidget(self.t5_plot, 3, 0)
+        mp.addWidget(self.t5_matrix, 3, 1)
         self.tabs.addTab(model_page, "")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -194,7 +201,7 @@ class PositionalPanel(QWidget):
         for i, text in enumerate((N_("Curves"), N_("Matrix"), N_("Similarity"), N_("Shift by k"), N_("This model"))):
             self.tabs.setTabText(i, tr(text))
         for w in (self.curves, self.matrix, self.similarity, self.shift_plot, self.shift_matrix, self.learned,
-                  self.rope_angles, self.rope_scores):  # fmt: skip
+                  self.rope_angles, self.rope_scores, self.t5_plot, self.t5_matrix):  # fmt: skip
             w.retranslate()
         self.redraw()
 
@@ -293,12 +300,14 @@ class PositionalPanel(QWidget):
         self._draw_model()
 
     def _draw_model(self) -> None:
-        info, tables = self.info, self.model_tables
+        info = self.info
         kind = info.model_config.positional if info else None
         self.learned.setVisible(kind == "learned")
-        self.rope_angles.setVisible(kind == "rope")
-        self.rope_scores.setVisible(kind == "rope")
-        if kind is None:
+        for w in (self.rope_angles, self.rope_scores):
+            w.setVisible(kind == "rope")
+        for w in (self.t5_plot, self.t5_matrix):
+            w.setVisible(kind == "t5_relative")
+        if info is None:
             self.model_note.setText(tr("No model loaded."))
         elif kind == "sinusoidal":
             self.model_note.setText(
@@ -308,33 +317,91 @@ class PositionalPanel(QWidget):
                 )
             )
         elif kind == "learned":
-            self.model_note.setText(
-                tr(
-                    "This model learns one vector per position; its table changes while it "
-                    "trains. Compare it with the sinusoids."
-                )
-            )
-            if tables is not None and tables.target is not None:
-                table = tables.target[: self.positions.value()]
-                self.learned.set_data(table, [str(i) for i in range(len(table))],
-                                      [str(i) for i in range(table.shape[1])])  # fmt: skip
-                title = tr("The model's learned position table (target side)")
-                self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables.step)}")
-        elif info is not None:  # RoPE
-            head = info.model_config.d_model // info.model_config.n_heads
-            n = self.positions.value()
-            from model.positional import inverse_frequencies
+            self._draw_learned(info)
+        elif kind == "rope":
+            self._draw_rope(info)
+        elif kind == "t5_relative":
+            self._draw_t5(info)
+        else:  # a kind this lab does not know yet: say so rather than show another kind's pictures
+            self.model_note.setText(tr("This lab has no picture of this model's positions ({kind}).").format(kind=kind))
 
-            omega = inverse_frequencies(head).numpy()
-            angles = np.mod(np.arange(n)[:, None] * omega[None, :], 2 * np.pi)
-            self.rope_angles.set_data(angles, [str(p) for p in range(n)], [str(i) for i in range(len(omega))])
-            offsets = np.arange(-n + 1, n)
-            scores = 2 * np.cos(offsets[:, None] * omega[None, :]).sum(axis=1)  # q = k = 1: each pair adds 2 cos
-            self.rope_scores.set_series([("q·k", offsets, scores, {})])
-            self.model_note.setText(
-                tr(
-                    "This model rotates each pair of query and key dimensions by position × ω_i "
-                    "(head size {h}); positions then enter q·k only through the offset n − m, while what q and k "
-                    "contain still matters."
-                ).format(h=head)
+    def _draw_learned(self, info: RunInfo) -> None:
+        self.model_note.setText(
+            tr(
+                "This model learns one vector per position; its table changes while it "
+                "trains. Compare it with the sinusoids."
             )
+        )
+        tables = self.model_tables
+        if tables is not None and tables.target is not None:
+            table = tables.target[: self.positions.value()]
+            self.learned.set_data(table, [str(i) for i in range(len(table))], [str(i) for i in range(table.shape[1])])
+            title = (
+                tr("The model's learned position table")
+                if info.model_config.single_stream  # one stream, one table
+                else tr("The model's learned position table (target side)")
+            )
+            self.learned.set_title(f"{title} — {tr('step {n}').format(n=tables.step)}")
+
+    def _draw_rope(self, info: RunInfo) -> None:
+        head = info.model_config.d_model // info.model_config.n_heads
+        n = self.positions.value()
+        from model.positional import inverse_frequencies
+
+        omega = inverse_frequencies(head).numpy()
+        angles = np.mod(np.arange(n)[:, None] * omega[None, :], 2 * np.pi)
+        self.rope_angles.set_data(angles, [str(p) for p in range(n)], [str(i) for i in range(len(omega))])
+        offsets = np.arange(-n + 1, n)
+        scores = 2 * np.cos(offsets[:, None] * omega[None, :]).sum(axis=1)  # q = k = 1: each pair adds 2 cos
+        self.rope_scores.set_series([("q·k", offsets, scores, {})])
+        self.model_note.setText(
+            tr(
+                "This model rotates each pair of query and key dimensions by position × ω_i "
+                "(head size {h}); positions then enter q·k only through the offset n − m, while what q and k "
+                "contain still matters."
+            ).format(h=head)
+        )
+
+    def _draw_t5(self, info: RunInfo) -> None:
+        """T5's buckets (model.positional.t5_buckets) from the configuration: per offset, and per query and key
+        (the encoder's, both ways; a decoder-only model's, looking back, with the later keys hatched)."""
+        import torch
+
+        from model.positional import t5_buckets
+
+        m = info.model_config
+        n_buckets, far = m.t5_buckets, m.t5_max_distance
+        span = far + far // 4  # a little beyond the farthest bucket: all farther offsets share it
+        offsets = torch.arange(-span, span + 1)
+        series = []
+        if m.arch != "decoder_only":  # the encoder's bias: keys before and after the query
+            both = t5_buckets(offsets, True, n_buckets, far).numpy()
+            series.append((tr("encoder (both ways)"), offsets.numpy(), both, {"colour": "#1f77b4"}))
+        if m.arch != "encoder_only":  # the decoder's: only keys at or before the query
+            back = offsets[offsets <= 0]
+            causal = t5_buckets(back, False, n_buckets, far).numpy()
+            series.append((tr("decoder (looks back)"), back.numpy(), causal, {"colour": "#d62728"}))
+        self.t5_plot.set_series(series)
+        n = min(self.positions.value(), 48)
+        pos = torch.arange(n)
+        bidirectional = m.arch != "decoder_only"
+        grid = t5_buckets(pos[None, :] - pos[:, None], bidirectional, n_buckets, far).numpy().astype(float)
+        later = None if bidirectional else np.triu(np.ones((n, n), dtype=bool), 1)  # the causal mask hides them
+        labels = [str(p) for p in range(n)]
+        self.t5_matrix.set_data(grid, labels, labels, later, levels=(0.0, float(n_buckets - 1)))
+        self.model_note.setText(self._t5_note(m.arch, n_buckets, far))
+
+    @staticmethod
+    def _t5_note(arch: str, n_buckets: int, far: int) -> str:
+        both, back = n_buckets // 4, n_buckets // 2  # offsets with a bucket of their own (each way; looking back)
+        note = tr(
+            "This model adds nothing to its embeddings: each self-attention adds a learned number per head to its "
+            "scores, chosen by the bucket of the offset key − query (T5's relative position bias; cross-attention "
+            "gets none). Small offsets have a bucket each; larger ones share buckets on a logarithmic scale up to "
+            "{far}, and all farther ones share the last. One table of {n} buckets × heads per stack, shared by its "
+            "layers."
+        ).format(far=far, n=n_buckets)
+        encoder = tr("The encoder's buckets are split between keys before and after the query ({e} exact offsets "
+                     "each way).").format(e=both)  # fmt: skip
+        decoder = tr("The decoder's all look back ({d} exact offsets).").format(d=back)
+        return sentences(note, encoder if arch != "decoder_only" else "", decoder if arch != "encoder_only" else "")

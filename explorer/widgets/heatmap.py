@@ -2,7 +2,8 @@
 
 Rows are queries, columns keys, as in the weight matrix softmax(QKᵀ/√d_k).
 Hovering updates a label with the exact weight and never re-renders the image;
-masked cells are hatched; the row of the current query can be outlined.
+masked cells are hatched (in the grid too); the row of the current query can be outlined, and so can any
+set of cells (the experts a router chose for each token).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPen, QResizeEvent
-from PySide6.QtWidgets import QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QFontMetrics, QPainterPath, QPen, QResizeEvent
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from explorer.i18n import N_, tr
 from explorer.widgets import named
@@ -22,19 +23,32 @@ from explorer.widgets.export import export_button, render_scene, titled_view, wr
 ATTENTION_MAP = pg.colormap.get("viridis")
 DIVERGING_MAP = pg.colormap.get("CET-D1")
 HATCH = 4  # overlay pixels per cell side
+GRID_HATCH_PIXELS = 4_000_000  # the grid's overlay has at most about this many pixels (fewer per cell beyond)
+OUTLINE = "#ff2d2d"  # outlined cells (a router's chosen experts): red reads on viridis' yellow and purple alike
 
 
-def hatch_overlay(mask: np.ndarray) -> np.ndarray:
-    """RGBA overlay: masked cells light grey with a diagonal line, the rest transparent."""
+def hatch_overlay(mask: np.ndarray, side: int = HATCH) -> np.ndarray:
+    """RGBA overlay of ``side`` × ``side`` pixels per cell: masked cells light grey with diagonal lines, one per
+    4 pixels, that run on across neighbouring masked cells (plain light grey when ``side`` is 1); the rest
+    transparent."""
     rows, cols = mask.shape
-    tile = np.zeros((HATCH, HATCH, 4), dtype=np.ubyte)
+    tile = np.zeros((side, side, 4), dtype=np.ubyte)
     tile[...] = (235, 235, 235, 255)
-    for i in range(HATCH):
-        tile[i, HATCH - 1 - i] = (150, 150, 150, 255)
-    big = np.zeros((rows * HATCH, cols * HATCH, 4), dtype=np.ubyte)
-    cells = np.kron(mask.astype(np.ubyte), np.ones((HATCH, HATCH), dtype=np.ubyte)).astype(bool)
+    if side > 1:
+        i, j = np.indices((side, side))
+        tile[(i + j) % HATCH == HATCH - 1] = (150, 150, 150, 255)
+    big = np.zeros((rows * side, cols * side, 4), dtype=np.ubyte)
+    cells = np.kron(mask.astype(np.ubyte), np.ones((side, side), dtype=np.ubyte)).astype(bool)
     big[cells] = np.tile(tile, (rows, cols, 1))[cells]
     return big
+
+
+def hatched_cells(overlay: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Which cells of a ``shape`` map an overlay of :func:`hatch_overlay` covers (any opaque pixel)."""
+    rows, cols = shape
+    side = overlay.shape[0] // max(1, rows)
+    alpha = overlay[: rows * side, : cols * side, 3].reshape(rows, side, cols, side)
+    return alpha.max(axis=(1, 3)) > 0
 
 
 def image_plot() -> tuple[pg.GraphicsLayoutWidget, pg.PlotItem, pg.ImageItem]:
@@ -76,15 +90,7 @@ class Heatmap(QWidget):
         self._hover = (-1, -1)
 
         self.view, self.plot, self.image = image_plot()
-        self.overlay = pg.ImageItem(axisOrder="row-major")
-        self.plot.addItem(self.overlay)
-        self.row_box = QGraphicsRectItem()
-        pen = QPen(QColor("#ff7f0e"), 2)
-        pen.setCosmetic(True)
-        self.row_box.setPen(pen)
-        self.row_box.setZValue(10)
-        self.row_box.hide()
-        self.plot.addItem(self.row_box)
+        self._create_marks()
         self.colorbar = pg.ColorBarItem(values=levels, colorMap=colour_map, width=12, interactive=False)
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         for name in ("left", "bottom"):
@@ -98,6 +104,28 @@ class Heatmap(QWidget):
             self, self.view, object_name, self.export, ("PNG", "SVG", "CSV", "NPY"), self.hover_label
         )
         self.retranslate()
+
+    def _create_marks(self) -> None:
+        """What is drawn over the image: the hatching of masked cells, the current row's box, outlined cells."""
+        self.overlay = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.overlay)
+        self.row_box = QGraphicsRectItem()
+        pen = QPen(QColor("#ff7f0e"), 2)
+        pen.setCosmetic(True)
+        self.row_box.setPen(pen)
+        self.row_box.setZValue(10)
+        self.row_box.hide()
+        self.plot.addItem(self.row_box)
+        self.cells_box = QGraphicsPathItem()
+        pen = QPen(QColor(OUTLINE), 2.5)
+        pen.setCosmetic(True)
+        pen.setJoinStyle(Qt.PenJoinStyle.MiterJoin)
+        self.cells_box.setPen(pen)
+        self.cells_box.setZValue(11)
+        self.cells_box.hide()
+        self.plot.addItem(self.cells_box)
+        self.outlined = np.zeros((0, 2), dtype=int)  # [n, 2] (row, column) of the outlined cells
+        self.cell_notes: dict[tuple[int, int], str] = {}  # a word the hover adds for a cell
 
     def retranslate(self) -> None:
         self.set_title(self._title_source)
@@ -124,6 +152,7 @@ class Heatmap(QWidget):
         n_rows, n_cols = values.shape
         self._hover = (-1, -1)
         self.hover_label.setText("")
+        self.outline_cells(np.zeros((0, 2), dtype=int))
         if not values.size:  # nothing to show (yet)
             self.image.clear()
             self.overlay.hide()
@@ -134,7 +163,8 @@ class Heatmap(QWidget):
         self.image.setImage(values, levels=self.levels, autoLevels=False)
         self.image.setRect(QRectF(0, 0, n_cols, n_rows))
         if mask is not None and mask.any():
-            self.overlay.setImage(hatch_overlay(mask), autoLevels=False, levels=(0, 255))
+            side = HATCH * int(np.clip(64 // max(n_rows, n_cols), 1, 4))  # a few large cells: finer lines
+            self.overlay.setImage(hatch_overlay(mask, side), autoLevels=False, levels=(0, 255))
             self.overlay.setRect(QRectF(0, 0, n_cols, n_rows))
             self.overlay.show()
         else:
@@ -164,6 +194,23 @@ class Heatmap(QWidget):
         super().resizeEvent(event)
         self._column_ticks()
 
+    def outline_cells(self, cells: np.ndarray, notes: dict[tuple[int, int], str] | None = None) -> None:
+        """Outline the cells ``cells [n, 2]`` (row, column) of the data shown; ``notes`` adds words to the hover
+        text of some cells. :meth:`set_data` clears them."""
+        self.outlined = np.asarray(cells, dtype=int).reshape(-1, 2)
+        self.cell_notes = dict(notes or {})
+        path = QPainterPath()
+        for r, c in self.outlined:  # a little inside the cell, so that outlined neighbours stay apart
+            path.addRect(QRectF(c + 0.06, r + 0.06, 0.88, 0.88))
+        self.cells_box.setPath(path)
+        self.cells_box.setVisible(len(self.outlined) > 0)
+
+    def hatched(self) -> np.ndarray:
+        """Which cells are drawn hatched now (``[rows, cols]``, all False when none is)."""
+        if not self.values.size or not self.overlay.isVisible() or self.overlay.image is None:
+            return np.zeros(self.values.shape, dtype=bool)
+        return hatched_cells(self.overlay.image, self.values.shape)
+
     def highlight_row(self, row: int | None) -> None:
         if row is None or not 0 <= row < self.values.shape[0]:
             self.row_box.hide()
@@ -186,6 +233,8 @@ class Heatmap(QWidget):
             return
         hidden = self.masked is not None and self.masked[r, c]
         note = f"  ({tr('masked: may not attend')})" if hidden else ""
+        if (r, c) in self.cell_notes:
+            note += f"  ({self.cell_notes[r, c]})"
         self.hover_label.setText(
             f"{tr(self.row_name)} {r + 1} “{self.rows[r]}” → {tr(self.col_name)} {c + 1} “{self.cols[c]}”: "
             f"{self.values[r, c]:.4f}{note}"
@@ -210,6 +259,8 @@ class HeatmapGrid(QWidget):
         self.setObjectName(object_name)
         self.maps = np.zeros((0, 0, 0, 0))
         self.view, self.plot, self.image = image_plot()
+        self.overlay = pg.ImageItem(axisOrder="row-major")  # the masked cells of every map, hatched
+        self.plot.addItem(self.overlay)
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.plot.getAxis("bottom").setStyle(tickLength=0)
         self.view.scene().sigMouseClicked.connect(self._on_click)
@@ -229,24 +280,30 @@ class HeatmapGrid(QWidget):
         self.hint.setText(tr("Rows: layers; columns: heads. Click a map to look at it closely."))
 
     def set_data(self, maps: np.ndarray, masked: np.ndarray | None = None) -> None:
-        """``maps [layers, heads, Lq, Lk]``; ``masked [Lq, Lk]`` cells are drawn blank."""
+        """``maps [layers, heads, Lq, Lk]``; ``masked [Lq, Lk]`` cells are hatched in every map."""
         maps = np.asarray(maps, dtype=np.float32)
         self.maps = maps
         L, H, q, k = maps.shape
         if not maps.size:  # nothing to show: no image, and no layer or head names of the last one
             self.image.clear()
+            self.overlay.hide()
             self._shape = (0, 0, 0, 0)
             self.plot.getAxis("left").setTicks([[]])
             self.plot.getAxis("bottom").setTicks([[]])
             return
         gap = max(1, min(q, k) // 12)
         mosaic = np.full((L * (q + gap) - gap, H * (k + gap) - gap), np.nan, dtype=np.float32)
+        hidden = np.zeros(mosaic.shape, dtype=bool)  # the masked cells of every map (not the gaps between maps)
         for layer in range(L):
             for head in range(H):
                 block = maps[layer, head] if masked is None else np.where(masked, np.nan, maps[layer, head])
-                mosaic[layer * (q + gap) : layer * (q + gap) + q, head * (k + gap) : head * (k + gap) + k] = block
+                cells = slice(layer * (q + gap), layer * (q + gap) + q), slice(head * (k + gap), head * (k + gap) + k)
+                mosaic[cells] = block
+                if masked is not None:
+                    hidden[cells] = masked
         self.image.setImage(mosaic, levels=(0.0, 1.0), autoLevels=False, lut=ATTENTION_MAP.getLookupTable(nPts=256))
         self.image.setRect(QRectF(0, 0, mosaic.shape[1], mosaic.shape[0]))
+        self._hatch(hidden)
         if (L, H, q, k) != self._shape:
             self._shape = (L, H, q, k)
             self.plot.getAxis("left").setTicks([[(i * (q + gap) + q / 2, f"L{i + 1}") for i in range(L)]])
@@ -254,6 +311,17 @@ class HeatmapGrid(QWidget):
             self.plot.setXRange(0, mosaic.shape[1], padding=0.01)
             self.plot.setYRange(0, mosaic.shape[0], padding=0.01)
         self._gap = gap
+
+    def _hatch(self, hidden: np.ndarray) -> None:
+        """Hatch the masked cells of the mosaic ``hidden [rows, cols]`` (True: masked, gaps excluded) as the single
+        map does; a large mosaic gets fewer overlay pixels per cell (plain light grey at one)."""
+        if not hidden.any():
+            self.overlay.hide()
+            return
+        side = int(max(1, min(HATCH, np.sqrt(GRID_HATCH_PIXELS / hidden.size))))
+        self.overlay.setImage(hatch_overlay(hidden, side), autoLevels=False, levels=(0, 255))
+        self.overlay.setRect(QRectF(0, 0, hidden.shape[1], hidden.shape[0]))
+        self.overlay.show()
 
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
         L, H, q, k = self._shape
