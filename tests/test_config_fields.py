@@ -114,11 +114,13 @@ def form(qtbot):
 def test_every_form_setting_has_its_widget_and_range(form):
     from PySide6.QtWidgets import QCheckBox, QComboBox
 
+    form.experts_spin.setValue(64)  # the maximum of "Experts per token" follows the number of experts
     for cls, widgets in ((ModelConfig, form.model_widgets), (TrainConfig, form.train_widgets)):
         for s in form_settings(cls):
             w = form.rate if s.name in ("noam_factor", "lr") else widgets[s.name]
             if s.choices:
-                assert isinstance(w, QComboBox) and tuple(w.itemText(i) for i in range(w.count())) == s.choices
+                # each item's data is the value (the text may be a readable name, e.g. of the family)
+                assert isinstance(w, QComboBox) and tuple(w.itemData(i) for i in range(w.count())) == s.choices
             elif s.kind is bool:
                 assert isinstance(w, QCheckBox)
             else:

@@ -29,7 +29,8 @@ def _steps(run_id: int, first: int, n: int):
     x = np.arange(first, first + n, dtype=float)
     cols = StepColumns(step=x, time=x / 100, loss=0.5 + 3 * np.exp(-x / 300), lr=np.full(n, 1e-3),
                        token_accuracy=1 - np.exp(-x / 300), grad_norm=np.full(n, 2.0),
-                       tokens_per_s=np.full(n, 5000.0))  # fmt: skip
+                       tokens_per_s=np.full(n, 5000.0), aux_loss=np.zeros(n),
+                       expert_load=np.zeros((n, 0)))  # fmt: skip  # a dense model: no experts
     return MetricsBatch(run_id, cols, ())
 
 

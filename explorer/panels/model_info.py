@@ -9,15 +9,50 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.worker import RunInfo
+from model.config import ModelConfig
 
 
 def tokenizer_text(info: RunInfo) -> str:
-    """The tokenizer's kind and both vocabulary sizes, in the interface language."""
+    """The tokenizer's kind and the vocabulary sizes (one for a single-stream model), in the interface language."""
     src, tgt = info.vocab_sizes
+    if info.model_config.single_stream:
+        return tr("{kind} ({n} pieces, one vocabulary)").format(kind=info.tokenizer.kind, n=src)
     return tr("{kind} ({src} / {tgt} pieces)").format(kind=info.tokenizer.kind, src=src, tgt=tgt)
+
+
+FAMILY_TITLES = {
+    "encoder_decoder": N_("Encoder–decoder Transformer"),
+    "decoder_only": N_("Decoder-only Transformer (GPT: predicts the next token)"),
+    "encoder_only": N_("Encoder-only Transformer (BERT: fills in masked tokens)"),
+}
+
+
+def stacks_text(m: ModelConfig) -> str:
+    """The layers the family has, and what attends to what."""
+    if m.arch == "decoder_only":
+        return tr("N = {n} decoder layers: masked self-attention and feed-forward, no encoder and no "
+                  "cross-attention").format(n=m.n_layers)  # fmt: skip
+    if m.arch == "encoder_only":
+        text = tr("N = {n} encoder layers: self-attention that looks both ways, no decoder").format(n=m.n_layers)
+        if m.n_classes:
+            text += "; " + tr("a classifier on the first position ({k} classes)").format(k=m.n_classes)
+        return text
+    return f"N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}"
+
+
+def parameters_text(info: RunInfo) -> str:
+    """All the parameters; with experts also those one token passes through (k of each layer's N experts)."""
+    m = info.model_config
+    if not m.moe:
+        return f"<b>{tr('Parameters')}: {info.total_parameters:,}</b>"
+    share = 100 * info.active_parameters / max(1, info.total_parameters)
+    experts = tr("Mixture of experts: {n} expert FFNs in each layer; a router sends each token to {k} of them "
+                 "(balance loss × {w:g})").format(n=m.n_experts, k=m.experts_top_k, w=m.aux_loss_coef)  # fmt: skip
+    active = tr("{active} active per token ({share:.0f}%)").format(active=f"{info.active_parameters:,}", share=share)
+    return f"{experts}<br><b>{tr('Parameters')}: {info.total_parameters:,}; {active}</b>"
 
 
 class ModelPanel(QWidget):
@@ -60,26 +95,29 @@ class ModelPanel(QWidget):
         m = info.model_config
         norm = tr("Post-LN (as in the paper)") if m.norm == "post" else tr("Pre-LN (final norms)")
         tied = []
-        if m.shared_vocab:
+        if m.shared_vocab and not m.single_stream:  # (a single-stream model has one vocabulary anyway)
             tied.append(tr("one vocabulary for source and target"))
         if m.tie_embeddings:
-            tied.append(tr("output projection tied to the target embedding"))
+            tied.append(tr("output projection tied to the token embedding") if m.single_stream else
+                        tr("output projection tied to the target embedding"))  # fmt: skip
         lines = [
-            f"<b>{tr('Encoder–decoder Transformer')}</b> — {tr('preset')} <i>{info.preset}</i>",
-            f"N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}; "
-            f"d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} (d_k = d_v = {m.d_model // m.n_heads}), "
+            f"<b>{tr(FAMILY_TITLES[m.arch])}</b> — {tr('preset')} <i>{info.preset}</i>",
+            f"{stacks_text(m)}; d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} (d_k = d_v = {m.head_dim}), "
             f"d_ff = {m.d_ff}, P_drop = {m.dropout:g}",
             f"{norm}; {tr('positional encoding')}: {m.positional}; {tr('activation')}: {m.activation}; "
             f"max_len = {m.max_len}",
             f"{tr('Tokenizer')}: {tokenizer_text(info)}" + (f"; {', '.join(tied)}" if tied else ""),
-            f"<b>{tr('Parameters')}: {info.total_parameters:,}</b>",
+            parameters_text(info),
         ]
         self.summary.setText("<br>".join(lines))
         rows = sorted(info.parameters.items(), key=lambda kv: -kv[1])
         self.table.setRowCount(len(rows))
         for r, (name, count) in enumerate(rows):
             share = count / max(1, info.total_parameters)
-            for c, text in enumerate((tr(name), f"{count:,}", f"{100 * share:.1f}%")):
+            label = tr(name)
+            if m.moe and name.endswith("feed-forward"):  # a Mixture-of-Experts layer's FFN: its experts and router
+                label += " " + tr("({n} experts and the router)").format(n=m.n_experts)
+            for c, text in enumerate((label, f"{count:,}", f"{100 * share:.1f}%")):
                 item = QTableWidgetItem(text)
                 if c:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

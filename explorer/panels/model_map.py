@@ -6,6 +6,10 @@ linear output layer and the softmax on top, and the encoder's output feeding eve
 cross-attention. Post-LN layers put "Add & Norm" after each sublayer, as in the paper; Pre-LN layers
 put a LayerNorm before it, a residual "+" after it, and a final LayerNorm on top of each stack.
 
+The other families draw one stack: a decoder-only model (GPT) the decoder's column without cross-attention,
+an encoder-only model (BERT) the encoder's column with its masked-LM head under the output layer. A
+Mixture-of-Experts layer's feed-forward box is its experts (N, top-k, the router).
+
 Beside the drawing, the equation of the part pointed at (or chosen) with this model's numbers.
 
 Route: it asks for nothing; the main window hands it each run the engine describes (``on_run`` with
@@ -35,12 +39,14 @@ from PySide6.QtWidgets import (
 
 from explorer.i18n import N_, tr
 from explorer.panels.model_map_text import (
-    STACK_SUBLAYERS,
     ModelPart,
     box_detail,
     box_label,
     equation_html,
+    layer_count,
+    model_stacks,
     overview_html,
+    stack_sublayers,
     tooltip,
 )
 from explorer.widgets import named
@@ -65,8 +71,19 @@ FILLS = {
     "encoder_self_attention": "#fcd9a8", "decoder_self_attention": "#fcd9a8", "cross_attention": "#fcd9a8",
     "feed_forward": "#c2e7f7", "add_norm": "#f2f3c1", "layer_norm": "#f2f3c1", "final_norm": "#f2f3c1",
     "residual_add": "#ffffff", "embedding": "#fbd4d4", "positional": "#ffffff", "output_linear": "#dbdcf5",
-    "softmax": "#cbe9ca", "layer": "#ececec",
+    "softmax": "#cbe9ca", "layer": "#ececec", "mlm_head": "#dbdcf5",
 }  # fmt: skip
+INPUT_LABELS = {  # under each stack: what comes in
+    ("encoder_decoder", "encoder"): N_("Inputs"),
+    ("encoder_decoder", "decoder"): N_("Outputs (shifted right)"),
+    ("decoder_only", "decoder"): N_("Inputs (the text so far)"),
+    ("encoder_only", "encoder"): N_("Inputs (some tokens masked)"),
+}
+OUTPUT_LABELS = {  # on top: what comes out
+    "encoder_decoder": N_("Output probabilities"),
+    "decoder_only": N_("Next-token probabilities"),
+    "encoder_only": N_("Masked-token probabilities"),
+}
 TITLE = N_("Figure 1 of the paper, for this model")
 
 
@@ -135,7 +152,7 @@ class Column:
         self.prev = QPointF(cx, rect.top())
 
     def label(self, text: str) -> None:
-        rect = QRectF(self.x, self.y - LABEL_H, COL_W, LABEL_H)
+        rect = QRectF(self.x - SIDE, self.y - LABEL_H, COL_W + 2 * SIDE, LABEL_H)  # centred, room beyond the column
         self.d.texts.append((text, rect, Qt.AlignmentFlag.AlignCenter))
         self.join(rect)
         self.y = rect.top() - GAP_Y
@@ -150,7 +167,7 @@ class Column:
 
 def stack_input(col: Column, cfg: ModelConfig) -> None:
     """The tokens, their embedding and the positional encoding at the bottom of a stack."""
-    col.label(tr("Inputs") if col.stack == "encoder" else tr("Outputs (shifted right)"))
+    col.label(tr(INPUT_LABELS[(cfg.arch, col.stack)]))
     col.add(ModelPart("embedding", col.stack), IO_H)
     col.add(ModelPart("positional", col.stack), IO_H, dashed=cfg.positional == "rope")
 
@@ -160,7 +177,7 @@ def open_layer(col: Column, layer: int, cfg: ModelConfig) -> None:
     bottom = col.y
     col.y -= PAD
     first = len(col.d.placed)
-    for kind in STACK_SUBLAYERS[col.stack]:
+    for kind in stack_sublayers(cfg, col.stack):
         if cfg.norm == "post":
             sub = col.add(ModelPart(kind, col.stack, layer), SUB_H)
             col.residual(sub, col.add(ModelPart("add_norm", col.stack, layer, kind), NORM_H))
@@ -187,7 +204,7 @@ def layers(col: Column, n: int, opened: int, cfg: ModelConfig) -> None:
             open_layer(col, layer, cfg)
             continue
         rect = col.add(ModelPart("layer", col.stack, layer), pitch * 0.8, "closed", gap=pitch * 0.2)
-        if col.stack == "decoder":
+        if "cross_attention" in stack_sublayers(cfg, col.stack):
             col.cross_entries.append(QPointF(rect.left(), rect.center().y()))
     top = min(p.rect.top() for p in col.d.placed if p.part.kind == "layer" and p.part.stack == col.stack)
     n_mark(col, n, bottom, top)
@@ -207,18 +224,25 @@ def n_mark(col: Column, n: int, bottom: float, top: float) -> None:
 
 
 def draw_model(cfg: ModelConfig, opened: dict[str, int]) -> Drawing:
-    """The whole map of a model, with layer ``opened[stack]`` of each stack open."""
+    """The whole map of a model, with layer ``opened[stack]`` of each stack open: the encoder on the left and
+    the decoder on the right, or the one stack of a single-stream family."""
     d = Drawing()
-    enc, dec = Column(d, "encoder", 0.0), Column(d, "decoder", COL_W + GAP)
-    for col, n in ((enc, cfg.n_encoder_layers), (dec, cfg.n_decoder_layers)):
+    columns = []
+    for i, (stack, n) in enumerate(model_stacks(cfg).items()):
+        col = Column(d, stack, i * (COL_W + GAP))
         stack_input(col, cfg)
         layers(col, n, opened[col.stack], cfg)
         if cfg.norm == "pre":
             col.add(ModelPart("final_norm", col.stack), NORM_H)
-    dec.add(ModelPart("output_linear"), IO_H)
-    dec.add(ModelPart("softmax"), IO_H)
-    dec.label(tr("Output probabilities"))
-    memory_lane(d, enc, dec)
+        columns.append(col)
+    top = columns[-1]
+    if cfg.arch == "encoder_only":  # BERT: each state transformed, then scored against the vocabulary
+        top.add(ModelPart("mlm_head"), IO_H)
+    top.add(ModelPart("output_linear"), IO_H)
+    top.add(ModelPart("softmax"), IO_H)
+    top.label(tr(OUTPUT_LABELS[cfg.arch]))
+    if len(columns) == 2:
+        memory_lane(d, *columns)
     return d
 
 
@@ -271,13 +295,14 @@ def fitted_font(text: str, width: float, px: float, bold: bool = False) -> QFont
 class PartItem(QGraphicsItem):
     """One part of the map: a box, a circle or a layer's frame, with its name and numbers."""
 
-    def __init__(self, placed: Placed, label: str, detail: str, on_hover: Callable[[ModelPart | None], None]):
+    def __init__(self, placed: Placed, label: str, detail: str, on_hover: Callable[[ModelPart | None], None],
+                 tip: str = ""):  # fmt: skip
         super().__init__()
         self.placed, self.part, self.label, self.detail = placed, placed.part, label, detail
         self.on_hover = on_hover
         self.hovered = self.chosen = False
         self.setAcceptHoverEvents(True)
-        self.setToolTip(tooltip(self.part))
+        self.setToolTip(tip or tooltip(self.part))
         self.setZValue(-1 if placed.shape == "frame" else 0)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 — Qt's name
@@ -396,11 +421,12 @@ def fill_scene(
         scene.addItem(LabelItem(text, rect, align))
     items = {}
     for placed in d.placed:
-        label = box_label(placed.part)
+        label = box_label(placed.part, cfg)
         if placed.shape == "frame":  # short: the main line crosses the frame's title in the middle
-            total = cfg.n_encoder_layers if placed.part.stack == "encoder" else cfg.n_decoder_layers
+            total = layer_count(cfg, placed.part.stack)
             label = tr("Layer {n} of {total}").format(n=(placed.part.layer or 0) + 1, total=total)
-        item = PartItem(placed, label, box_detail(placed.part, cfg, info.vocab_sizes), on_hover)
+        detail = box_detail(placed.part, cfg, info.vocab_sizes)
+        item = PartItem(placed, label, detail, on_hover, tooltip(placed.part, cfg))
         scene.addItem(item)
         items[placed.part] = item
     return items
@@ -484,9 +510,9 @@ class ModelMapPanel(QWidget):
     def on_run(self, info: RunInfo) -> None:
         """Draw a (new or changed) run's model; a chosen part that no longer exists is forgotten."""
         self.info = info
-        cfg = info.model_config
-        self.opened["encoder"] = min(self.opened["encoder"], cfg.n_encoder_layers - 1)
-        self.opened["decoder"] = min(self.opened["decoder"], cfg.n_decoder_layers - 1)
+        stacks = model_stacks(info.model_config)
+        for stack, n in stacks.items():
+            self.opened[stack] = min(self.opened[stack], n - 1)
         self.hovered = None
         self.redraw()
         if self.chosen not in self.items:
@@ -500,8 +526,7 @@ class ModelMapPanel(QWidget):
         """
         if self.info is None:
             return False
-        cfg = self.info.model_config
-        n = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}.get(part.stack or "", 0)
+        n = model_stacks(self.info.model_config).get(part.stack or "", 0)
         if part.layer is not None and not 0 <= part.layer < n:
             return False
         previous = dict(self.opened)

@@ -1,6 +1,10 @@
 """The words of the model map (:mod:`explorer.panels.model_map`): what each part is called, its tooltip,
 and its equation as in the paper with the current model's numbers filled in.
 
+The three families share the parts: a decoder-only model (GPT) is the "decoder" stack without cross-attention,
+an encoder-only model (BERT) the "encoder" stack with a masked-LM head; a Mixture-of-Experts layer's
+feed-forward part is its router and experts.
+
 Everything here is plain text or HTML built from a :class:`ModelPart`, the model's configuration and
 its parameter counts; nothing is drawn here.
 """
@@ -12,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from explorer.i18n import N_, tr
+from explorer.panels.model_info import FAMILY_TITLES, parameters_text, stacks_text
 from explorer.worker import RunInfo
 from model.config import ModelConfig
 
@@ -24,8 +29,24 @@ STACK_SUBLAYERS = {  # bottom to top, as data flows
 }
 KINDS = (
     *SUBLAYER_KINDS, "add_norm", "layer_norm", "residual_add", "final_norm", "layer", "embedding", "positional",
-    "output_linear", "softmax",
+    "mlm_head", "output_linear", "softmax",
 )  # fmt: skip
+
+
+def stack_sublayers(cfg: ModelConfig, stack: str) -> tuple[str, ...]:
+    """A layer's sublayers, bottom to top: a decoder-only model's (GPT's) have no cross-attention."""
+    if stack == "decoder" and cfg.arch == "decoder_only":
+        return ("decoder_self_attention", "feed_forward")
+    return STACK_SUBLAYERS[stack]
+
+
+def model_stacks(cfg: ModelConfig) -> dict[str, int]:
+    """The stacks the model has, each with its number of layers."""
+    if cfg.arch == "decoder_only":
+        return {"decoder": cfg.n_layers}
+    if cfg.arch == "encoder_only":
+        return {"encoder": cfg.n_layers}
+    return {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,10 @@ NAMES = {
     "positional": N_("Positional encoding"),
     "output_linear": N_("Linear output layer"),
     "softmax": N_("Softmax over the vocabulary"),
+    "mlm_head": N_("Masked-LM head: dense, GELU, LayerNorm"),
 }
+MOE_NAME = N_("Mixture of experts: a router and N expert FFNs")
+MOE_LABEL = N_("Experts (MoE)")
 BOX_LABELS = {
     "encoder_self_attention": N_("Self-attention"),
     "decoder_self_attention": N_("Masked self-attention"),
@@ -70,13 +94,16 @@ BOX_LABELS = {
     "positional": N_("Positional encoding"),
     "output_linear": N_("Linear"),
     "softmax": N_("Softmax"),
+    "mlm_head": N_("MLM head"),
 }
 EMBEDDING_NAMES = {"encoder": N_("Input embedding"), "decoder": N_("Output embedding")}
+TOKEN_EMBEDDING = N_("Token embedding")  # the one embedding of a single-stream model
 LAYER_NAMES = {"encoder": N_("Encoder layer {n}"), "decoder": N_("Decoder layer {n}")}
 POSITIONAL_KINDS = {
     "sinusoidal": N_("sinusoidal"),
     "learned": N_("learned table"),
     "rope": N_("RoPE, in self-attention"),
+    "t5_relative": N_("T5 relative bias, in attention"),
 }
 # each sublayer as a function of its input {x}; m is the encoder's output (the "memory")
 SUBLAYER_SYMBOLS = {
@@ -99,22 +126,30 @@ TOOLTIPS = {
     "positional": N_("Tells the model where each token is."),
     "output_linear": N_("Turns the decoder's vector into one score (logit) per target piece."),
     "softmax": N_("Turns the scores into probabilities for the next token."),
+    "mlm_head": N_("Transforms each position's vector before the output layer guesses the masked token."),
 }
+MOE_TOOLTIP = N_("A router sends each token to k of the N expert FFNs and mixes their outputs by its probabilities.")
 
 
-def part_name(part: ModelPart) -> str:
-    """The part's full name in the interface language."""
+def part_name(part: ModelPart, cfg: ModelConfig | None = None) -> str:
+    """The part's full name in the interface language (``cfg``: of that model's family and experts)."""
     if part.kind == "embedding":
+        if cfg is not None and cfg.single_stream:
+            return tr(TOKEN_EMBEDDING)
         return tr(EMBEDDING_NAMES.get(part.stack or "", "Input embedding"))
+    if part.kind == "feed_forward" and cfg is not None and cfg.moe:
+        return tr(MOE_NAME)
     if part.kind == "layer":
         return tr(LAYER_NAMES.get(part.stack or "", "Encoder layer {n}")).format(n=(part.layer or 0) + 1)
     return tr(NAMES.get(part.kind, part.kind))
 
 
-def box_label(part: ModelPart) -> str:
+def box_label(part: ModelPart, cfg: ModelConfig | None = None) -> str:
     """The short name written in the part's box."""
     if part.kind in ("embedding", "layer"):
-        return part_name(part)
+        return part_name(part, cfg)
+    if part.kind == "feed_forward" and cfg is not None and cfg.moe:
+        return tr(MOE_LABEL)
     return tr(BOX_LABELS.get(part.kind, part.kind))
 
 
@@ -123,13 +158,17 @@ def box_detail(part: ModelPart, cfg: ModelConfig, vocab: tuple[int, int]) -> str
     kind = part.kind
     if kind in ATTENTION_KINDS:
         return f"h = {cfg.n_heads} · d_k = {cfg.head_dim}"
+    if kind == "feed_forward" and cfg.moe:
+        return tr("{n} experts · top-{k} · router").format(n=cfg.n_experts, k=cfg.experts_top_k)
     if kind == "feed_forward":
         return f"d_ff = {cfg.d_ff} · {cfg.activation.upper()}"
+    if kind == "mlm_head":
+        return f"{cfg.d_model} → {cfg.d_model} · GELU"
     if kind == "embedding":
-        size = vocab[0] if part.stack == "encoder" else vocab[1]
+        size = vocab[0] if part.stack == "encoder" or cfg.single_stream else vocab[1]
         return f"V = {size:,} · d = {cfg.d_model}" + embedding_note(part, cfg, short=True)
     if kind == "positional":
-        return tr(POSITIONAL_KINDS[cfg.positional])
+        return tr(POSITIONAL_KINDS.get(cfg.positional, cfg.positional))
     if kind == "output_linear":
         return f"{cfg.d_model} → {vocab[1]:,}" + (f" · {tr('tied')}" if cfg.tie_embeddings else "")
     if kind == "softmax":
@@ -140,17 +179,19 @@ def box_detail(part: ModelPart, cfg: ModelConfig, vocab: tuple[int, int]) -> str
 def embedding_note(part: ModelPart, cfg: ModelConfig, short: bool = False) -> str:
     """What the embedding shares with other parts ("" when nothing)."""
     notes = []
-    if cfg.shared_vocab:
+    if cfg.shared_vocab and not cfg.single_stream:  # (a single-stream model has one vocabulary anyway)
         notes.append(tr("shared") if short else tr("one table for source and target (shared vocabulary)"))
-    if cfg.tie_embeddings and part.stack == "decoder":
+    if cfg.tie_embeddings and (part.stack == "decoder" or cfg.single_stream):
         notes.append(tr("tied") if short else tr("the output layer uses the same matrix (tied weights)"))
     if not notes:
         return ""
     return " · " + " · ".join(notes) if short else "; ".join(notes)
 
 
-def tooltip(part: ModelPart) -> str:
-    return f"{part_name(part)}\n{tr(TOOLTIPS.get(part.kind, ''))}"
+def tooltip(part: ModelPart, cfg: ModelConfig | None = None) -> str:
+    if part.kind == "feed_forward" and cfg is not None and cfg.moe:
+        return f"{part_name(part, cfg)}\n{tr(MOE_TOOLTIP)}"
+    return f"{part_name(part, cfg)}\n{tr(TOOLTIPS.get(part.kind, ''))}"
 
 
 # -- equations -----------------------------------------------------------------------------------------
@@ -159,8 +200,8 @@ def tooltip(part: ModelPart) -> str:
 def where(part: ModelPart, cfg: ModelConfig) -> str:
     """Which stack and layer the part is in."""
     if part.stack is None:
-        return tr("on top of the decoder")
-    total = cfg.n_encoder_layers if part.stack == "encoder" else cfg.n_decoder_layers
+        return tr("on top of the encoder") if cfg.arch == "encoder_only" else tr("on top of the decoder")
+    total = layer_count(cfg, part.stack)
     stack = tr("Encoder") if part.stack == "encoder" else tr("Decoder")
     if part.layer is None:
         return stack
@@ -185,7 +226,8 @@ def formula(text: str) -> str:
 def equation_html(part: ModelPart, info: RunInfo) -> str:
     """The part's name, where it is, its formula with this model's numbers, and its parameters."""
     body = BODIES[part.kind](part, info) if part.kind in BODIES else ""
-    head = f"<h3>{html.escape(part_name(part))}</h3><p><i>{html.escape(where(part, info.model_config))}</i></p>"
+    m = info.model_config
+    head = f"<h3>{html.escape(part_name(part, m))}</h3><p><i>{html.escape(where(part, m))}</i></p>"
     return head + body
 
 
@@ -194,12 +236,12 @@ def overview_html(info: RunInfo) -> str:
     m = info.model_config
     norm = tr("Post-LN (as in the paper)") if m.norm == "post" else tr("Pre-LN (final norms)")
     rows = [
-        f"<h3>{tr('Encoder–decoder Transformer')}</h3>",
-        f"<p>N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}; "
+        f"<h3>{tr(FAMILY_TITLES[m.arch])}</h3>",
+        f"<p>{stacks_text(m)}; "
         f"d<sub>model</sub> = {m.d_model}, h = {m.n_heads}, d<sub>k</sub> = {m.head_dim}, "
         f"d<sub>ff</sub> = {m.d_ff}</p>",
-        f"<p>{norm}; {tr('positional encoding')}: {tr(POSITIONAL_KINDS[m.positional])}</p>",
-        f"<p><b>{tr('Parameters')}: {info.total_parameters:,}</b></p>",
+        f"<p>{norm}; {tr('positional encoding')}: {tr(POSITIONAL_KINDS.get(m.positional, m.positional))}</p>",
+        f"<p>{parameters_text(info)}</p>",
         f"<p>{tr('Point at a part of the drawing to see its equation; click it to keep it here.')}</p>",
     ]
     return "".join(rows)
@@ -222,6 +264,17 @@ ATTENTION_SOURCES = {
     ),
     "cross_attention": N_(
         "Q comes from the decoder; K and V come from the encoder's output m, the same for every decoder layer."
+    ),
+}
+# what the self-attention of a single-stream family reads (the others as in ATTENTION_SOURCES)
+FAMILY_SOURCES = {
+    "decoder_only": N_(
+        "Q, K and V all come from the text so far, as the layer below left it: each token looks at itself "
+        "and the tokens before it."
+    ),
+    "encoder_only": N_(
+        "Q, K and V all come from this layer's input: the whole text, masked tokens included, as the layer "
+        "below left it; every position looks at every other."
     ),
 }
 PARAMETER_KEYS = {
@@ -258,7 +311,7 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
         f"<p>h = {h}, d<sub>k</sub> = d<sub>v</sub> = d<sub>model</sub> / h = {d} / {h} = <b>{dk}</b>, "
         f"√d<sub>k</sub> = {sqrt_text(dk)}; W<sub>i</sub><sup>Q</sup>, W<sub>i</sub><sup>K</sup>, "
         f"W<sub>i</sub><sup>V</sup> ∈ ℝ<sup>{d}×{dk}</sup>, W<sup>O</sup> ∈ ℝ<sup>{h * dk}×{d}</sup></p>",
-        f"<p>{tr(ATTENTION_SOURCES[part.kind])}</p>",
+        f"<p>{tr(FAMILY_SOURCES.get(m.arch, ATTENTION_SOURCES[part.kind]))}</p>",
     ]
     if part.kind == "decoder_self_attention":
         rows.append(f"<p>{tr(MASK_TEXT)}</p>")
@@ -281,6 +334,8 @@ MASK_TEXT = N_(
 
 def _feed_forward(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
+    if m.moe:
+        return _experts(part, info)
     d, dff = m.d_model, m.d_ff
     inner = "xW<sub>1</sub> + b<sub>1</sub>"
     act = f"max(0, {inner})" if m.activation == "relu" else f"GELU({inner})"
@@ -299,6 +354,37 @@ def _feed_forward(part: ModelPart, info: RunInfo) -> str:
     if count == 2 * d * dff + dff + d:
         rows.append(f"<p>= 2·{d}·{dff} + {dff} + {d}</p>")
     return "".join(rows)
+
+
+def _experts(part: ModelPart, info: RunInfo) -> str:
+    """A Mixture-of-Experts feed-forward sublayer: the router, the top-k experts, the balancing loss."""
+    m = info.model_config
+    d, dff, n, k = m.d_model, m.d_ff, m.n_experts, m.experts_top_k
+    rows = [
+        formula("p(x) = softmax(x W<sub>r</sub>)"),
+        formula(
+            "y = Σ<sub>i ∈ TopK(p(x))</sub> g<sub>i</sub>(x) · FFN<sub>i</sub>(x), "
+            "g<sub>i</sub> = p<sub>i</sub>(x) / Σ<sub>j ∈ TopK</sub> p<sub>j</sub>(x)"
+        ),  # fmt: skip
+        f"<p>N = <b>{n}</b> {tr('experts')}, k = <b>{k}</b>; W<sub>r</sub> ∈ ℝ<sup>{d}×{n}</sup>; "
+        + tr(EXPERTS_TEXT).format(dff=dff, k=k)
+        + "</p>",
+        formula("aux = N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>"),
+        f"<p>{tr(BALANCE_TEXT)} " + tr("Its weight here: {w:g}.").format(w=m.aux_loss_coef) + "</p>",
+    ]
+    layers = layer_count(m, part.stack)
+    count, total = per_layer(info, f"{part.stack} feed-forward", layers)
+    rows.append(params_line(count, total, layers))
+    if count is not None and count == n * (2 * d * dff + dff + d) + d * n + n:
+        rows.append(f"<p>= {n}·(2·{d}·{dff} + {dff} + {d}) + {d}·{n} + {n}: {tr('the experts and the router')}</p>")
+    return "".join(rows)
+
+
+EXPERTS_TEXT = N_("every expert is the paper's FFN (d_ff = {dff}); each token is computed by {k} of them.")
+BALANCE_TEXT = N_(
+    "f<sub>i</sub> is the share of the tokens sent to expert i and P<sub>i</sub> its mean router probability; "
+    "the balance loss is smallest when the experts share the tokens evenly, so training keeps them all in use."
+)
 
 
 def sublayer_text(wraps: str | None, x: str) -> str:
@@ -328,7 +414,7 @@ def _norm(part: ModelPart, info: RunInfo) -> str:
         n, (count, total) = 1, per_layer(info, f"{part.stack} final norm", 1)
     else:  # the layer's norms, one per sublayer
         n = layer_count(m, part.stack)
-        count, total = per_layer(info, f"{part.stack} norms", n, len(STACK_SUBLAYERS[part.stack or "encoder"]))
+        count, total = per_layer(info, f"{part.stack} norms", n, len(stack_sublayers(m, part.stack or "encoder")))
     return "".join(rows) + params_line(count, total, n)
 
 
@@ -351,8 +437,10 @@ def _residual(part: ModelPart, info: RunInfo) -> str:
 
 def _embedding(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
-    source = part.stack == "encoder"
+    source = part.stack == "encoder" or m.single_stream
     size = info.vocab_sizes[0] if source else info.vocab_sizes[1]
+    if m.single_stream:
+        return _token_embedding(part, info, size)
     rows = [
         formula("Embedding(token) · √d<sub>model</sub>"),
         f"<p>√d<sub>model</sub> = √{m.d_model} = {sqrt_text(m.d_model)}; E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>: "
@@ -370,6 +458,28 @@ def _embedding(part: ModelPart, info: RunInfo) -> str:
         rows.append(f"<p>{tr('Counted once, with the input embedding.')}</p>")
     else:
         count = info.parameters.get(key)
+    return "".join(rows) + params_line(count)
+
+
+def _token_embedding(part: ModelPart, info: RunInfo, size: int) -> str:
+    """The one embedding of a single-stream model (and BERT's segment embedding beside it)."""
+    m = info.model_config
+    segment = m.arch == "encoder_only"
+    rows = [
+        formula("Embedding(token) · √d<sub>model</sub>" + (" + S<sub>segment</sub>" if segment else "")),
+        f"<p>√d<sub>model</sub> = √{m.d_model} = {sqrt_text(m.d_model)}; E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>: "
+        + tr("one row of d_model numbers per piece of the vocabulary (V = {v}).").format(v=f"{size:,}")
+        + "</p>",
+    ]
+    if segment:
+        rows.append(f"<p>S ∈ ℝ<sup>2×{m.d_model}</sup>: " + tr("sentence A or B of a pair (BERT's segments).")
+                    + "</p>")  # fmt: skip
+    note = embedding_note(part, m)
+    if note:
+        rows.append(f"<p><b>{note}</b></p>")
+    count = info.parameters.get("token embedding")
+    if count is not None and segment:
+        count += info.parameters.get("segment embedding", 0)
     return "".join(rows) + params_line(count)
 
 
@@ -395,8 +505,28 @@ def _positional(part: ModelPart, info: RunInfo) -> str:
             + "</p>",
         ]
         key = "source positions (learned)" if part.stack == "encoder" else "target positions (learned)"
+        if m.single_stream:
+            key = "positions (learned)"
         return "".join(rows) + params_line(info.parameters.get(key))
+    if m.positional == "t5_relative":
+        return _t5(part, info)
     return _rope(m)
+
+
+T5_TEXT = N_("buckets of offsets, wider for distant positions, up to {d}; one bias per head and bucket, learned.")
+
+
+def _t5(part: ModelPart, info: RunInfo) -> str:
+    """T5's relative position bias: a learned number per head and offset bucket, added to the scores."""
+    m = info.model_config
+    rows = [
+        formula("x = Embedding(token) · √d<sub>model</sub>"),
+        formula("softmax(QK<sup>T</sup> / √d<sub>k</sub> + B) V"),
+        formula("B<sub>ij</sub> = b<sub>h</sub>(bucket(j − i))"),
+        f"<p>{m.t5_buckets} " + tr(T5_TEXT).format(d=m.t5_max_distance) + "</p>",
+    ]
+    key = "encoder relative bias (T5)" if part.stack == "encoder" else "decoder relative bias (T5)"
+    return "".join(rows) + params_line(info.parameters.get(key))
 
 
 def _rope(m: ModelConfig) -> str:
@@ -424,40 +554,78 @@ def _output_linear(part: ModelPart, info: RunInfo) -> str:
     v = info.vocab_sizes[1]
     rows = [
         formula("z = x W + b"),
-        f"<p>W ∈ ℝ<sup>{m.d_model}×{v:,}</sup>, b ∈ ℝ<sup>{v:,}</sup>: "
-        + tr("one score (logit) per target piece.")
-        + "</p>",
+        f"<p>W ∈ ℝ<sup>{m.d_model}×{v:,}</sup>, b ∈ ℝ<sup>{v:,}</sup>: " + tr(LOGITS_TEXT[m.single_stream]) + "</p>",
     ]
-    if m.norm == "pre":
+    if m.arch == "encoder_only":
+        rows.append(f"<p>{tr('x is the output of the masked-LM head.')}</p>")
+    elif m.norm == "pre":
         rows.append(f"<p>{tr('x is the output of the decoder’s final LayerNorm.')}</p>")
     if m.tie_embeddings:
         rows.append(formula("W = E<sup>T</sup>"))
-        rows.append(f"<p>{tr(TIED_TEXT)}</p>")
+        rows.append(f"<p>{tr(TIED_TOKEN_TEXT if m.single_stream else TIED_TEXT)}</p>")
     return "".join(rows) + params_line(info.parameters.get("output projection"))
 
 
+LOGITS_TEXT = {
+    True: N_("one score (logit) per piece of the vocabulary."),
+    False: N_("one score (logit) per target piece."),
+}
 TIED_TEXT = N_(
     "Tied to the output embedding (paper §3.4): the matrix is counted once, with the embedding; "
     "only the bias b is the output layer's own."
 )
+TIED_TOKEN_TEXT = N_(
+    "Tied to the token embedding: the matrix is counted once, with the embedding; only the bias b is the "
+    "output layer's own."
+)
+
+
+def _mlm_head(part: ModelPart, info: RunInfo) -> str:
+    """BERT's transform of each final state before the output layer."""
+    m = info.model_config
+    rows = [
+        formula("h′ = LayerNorm(GELU(x W + b))"),
+        f"<p>W ∈ ℝ<sup>{m.d_model}×{m.d_model}</sup>, b ∈ ℝ<sup>{m.d_model}</sup>; "
+        + tr("the output layer then scores every piece at each masked position.")
+        + "</p>",
+    ]
+    if m.n_classes:
+        rows.append(f"<p>{tr('Next-sentence prediction reads the first position through its own classifier.')}"
+                    "</p>")  # fmt: skip
+    return "".join(rows) + params_line(info.parameters.get("masked-LM head"))
+
+
+PIECES_TEXT = {
+    True: N_("pieces: one probability each, adding up to 1."),
+    False: N_("target pieces: one probability each, adding up to 1."),
+}
+SOFTMAX_GIVEN = {  # what the probability is conditioned on, per family
+    "encoder_decoder": "P(y<sub>t</sub> = w | y<sub>&lt;t</sub>, x)",
+    "decoder_only": "P(x<sub>t</sub> = w | x<sub>&lt;t</sub>)",
+    "encoder_only": "P(x<sub>i</sub> = w | x<sub>∖i</sub>)",
+}
+SOFTMAX_USE = {
+    "encoder_decoder": N_("Greedy decoding takes the most likely piece; beam search keeps the best prefixes."),
+    "decoder_only": N_("Generation takes the most likely piece, or draws one at random, and feeds it back in."),
+    "encoder_only": N_("At each masked position: the model's guess of the hidden piece."),
+}
 
 
 def _softmax(part: ModelPart, info: RunInfo) -> str:
+    m = info.model_config
     v = info.vocab_sizes[1]
+    pieces = tr(PIECES_TEXT[m.single_stream])
     rows = [
-        formula(
-            "P(y<sub>t</sub> = w | y<sub>&lt;t</sub>, x) = exp(z<sub>w</sub>) / "
-            "Σ<sub>v=1</sub><sup>V</sup> exp(z<sub>v</sub>)"
-        ),
-        f"<p>V = <b>{v:,}</b> " + tr("target pieces: one probability each, adding up to 1.") + "</p>",
-        f"<p>{tr('Greedy decoding takes the most likely piece; beam search keeps the best prefixes.')}</p>",
+        formula(f"{SOFTMAX_GIVEN[m.arch]} = exp(z<sub>w</sub>) / Σ<sub>v=1</sub><sup>V</sup> exp(z<sub>v</sub>)"),
+        f"<p>V = <b>{v:,}</b> " + pieces + "</p>",
+        f"<p>{tr(SOFTMAX_USE[m.arch])}</p>",
     ]
     return "".join(rows) + params_line(None)
 
 
-def layer_steps(stack: str, norm: str) -> list[str]:
+def layer_steps(cfg: ModelConfig, stack: str) -> list[str]:
     """One line per sublayer of a layer: how it changes the residual stream x."""
-    kinds = STACK_SUBLAYERS[stack]
+    kinds, norm = stack_sublayers(cfg, stack), cfg.norm
     if norm == "post":
         return [f"x ← LayerNorm(x + {sublayer_text(k, 'x')})" for k in kinds]
     return [f"x ← x + {sublayer_text(k, 'LayerNorm(x)')}" for k in kinds]
@@ -466,10 +634,11 @@ def layer_steps(stack: str, norm: str) -> list[str]:
 def _layer(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
     stack = part.stack or "encoder"
-    rows = [formula(step) for step in layer_steps(stack, m.norm)]
-    rows.append("<p>m = " + tr("the encoder's output") + "</p>" if stack == "decoder" else "")
+    rows = [formula(step) for step in layer_steps(m, stack)]
+    rows.append("<p>m = " + tr("the encoder's output") + "</p>" if "cross_attention" in stack_sublayers(m, stack)
+                else "")  # fmt: skip
     n = layer_count(m, stack)
-    keys = [PARAMETER_KEYS.get(k, f"{stack} feed-forward") for k in STACK_SUBLAYERS[stack]]
+    keys = [PARAMETER_KEYS.get(k, f"{stack} feed-forward") for k in stack_sublayers(m, stack)]
     known = [info.parameters[k] for k in (*keys, f"{stack} norms") if k in info.parameters]
     total = sum(known)
     return "".join(rows) + params_line(total // n, total, n)
@@ -483,6 +652,7 @@ BODIES = {
     "embedding": _embedding,
     "positional": _positional,
     "output_linear": _output_linear,
+    "mlm_head": _mlm_head,
     "softmax": _softmax,
     "layer": _layer,
 }

@@ -1,5 +1,10 @@
 """The settings form of the Training panel: data, tokenizer, architecture and optimisation, checked
-before anything is built."""
+before anything is built.
+
+The family (encoder–decoder, decoder-only, encoder-only) decides what else applies: which task list is
+offered (translation pairs, or single texts), which layer rows are shown (a decoder-only model has no
+encoder, an encoder-only model no decoder) and whether next-sentence prediction can be chosen; the
+experts' rows beyond "Experts" show only for a Mixture-of-Experts model (more than one expert)."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLayout,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -26,9 +32,9 @@ from PySide6.QtWidgets import (
 from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.worker import NewModelSpec, RunInfo
-from model.config import PRESETS, ModelConfig
-from model.data import TASK_DESCRIPTIONS, TASKS, DataError, DataSpec
-from model.plain_data import ConfigError, SettingField, SettingValue, form_settings
+from model.config import PRESETS, SINGLE_STREAM, ModelConfig
+from model.data import MONOLINGUAL_TASKS, TASK_DESCRIPTIONS, TASKS, DataError, DataSpec, is_monolingual
+from model.plain_data import ConfigError, SettingField, SettingValue, form_settings, settings_of
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
 from model.train_config import TRAIN_PRESETS, TrainConfig
 
@@ -37,6 +43,8 @@ FILE_ITEM = "file"
 # each with the label, range and choices its field declares.
 MODEL_SETTINGS = form_settings(ModelConfig)
 TRAIN_SETTINGS = {s.name: s for s in form_settings(TrainConfig)}
+FAMILY_SETTING = next(s for s in MODEL_SETTINGS if s.name == "arch")  # a row of the Data box: it decides the tasks
+NSP_SETTING = next(s for s in settings_of(TrainConfig) if s.name == "nsp")  # a row of encoder-only models only
 ARCH_FIELDS = tuple(s.name for s in MODEL_SETTINGS)  # changing any of these needs a new model
 RATE_FIELDS = ("noam_factor", "lr")  # one row, the rate the schedule uses: the Noam factor, or lr
 # Shorter attribute names that the panels and tests use for some rows (form.heads, form.batch…); the others go by
@@ -44,7 +52,20 @@ RATE_FIELDS = ("noam_factor", "lr")  # one row, the rate the schedule uses: the 
 SHORT_NAMES = {
     "n_heads": "heads", "n_encoder_layers": "enc_layers", "n_decoder_layers": "dec_layers", "tie_embeddings": "tie",
     "batch_size": "batch", "warmup_steps": "warmup", "label_smoothing": "smoothing", "clip_norm": "clip",
+    "arch": "arch_combo", "n_experts": "experts_spin", "experts_top_k": "experts_top_k_spin",
+    "aux_loss_coef": "balance_spin",
 }  # fmt: skip
+# Choices shown by a readable name (the combo box's data stays the field's value); the others show their value.
+FAMILY_NAMES = {
+    "encoder_decoder": N_("Encoder–decoder (translation, the paper)"),
+    "decoder_only": N_("Decoder-only (GPT: next token)"),
+    "encoder_only": N_("Encoder-only (BERT: masked tokens)"),
+}
+CHOICE_NAMES = {"arch": FAMILY_NAMES}
+# The tasks each kind of family learns from: sentence pairs (encoder–decoder) or single texts (the others).
+PAIR_TASKS = tuple(t for t in TASKS if t not in MONOLINGUAL_TASKS)
+TEXT_TASKS = tuple(MONOLINGUAL_TASKS)
+FIRST_TASKS = {"pairs": "copy", "text": "text-hsk-zh"}  # chosen when a family of that kind is first picked
 
 
 def int_spin(lo: int, hi: int, step: int = 1) -> QSpinBox:
@@ -66,11 +87,16 @@ Editor = QComboBox | QCheckBox | QSpinBox | QDoubleSpinBox
 
 
 def setting_widget(s: SettingField) -> Editor:
-    """The editor of one setting: a combo box of its choices, a check box, or a spin box over its range."""
+    """The editor of one setting: a combo box of its choices (each item's data its value), a check box, or a
+    spin box over its range."""
     w: Editor
     if s.choices:
         combo = QComboBox()
-        combo.addItems(list(s.choices))
+        for choice in s.choices:
+            combo.addItem(choice, choice)  # a readable name replaces the text in retranslate (CHOICE_NAMES)
+        if s.name in CHOICE_NAMES:  # long names: the closed box may be narrow, its list shows them whole
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(6)
         w, kind = combo, "combo"
     elif s.kind is bool:
         w, kind = QCheckBox(), "check"
@@ -84,7 +110,7 @@ def setting_widget(s: SettingField) -> Editor:
 
 def widget_value(w: Editor) -> Any:
     if isinstance(w, QComboBox):
-        return w.currentText()
+        return w.currentData()
     if isinstance(w, QCheckBox):
         return w.isChecked()
     if isinstance(w, QDoubleSpinBox):
@@ -94,7 +120,9 @@ def widget_value(w: Editor) -> Any:
 
 def set_widget_value(w: Editor, value: Any) -> None:
     if isinstance(w, QComboBox):
-        w.setCurrentText(value)
+        index = w.findData(value)
+        if index >= 0:
+            w.setCurrentIndex(index)
     elif isinstance(w, QCheckBox):
         w.setChecked(value)
     else:
@@ -106,6 +134,29 @@ def rate_field(schedule: str) -> str:
     return "noam_factor" if schedule == "noam" else "lr"
 
 
+def data_kind(arch: str) -> str:
+    """What a family learns from: "text" (single-stream families) or "pairs" (encoder–decoder)."""
+    return "text" if arch in SINGLE_STREAM else "pairs"
+
+
+FAMILY_WORDS = {"decoder_only": N_("A decoder-only model"), "encoder_only": N_("An encoder-only model")}
+
+
+def family_problem(arch: str, data: DataSpec, nsp: bool) -> str:
+    """Why ``data`` (or next-sentence prediction) does not suit the family, in words a person can act on;
+    "" when it does (the engine checks the same before it builds anything)."""
+    text = is_monolingual(data)
+    if arch in SINGLE_STREAM and not text:
+        return tr("{family} learns from plain text: choose a text task (text-…) or your own text file, "
+                  "one sentence per line.").format(family=tr(FAMILY_WORDS[arch]))  # fmt: skip
+    if arch not in SINGLE_STREAM and text:
+        return tr("An encoder–decoder model learns to translate sentence pairs: choose a translation task or "
+                  "a file of sentence pairs, or a single-stream family for plain text.")  # fmt: skip
+    if nsp and arch != "encoder_only":
+        return tr("Next-sentence prediction is learnt by encoder-only models: turn it off or choose that family.")
+    return ""
+
+
 class SettingsForm(QWidget):
     """Data, tokenizer, architecture and optimisation settings; refuses what cannot work."""
 
@@ -114,6 +165,9 @@ class SettingsForm(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.data_path: str | None = None
+        # per kind of data (see data_kind), the task chosen last (FILE_ITEM: a file) and the file chosen last
+        self._chosen: dict[str, tuple[str, str | None]] = {k: (t, None) for k, t in FIRST_TASKS.items()}
+        self._shown_kind: str | None = None  # the kind of data whose tasks the task list holds
         self._create_data_rows()
         self._create_setting_rows()
         self._lay_out()
@@ -124,9 +178,8 @@ class SettingsForm(QWidget):
 
     def _create_data_rows(self) -> None:
         self.task_combo = named(QComboBox(), "task_combo")
-        for name in TASKS:
-            self.task_combo.addItem(name, name)
-        self.task_combo.addItem("", FILE_ITEM)
+        self.task_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.task_combo.setMinimumContentsLength(8)  # narrow, it cuts the name; the list shows names whole
         self.file_label = QLabel()
         self.file_label.setWordWrap(True)
         self.browse = QPushButton()
@@ -140,46 +193,56 @@ class SettingsForm(QWidget):
         self.error_label.setStyleSheet("color: #c62828")
 
     def _create_setting_rows(self) -> None:
-        """One editor per model and training setting, and the rate row's editor and label."""
+        """One editor per model and training setting, the rate row's editor and label, and the NSP check box."""
         self.model_widgets = {s.name: setting_widget(s) for s in MODEL_SETTINGS}
         self.train_widgets = {name: setting_widget(s) for name, s in TRAIN_SETTINGS.items() if name not in RATE_FIELDS}
         for name, w in {**self.model_widgets, **self.train_widgets}.items():
             setattr(self, SHORT_NAMES.get(name, name), w)
         rate = setting_widget(TRAIN_SETTINGS["lr"])  # its decimals and label follow the schedule
         schedule = self.train_widgets["schedule"]
-        assert isinstance(rate, QDoubleSpinBox) and isinstance(schedule, QComboBox)
+        arch, experts, top_k = (self.model_widgets[k] for k in ("arch", "n_experts", "experts_top_k"))
+        assert isinstance(rate, QDoubleSpinBox) and isinstance(schedule, QComboBox) and isinstance(arch, QComboBox)
+        assert isinstance(experts, QSpinBox) and isinstance(top_k, QSpinBox)
         self.rate, self.schedule = rate, schedule
+        self.arch_combo, self.experts_spin, self.experts_top_k_spin = arch, experts, top_k
+        for combo in (self.task_combo, self.arch_combo):  # the whole width for their long names
+            combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.rate.setObjectName("rate_spin")
         self._rate_label = QLabel()
+        nsp = setting_widget(NSP_SETTING)
+        assert isinstance(nsp, QCheckBox)
+        self.nsp_check = nsp
 
     def _lay_out(self) -> None:
         self.data_box, self.model_box, self.train_box = QGroupBox(), QGroupBox(), QGroupBox()
         self.data_form, self.model_form, self.train_form = QFormLayout(), QFormLayout(), QFormLayout()
+        for form in (self.data_form, self.model_form, self.train_form):  # narrow: the field under its label
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         file_row = QHBoxLayout()
         file_row.addWidget(self.file_label, 1)
         file_row.addWidget(self.browse)
         rows: list[tuple[QFormLayout, str | None, QWidget | QLayout]] = [
+            (self.data_form, FAMILY_SETTING.setting.label, self.arch_combo),  # the family decides the tasks
             (self.data_form, N_("Task"), self.task_combo),
             (self.data_form, N_("Data file"), file_row),
             (self.data_form, N_("Tokenizer"), self.tokenizer_combo),
             (self.data_form, N_("Vocabulary size"), self.vocab_spin),
             (self.model_form, N_("Preset"), self.preset_combo),
         ]
-        rows += [(self.model_form, s.setting.label, self.model_widgets[s.name]) for s in MODEL_SETTINGS]
+        rows += [(self.model_form, s.setting.label, self.model_widgets[s.name]) for s in MODEL_SETTINGS
+                 if s.name != "arch"]  # fmt: skip
         for name, s in TRAIN_SETTINGS.items():
             if name == RATE_FIELDS[0]:
                 rows.append((self.train_form, None, self.rate))  # its label follows the schedule
             elif name not in RATE_FIELDS:
                 rows.append((self.train_form, s.setting.label, self.train_widgets[name]))
+        rows.append((self.train_form, NSP_SETTING.setting.label, self.nsp_check))
         self._row_labels: list[tuple[QLabel, str]] = []
         for form, text, field in rows:
             label = self._rate_label if text is None else QLabel()
             if text is not None:
                 self._row_labels.append((label, text))
-            if isinstance(field, QWidget):
-                form.addRow(label, field)
-            else:
-                form.addRow(label, field)
+            form.addRow(label, field)
         for box, form in ((self.data_box, self.data_form), (self.model_box, self.model_form),
                           (self.train_box, self.train_form)):  # fmt: skip
             box.setLayout(form)
@@ -194,6 +257,10 @@ class SettingsForm(QWidget):
         self.preset_combo.currentTextChanged.connect(self._on_preset)
         self.schedule.currentTextChanged.connect(self._on_schedule)
         self.task_combo.currentIndexChanged.connect(self._on_task)
+        # before validate (connected below): the family's tasks and rows are in place when it checks
+        self.arch_combo.currentIndexChanged.connect(self._on_family)
+        self.arch_combo.currentTextChanged.connect(self.arch_combo.setToolTip)  # whole, where the box cuts it
+        self.experts_spin.valueChanged.connect(self._on_experts)
         for slot in (self.validate, self._on_edit):
             for spin in self.findChildren(QSpinBox):
                 spin.valueChanged.connect(slot)
@@ -211,15 +278,85 @@ class SettingsForm(QWidget):
         self.browse.setText(tr("Choose file…"))
         for label, text in self._row_labels:
             label.setText(tr(text))
-        self.task_combo.setItemText(self.task_combo.count() - 1, tr("Your file…"))
-        for i, name in enumerate(TASKS):
-            self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[name]), Qt.ItemDataRole.ToolTipRole)
+        for name, names in CHOICE_NAMES.items():
+            combo = self.model_widgets[name]
+            assert isinstance(combo, QComboBox)
+            for i in range(combo.count()):
+                combo.setItemText(i, tr(names[combo.itemData(i)]))
+                combo.setItemData(i, tr(names[combo.itemData(i)]), Qt.ItemDataRole.ToolTipRole)
+            combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)  # the list shows whole names
+            combo.setToolTip(combo.currentText())
+        self._name_tasks()
         self._update_file_label()
         self._show_rate_row()  # the label and decimals only: the rate itself stays as the person set it
         self.validate()
 
+    def _name_tasks(self) -> None:
+        """The file item's text and each task's description (a tooltip)."""
+        text = self._kind() == "text"
+        last = self.task_combo.count() - 1
+        self.task_combo.setItemText(last, tr("Your text file…") if text else tr("Your file…"))
+        for i in range(last):
+            self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[self.task_combo.itemData(i)]),
+                                        Qt.ItemDataRole.ToolTipRole)  # fmt: skip
+
     def _on_edit(self, *_: Any) -> None:
         self.edited = True
+
+    # -- the family -------------------------------------------------------------------------------------
+    def _kind(self) -> str:
+        return data_kind(self.arch_combo.currentData())
+
+    def _fill_tasks(self) -> None:
+        """The tasks that suit the family, then "Your file…"; the one chosen last for this kind of data is
+        selected (without signals: the caller updates what depends on it)."""
+        kind = self._kind()
+        task, path = self._chosen[kind]
+        combo = self.task_combo
+        combo.blockSignals(True)
+        try:
+            combo.clear()
+            for name in TEXT_TASKS if kind == "text" else PAIR_TASKS:
+                combo.addItem(name, name)
+            combo.addItem("", FILE_ITEM)
+            self.data_path = path
+            combo.setCurrentIndex(max(0, combo.findData(task)))
+            self._shown_kind = kind
+            self._name_tasks()
+            combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)
+        finally:
+            combo.blockSignals(False)
+
+    def _on_family(self) -> None:
+        """Another family: its rows, and when it learns from another kind of data the tasks of that kind, with
+        the one chosen there before (the choice left behind is kept for the way back)."""
+        kind = self._kind()
+        if kind != self._shown_kind:
+            if self._shown_kind is not None:
+                self._chosen[self._shown_kind] = (self.task_combo.currentData(), self.data_path)
+            self._fill_tasks()
+        self._show_family_rows()
+        self._update_file_label()
+
+    def _on_experts(self, n: int) -> None:
+        self.experts_top_k_spin.setMaximum(n)  # each token goes to at most all of the experts
+        self._show_family_rows()
+
+    def _show_family_rows(self) -> None:
+        """Only the rows that apply to this family and this number of experts."""
+        arch, moe = self.arch_combo.currentData(), self.experts_spin.value() > 1
+        self.model_form.setRowVisible(self.model_widgets["n_encoder_layers"], arch != "decoder_only")
+        self.model_form.setRowVisible(self.model_widgets["n_decoder_layers"], arch != "encoder_only")
+        self.model_form.setRowVisible(self.experts_top_k_spin, moe)
+        self.model_form.setRowVisible(self.model_widgets["aux_loss_coef"], moe)
+        self.train_form.setRowVisible(self.nsp_check, arch == "encoder_only")
+
+    def row_shown(self, widget: QWidget) -> bool:
+        """Whether the form shows the row of ``widget`` (hidden rows do not apply to this model)."""
+        for form in (self.data_form, self.model_form, self.train_form):
+            if form.indexOf(widget) >= 0:
+                return form.isRowVisible(widget)
+        return False
 
     # -- values --------------------------------------------------------------------------------
     def set_defaults(self) -> None:
@@ -230,9 +367,12 @@ class SettingsForm(QWidget):
             set_widget_value(self.model_widgets[s.name], s.default)
         for name, w in self.train_widgets.items():
             set_widget_value(w, TRAIN_SETTINGS[name].default)
+        self.nsp_check.setChecked(NSP_SETTING.default)
         self.preset_combo.setCurrentText("tiny")
         self._on_preset("tiny")
         self._on_schedule(self.schedule.currentText())  # the rate row (no signal: the schedule was already noam)
+        self._on_experts(self.experts_spin.value())
+        self._on_family()
 
     def _on_preset(self, name: str) -> None:
         """The preset's values for the fields it names (the architecture, and batch size, warm-up, evaluation
@@ -263,13 +403,17 @@ class SettingsForm(QWidget):
         self.validate()
 
     def _on_browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, tr("Sentence pairs"), "", tr("Sentence pairs (*.tsv *.txt *.jsonl *.json);;All files (*)")
-        )
+        if self._kind() == "text":
+            title, kinds = tr("Plain text"), tr("Plain text, one sentence per line (*.txt);;All files (*)")
+        else:
+            title, kinds = tr("Sentence pairs"), tr("Sentence pairs (*.tsv *.txt *.jsonl *.json);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, title, "", kinds)
         if path:
             self.set_data_file(path)
 
     def set_data_file(self, path: str | None) -> None:
+        """Train on the file at ``path``: sentence pairs for an encoder–decoder model, plain text (one sentence
+        per line) for the single-stream families."""
         self.data_path = path
         if path:
             self.task_combo.setCurrentIndex(self.task_combo.count() - 1)
@@ -287,27 +431,35 @@ class SettingsForm(QWidget):
 
     def train_config(self) -> TrainConfig:
         """The training rows; the rate the schedule does not use, and the fields without a row, at their
-        defaults, except the cosine schedule's length: at least one step past the warm-up."""
+        defaults, except the cosine schedule's length: at least one step past the warm-up. Next-sentence
+        prediction only where its row is shown (encoder-only)."""
         values = {name: widget_value(w) for name, w in self.train_widgets.items()}
         values[rate_field(values["schedule"])] = self.rate.value()
         values["total_steps"] = max(TrainConfig.total_steps, values["warmup_steps"] + 1)
+        values["nsp"] = self.nsp_check.isChecked() and self.arch_combo.currentData() == "encoder_only"
         return TrainConfig(**values)
 
     def data_spec(self) -> DataSpec:
         if self.task_combo.currentData() == FILE_ITEM:
             if not self.data_path:
                 raise DataError(tr("Choose a data file, or pick one of the bundled tasks."))
+            if self._kind() == "text":  # one sentence per line, for a single-stream model
+                return DataSpec(task=None, path=self.data_path, file_format="text")
             return DataSpec(task=None, path=self.data_path)
         return DataSpec(task=self.task_combo.currentData())
 
     def spec(self) -> NewModelSpec:
-        """The settings as a model specification; raises ValueError explaining what cannot work."""
+        """The settings as a model specification; raises ValueError (or DataError) explaining what cannot work."""
         data = self.data_spec()
         overrides = self.model_overrides()
         fields: dict[str, Any] = dict(overrides)
         ModelConfig.preset(self.preset_combo.currentText(), src_vocab_size=100, tgt_vocab_size=100, **fields)
+        train = self.train_config()
+        problem = family_problem(str(overrides["arch"]), data, train.nsp)
+        if problem:
+            raise DataError(problem)
         tokenizer = TokenizerSpec(self.tokenizer_combo.currentText(), self.vocab_spin.value())
-        return NewModelSpec(data, self.preset_combo.currentText(), overrides, self.train_config(), tokenizer)
+        return NewModelSpec(data, self.preset_combo.currentText(), overrides, train, tokenizer)
 
     def validate(self) -> bool:
         try:
@@ -327,28 +479,30 @@ class SettingsForm(QWidget):
         for w in self.findChildren(QWidget):
             w.blockSignals(True)
         try:
-            self._show_data(info)
             m, t = info.model_config, info.train_config
+            set_widget_value(self.arch_combo, m.arch)
+            self.experts_top_k_spin.setMaximum(m.n_experts)  # before its value (no signal follows it here)
             for name, w in self.model_widgets.items():
                 set_widget_value(w, getattr(m, name))
             for name, w in self.train_widgets.items():
                 set_widget_value(w, getattr(t, name))
+            self.nsp_check.setChecked(t.nsp)
+            self._show_data(info)
             self._show_rate_row()  # the run's schedule's decimals, before its rate
             self.rate.setValue(getattr(t, rate_field(t.schedule)))
         finally:
             for w in self.findChildren(QWidget):
                 w.blockSignals(False)
+        self._show_family_rows()
         self._update_file_label()
         self.validate()
         self.edited = False
 
     def _show_data(self, info: RunInfo) -> None:
-        d = info.data
-        if d.task:
-            self.task_combo.setCurrentIndex(self.task_combo.findData(d.task))
-        else:
-            self.data_path = d.path
-            self.task_combo.setCurrentIndex(self.task_combo.count() - 1)
+        """The run's data (the task list of its family first), tokenizer and preset."""
+        d, kind = info.data, data_kind(info.model_config.arch)
+        self._chosen[kind] = (d.task or FILE_ITEM, d.path if d.task is None else self._chosen[kind][1])
+        self._fill_tasks()
         self.tokenizer_combo.setCurrentText(info.tokenizer.kind)
         if info.preset in PRESETS:
             self.preset_combo.setCurrentText(info.preset)
@@ -360,6 +514,8 @@ def needs_new_model(form_spec: NewModelSpec, info: RunInfo | None) -> bool:
         return True
     m = info.model_config
     if any(form_spec.model_overrides[k] != getattr(m, k) for k in ARCH_FIELDS):
+        return True
+    if form_spec.train.nsp and m.n_classes < 2:  # next-sentence prediction needs the model's classifier
         return True
     if form_spec.data != info.data:
         return True

@@ -19,6 +19,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -65,10 +66,67 @@ def row_of(*widgets: QWidget) -> QHBoxLayout:
 
 
 REVEAL_MS = 40  # between the plots painted for the first time
+PLOT_MIN_HEIGHT = 120  # px: title, axes and a readable curve (three rows fit beside the controls on a laptop)
+
+
+# The evaluation plot of each family: its title, value axis and scale (None: from zero, growing as needed).
+QUALITY_TITLES: dict[str, tuple[str, str, tuple[float, float] | None]] = {
+    "encoder_decoder": (N_("Exact match and BLEU (valid)"), "%", (0.0, 100.0)),
+    "decoder_only": (N_("Perplexity (valid)"), N_("perplexity"), None),
+    "encoder_only": (N_("Masked-token accuracy (valid)"), "%", (0.0, 100.0)),
+}
+NSP_TITLE = N_("Masked-token and next-sentence accuracy (valid)")
+# the scores of Evaluation the evaluation plot draws, each with its factor (shares as percentages)
+QUALITY_SERIES = (("exact_match", 100.0), ("bleu", 1.0), ("perplexity", 1.0), ("mlm_accuracy", 100.0),
+                  ("nsp_accuracy", 100.0))  # fmt: skip
+EXPERT_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                  "#bcbd22", "#7f7f7f"]  # fmt: skip
+
+
+EXPERT_LOAD_HELP = N_(
+    "E1, E2, …: each expert's share of the tokens the routers sent, at each update (averaged over the layers). "
+    "Dashed: 1/N, every expert's share when the load is balanced. With the balance loss at 0 a few experts "
+    "often end up with most of the tokens."
+)
+
+
+def expert_colour(i: int) -> str:
+    """The colour of expert ``i`` (0-based): ten distinct ones, then hues round the circle."""
+    return EXPERT_COLOURS[i] if i < len(EXPERT_COLOURS) else pg.intColor(i, hues=23).name()
+
+
+class PlotArea(QScrollArea):
+    """The plots' grid: the whole height when its rows fit at a readable height, else scrolling (a
+    Mixture-of-Experts model has a seventh plot: on a laptop its last row is a scroll away, rather than every
+    plot squeezed). The grid is sized here: a scroll area that sizes it itself would give it its size hint
+    (the plots' titles wrap, so it asks its height for the width: some 500 px a plot)."""
+
+    def __init__(self, grid: QWidget) -> None:
+        super().__init__()
+        self.needed = 0  # px the rows need at their smallest readable height
+        self.setWidget(grid)
+        self.setWidgetResizable(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+    def set_needed_height(self, needed: int) -> None:
+        self.needed = needed
+        self._fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 — Qt's name
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        height = self.height()
+        scrolls = self.needed > height
+        width = self.width() - (self.verticalScrollBar().sizeHint().width() if scrolls else 0)
+        self.widget().resize(width, max(height, self.needed))
 
 
 class TrainingPanel(QWidget):
-    """Settings, Start/Pause/Stop/Reset/Step, the run list and six live plots."""
+    """Settings, Start/Pause/Stop/Reset/Step, the run list and the live plots (six, and the experts' load
+    for a Mixture-of-Experts model)."""
 
     # the main window answers these (it owns the engine and the dialogs)
     scratch_requested = Signal()  # a fresh model with these settings, training at once
@@ -81,7 +139,10 @@ class TrainingPanel(QWidget):
         ("lr_plot", N_("Learning rate"), N_("lr")),
         ("grad_plot", N_("Gradient norm"), "‖g‖"),
         ("speed_plot", N_("Tokens per second"), N_("tokens/s")),
+        ("expert_load_plot", N_("Experts' load: share of tokens"), N_("share")),
     )
+    # drawn only where they apply (the others always): the experts' load for a Mixture-of-Experts model
+    OPTIONAL_PLOTS = ("expert_load_plot",)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -93,6 +154,11 @@ class TrainingPanel(QWidget):
         self.current: RunInfo | None = None
         self.form = SettingsForm()
         self.form.validity_changed.connect(self._on_validity)
+        # the family and the experts are chosen in the form; the panel names them for its users
+        self.arch_combo = self.form.arch_combo
+        self.experts_spin = self.form.experts_spin
+        self.experts_top_k_spin = self.form.experts_top_k_spin
+        self._optional_shown: set[str] = set()  # of OPTIONAL_PLOTS, those shown (the current run has them)
         controls = self._create_controls()
         self._create_plots()
         self._lay_out(controls)
@@ -162,27 +228,41 @@ class TrainingPanel(QWidget):
         self.run_list.itemChanged.connect(self._on_run_toggled)
         self.runs_label = QLabel()
         self.plots: dict[str, MetricPlot] = {}
-        self.plot_grid = QGridLayout()
-        self._columns = 0
+        grid = self._plot_grid_widget = QWidget()  # every plot's parent, shown or not (themes find them there)
+        self.plot_grid = QGridLayout(grid)
+        self.plot_grid.setContentsMargins(0, 0, 0, 0)
+        self._arranged: tuple[int, tuple[str, ...]] | None = None
         for name, title, ylabel in self.PLOTS:
-            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0)}.get(name)
-            self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",), y_domain=domain)
+            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.0)}
+            self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",),
+                                          y_domain=domain.get(name), parent=grid)  # fmt: skip
+        self.expert_load_plot = self.plots["expert_load_plot"]
         self._arrange_plots(3)
-        self.plots["loss_plot"].define("train", N_("train"))
-        self.plots["loss_plot"].define("valid", N_("valid"), dashed=True, symbol="o")
-        self.plots["accuracy_plot"].define("train", N_("train"))
-        self.plots["quality_plot"].define("exact_match", N_("exact match %"), symbol="o")
-        self.plots["quality_plot"].define("bleu", "BLEU", dashed=True, symbol="t")
-        self.plots["lr_plot"].define("schedule", N_("schedule"), dashed=True)
-        self.plots["lr_plot"].define("lr", N_("used"))
-        self.plots["grad_plot"].define("train", N_("before clipping"))
-        self.plots["speed_plot"].define("train", N_("target tokens/s"))
+        self._define_series()
         self.step_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888", style=Qt.PenStyle.DotLine))
         self.plots["lr_plot"].plot.addItem(self.step_marker)
         # the step of the attention snapshot being looked at (Attention panel's timeline)
         self.probe_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
         self.probe_marker.hide()
         self.plots["loss_plot"].plot.addItem(self.probe_marker)
+
+    def _define_series(self) -> None:
+        """The lines of each plot: legend label and how each is drawn (the experts' are made as they come)."""
+        p = self.plots
+        p["loss_plot"].define("train", N_("train"))
+        p["loss_plot"].define("valid", N_("valid"), dashed=True, symbol="o")
+        p["loss_plot"].define("aux", N_("balance loss"), colour_shift=4)  # Mixture-of-Experts models only
+        p["accuracy_plot"].define("train", N_("train"))
+        p["quality_plot"].define("exact_match", N_("exact match %"), symbol="o")
+        p["quality_plot"].define("bleu", "BLEU", dashed=True, symbol="t")
+        p["quality_plot"].define("perplexity", N_("perplexity"), symbol="o")
+        p["quality_plot"].define("mlm_accuracy", N_("masked tokens right %"), symbol="o")
+        p["quality_plot"].define("nsp_accuracy", N_("next sentence right %"), dashed=True, symbol="t")
+        p["lr_plot"].define("schedule", N_("schedule"), dashed=True)
+        p["lr_plot"].define("lr", N_("used"))
+        p["grad_plot"].define("train", N_("before clipping"))
+        p["speed_plot"].define("train", N_("target tokens/s"))
+        p["expert_load_plot"].define("balanced", "1/N", dashed=True, colour="#9e9e9e")
 
     def _lay_out(self, control_rows: list[QHBoxLayout]) -> None:
         """The settings form on the left (scrolling), the controls and the plots on the right."""
@@ -196,7 +276,7 @@ class TrainingPanel(QWidget):
         runs_row.addWidget(self.scratch_button)  # a new run, from the settings on the left
         right_layout.addLayout(runs_row)
         right_layout.addWidget(self.run_list)
-        right_layout.addLayout(self.plot_grid, 1)
+        right_layout.addWidget(self._plot_area(), 1)
         scroll = self.settings_area = QScrollArea()
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
@@ -209,6 +289,12 @@ class TrainingPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(splitter)
+
+    def _plot_area(self) -> PlotArea:
+        self.plot_scroll = named(PlotArea(self._plot_grid_widget), "training_plots")
+        self._arranged = None  # arranged again, with the area told the rows' height
+        self._arrange_plots(self._columns_for(self.width()))
+        return self.plot_scroll
 
     def retranslate(self) -> None:
         self.start_button.setText(tr("Start"))
@@ -233,6 +319,7 @@ class TrainingPanel(QWidget):
         self.form.retranslate()
         for plot in self.plots.values():
             plot.retranslate()
+        self.expert_load_plot.setToolTip(tr(EXPERT_LOAD_HELP))
         self._label_runs()
         self._update_buttons()
 
@@ -338,6 +425,7 @@ class TrainingPanel(QWidget):
         self.current = info
         if fill_form:
             self.form.show_run(info)
+        self._show_family(info)
         lr = self.plots["lr_plot"]
         lr.replace(info.run_id, "schedule", np.arange(1, len(info.schedule) + 1), info.schedule)
         if new or self._rolled_back(info):
@@ -372,6 +460,21 @@ class TrainingPanel(QWidget):
                 item.setFont(f)
         self._on_run_toggled()
         self._update_buttons()
+
+    def _show_family(self, info: RunInfo) -> None:
+        """The plots of the current run's family: its evaluation scores, and the experts' load when it has
+        experts (the other runs' curves stay, for comparison)."""
+        m = info.model_config
+        title, y_label, domain = QUALITY_TITLES[m.arch]
+        if m.arch == "encoder_only" and info.train_config.nsp:
+            title = NSP_TITLE
+        self.plots["quality_plot"].set_title(title, y_label, domain)
+        speed = N_("tokens/s") if m.single_stream else N_("target tokens/s")  # single-stream: every token is one
+        self.plots["speed_plot"].define("train", speed)
+        self._optional_shown = {"expert_load_plot"} if m.moe else set()
+        self.expert_load_plot.set_legend_columns(min(m.n_experts + 1, 9), top=1)  # a row along the top
+        self.plots["loss_plot"].set_legend_columns(2 if m.moe else 1)  # with the balance loss: two rows, not three
+        self._arrange_plots(self._columns_for(self.width()))
 
     def _rolled_back(self, info: RunInfo) -> bool:
         """True when the run's history ends before what the plots show (training went back to good weights)."""
@@ -418,15 +521,35 @@ class TrainingPanel(QWidget):
         p["lr_plot"].append(run, "lr", x, cols.lr)
         p["grad_plot"].append(run, "train", x, cols.grad_norm)
         p["speed_plot"].append(run, "train", x, cols.tokens_per_s)
+        if cols.expert_load.shape[1]:  # a Mixture-of-Experts model
+            self._add_expert_load(run, cols)
+
+    def _add_expert_load(self, run: int, cols: StepColumns) -> None:
+        """Each expert's share of the token assignments at each update (one line each), the share each would
+        have if the router balanced them perfectly (1/N), and the balancing loss beside the loss."""
+        x, load = cols.step, cols.expert_load  # [n], [n, N]
+        n_experts = load.shape[1]
+        plot = self.expert_load_plot
+        for i in range(n_experts):
+            name = f"expert_{i + 1}"
+            if name not in plot.styles:
+                plot.define(name, N_("E{n}"), colour=expert_colour(i), number=i + 1)
+            plot.append(run, name, x, load[:, i])
+        plot.append(run, "balanced", x, np.full(len(x), 1.0 / n_experts))
+        self.plots["loss_plot"].append(run, "aux", x, cols.aux_loss)
 
     def _add_evals(self, run: int, evals: Sequence[Evaluation]) -> None:
+        """The valid loss, and the scores the run's family has (those it has not are NaN, and not drawn)."""
         valid = [e for e in evals if e.split == "valid"]
         if not valid:
             return
         x = np.array([e.step for e in valid], dtype=float)
         self.plots["loss_plot"].append(run, "valid", x, np.array([e.loss for e in valid]))
-        self.plots["quality_plot"].append(run, "exact_match", x, 100 * np.array([e.exact_match for e in valid]))
-        self.plots["quality_plot"].append(run, "bleu", x, np.array([e.bleu for e in valid]))
+        for name, factor in QUALITY_SERIES:
+            y = factor * np.array([getattr(e, name) for e in valid], dtype=float)
+            kept = np.isfinite(y)
+            if kept.any():
+                self.plots["quality_plot"].append(run, name, x[kept], y[kept])
 
     # -- view --------------------------------------------------------------------------------------
     def _on_run_toggled(self, *_: Any) -> None:
@@ -438,6 +561,7 @@ class TrainingPanel(QWidget):
         current = self.current.run_id if self.current else 0
         for plot in self.plots.values():
             plot.set_runs(current, visible)
+        self.expert_load_plot.set_runs(current, {current})  # one run's experts at a time: N lines already
 
     def _on_smoothing(self, value: int) -> None:
         self.smooth_value.setText(f"{value / 100:.2f}")
@@ -449,15 +573,35 @@ class TrainingPanel(QWidget):
             self.plots[name].set_log(on)
 
     def _arrange_plots(self, columns: int) -> None:
-        if columns == self._columns:
+        """The plots that apply, ``columns`` a row; each optional plot (the experts' load) a whole row of its own
+        under the first, wide enough for N lines and their legend in one row. The last plot of a row that is
+        not full takes the rest of it."""
+        names = tuple(n for n in self.plots if n not in self.OPTIONAL_PLOTS or n in self._optional_shown)
+        if (columns, names) == self._arranged:
             return
-        self._columns = columns
-        for i, plot in enumerate(self.plots.values()):
-            self.plot_grid.addWidget(plot, i // columns, i % columns)
+        self._arranged = (columns, names)
+        for plot in self.plots.values():
+            self.plot_grid.removeWidget(plot)
+        always = [n for n in names if n not in self.OPTIONAL_PLOTS]
+        rows = [always[i : i + columns] for i in range(0, len(always), columns)]
+        rows[1:1] = [[n] for n in names if n in self.OPTIONAL_PLOTS]
+        for r, row in enumerate(rows):
+            for c, name in enumerate(row):
+                span = columns - c if c == len(row) - 1 else 1
+                self.plot_grid.addWidget(self.plots[name], r, c, 1, span)
+        for name in self.OPTIONAL_PLOTS:
+            self.plots[name].setVisible(name in names)
+        if hasattr(self, "plot_scroll"):
+            needed = len(rows) * PLOT_MIN_HEIGHT + (len(rows) - 1) * self.plot_grid.verticalSpacing()
+            self.plot_scroll.set_needed_height(needed)
+
+    @staticmethod
+    def _columns_for(width: int) -> int:
+        return 2 if width < 1150 else 3
 
     def resizeEvent(self, event) -> None:  # noqa: N802 — narrow panels get two columns of plots
         super().resizeEvent(event)
-        self._arrange_plots(2 if self.width() < 1150 else 3)
+        self._arrange_plots(self._columns_for(self.width()))
 
     def set_on_screen(self, on: bool) -> None:
         """Told by the dock: behind another tab the plots keep their data but are not redrawn."""

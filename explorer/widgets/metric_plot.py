@@ -167,10 +167,23 @@ class MetricPlot(QWidget):
             self.plot.setLabel("left", tr(self._y_label))
         self._sync_legend()  # legend entries follow the language
 
+    def set_title(self, title: str, y_label: str, y_domain: tuple[float, float] | None) -> None:
+        """Another title, value axis and scale (e.g. the evaluation plot of another model family)."""
+        if (title, y_label, y_domain) == (self._title_source, self._y_label, self.y_domain):
+            return
+        self._title_source, self._y_label, self.y_domain = title, y_label, y_domain
+        self._range = None  # the new scale applies at the next redraw
+        for s in self.series.values():
+            s.dirty = True
+        self.retranslate()
+
     # -- data ----------------------------------------------------------------------------------
-    def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None):
-        """Declare a series: its legend label and how it is drawn."""
-        self.styles[name] = dict(label=label, shift=colour_shift, dashed=dashed, symbol=symbol)
+    def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None,
+               colour: str | None = None, number: int | None = None):  # fmt: skip
+        """Declare a series: its legend label and how it is drawn. Its colour is the run's (shifted by
+        ``colour_shift``) unless ``colour`` fixes one; a label with ``{n}`` is given ``number``."""
+        self.styles[name] = dict(label=label, shift=colour_shift, dashed=dashed, symbol=symbol, colour=colour,
+                                 number=number)  # fmt: skip
 
     def append(self, run_id: int, name: str, x: np.ndarray, y: np.ndarray) -> None:
         if len(x) == 0:
@@ -221,6 +234,13 @@ class MetricPlot(QWidget):
     def set_log(self, on: bool) -> None:
         self.plot.setLogMode(x=False, y=on)
         self._range = None
+
+    def set_legend_columns(self, columns: int, top: int = 10) -> None:
+        """Lay the legend's entries out in ``columns`` columns (many series: a short legend), ``top`` px below
+        the top of the view."""
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(columns)
+        self.legend.setOffset((-10, top))
 
     def _on_manual_range(self, *_) -> None:
         self.follow = False
@@ -343,13 +363,16 @@ class MetricPlot(QWidget):
             self.legend.addItem(s.curve, text)
 
     def _legend_text(self, s: Series) -> str:
-        label = tr(self.styles.get(s.name, {}).get("label", s.name))
+        style = self.styles.get(s.name, {})
+        label = tr(style.get("label", s.name))
+        if style.get("number") is not None:
+            label = label.format(n=style["number"])
         return label if s.run_id == self.current_run else f"{label} ({tr('run')} {s.run_id})"
 
     def _make_curves(self, s: Series) -> pg.PlotDataItem:
         """Make the series' curve (and its faint raw curve when smoothable); returns the curve."""
         style = self.styles.get(s.name, dict(label=s.name, shift=0, dashed=False, symbol=None))
-        colour = pg.mkColor(RUN_COLOURS[(s.run_id - 1 + style["shift"]) % len(RUN_COLOURS)])
+        colour = pg.mkColor(style.get("colour") or RUN_COLOURS[(s.run_id - 1 + style["shift"]) % len(RUN_COLOURS)])
         current = s.run_id == self.current_run
         # one-pixel lines: a wider pen makes Qt stroke every segment, which cost ~40 ms per repaint of a long
         # curve against ~4 ms (measured on Xvfb); earlier runs are told apart by their colour and fainter line
