@@ -1,4 +1,5 @@
-"""Decoding panel: type a sentence and watch the model translate it one token at a time.
+"""Decoding panel: type a sentence and watch the model translate it one token at a time (or, for a decoder-only
+model, type a prompt and watch it continue the text; for an encoder-only model, fill masks).
 
 Route: a button makes a :class:`explorer.commands.Decode` command and sends it through the engine
 client (:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/worker.py) answers from
@@ -12,6 +13,12 @@ A random test sentence (the button, and a new model's first sentence) takes the 
 :class:`explorer.commands.SampleSentence` → ``Engine._sample_sentence`` → ``Session.sample_source`` → the
 ``sentence_sampled`` signal (:meth:`DecodingPanel._on_sentence_sampled`). The words offered as the person types
 are the run's ``RunInfo.src_words``.
+
+The model's family (``RunInfo.model_config.arch``) decides what is shown. A decoder-only model continues a prompt:
+the sentence box is its prompt, and a third mode, Sample, draws each token at random (temperature, top-k, top-p and
+seed travel in :class:`model.snapshots.DecodeSettings`); the candidates show which tokens the cuts removed and which
+one was drawn (``DecodeStep.cut``, ``DecodeStep.sampled``). An encoder-only model cannot decode: the panel shows its
+:class:`explorer.panels.fill_mask.FillMaskPanel` instead (its own route, in its docstring).
 """
 
 from __future__ import annotations
@@ -42,14 +49,16 @@ from PySide6.QtWidgets import (
 
 from explorer.commands import Decode, DecodeAction, SampleSentence
 from explorer.i18n import N_, tr
+from explorer.panels.fill_mask import FillMaskPanel
 from explorer.widgets import named
 from explorer.widgets.beam_tree import BeamTreeView
-from explorer.widgets.candidates import CandidateBars
+from explorer.widgets.candidates import AXIS, CandidateBars
 from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip
 from explorer.widgets.word_completer import WordCompleter
-from model.snapshots import DecodeSettings, DecodeView, Inspection
+from model.snapshots import DecodeSettings, DecodeStep, DecodeView, Inspection
+from model.tokenization import join_words
 
 if TYPE_CHECKING:
     from explorer.engine_client import EngineClient
@@ -66,8 +75,26 @@ CHART_HEIGHT = 233  # the candidates' title and a chart 200 px high with ten rea
 PREFIX_SHOWN = 8  # pieces of the prefix named in the candidates' title
 
 
+def prompt_of(sentence: str) -> str:
+    """The beginning of a corpus sentence, for a decoder-only model to continue: its first half of words, or of
+    characters for a text written without spaces (Chinese)."""
+    words = sentence.split()
+    if len(words) > 1:
+        return " ".join(words[: max(1, len(words) // 2)])
+    return sentence.strip()[: max(1, len(sentence.strip()) // 2)]
+
+
+def joined(prompt: str, continuation: str) -> str:
+    """What separates a prompt from its continuation in the model's text: a space between words, none beside
+    Chinese or before punctuation (the tokenizers' own rule, :func:`model.tokenization.join_words`)."""
+    if not prompt or not continuation:
+        return ""
+    return join_words([prompt[-1], continuation[0]])[1:-1]
+
+
 class DecodingPanel(QWidget):
-    """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding."""
+    """Step ▶, Back ◀, Run to end, Reset and auto-play over greedy or beam-search decoding (and sampling, for a
+    decoder-only model); an encoder-only model's fill-mask view in their place."""
 
     view_shown = Signal(DecodeView)  # after the panel has drawn it (the Attention panel follows it)
     # attention of an input shown without a decode view (an encoder-only model's masked sentence)
@@ -89,6 +116,7 @@ class DecodingPanel(QWidget):
         self.sample_split = "test"  # the split the last random sentence came from
         self._filling = False  # the panel, not the person, is editing the input box
         self._create_inputs()
+        self._create_sampling()
         self._create_stepping()
         self._create_views()
         self._connect()
@@ -99,6 +127,8 @@ class DecodingPanel(QWidget):
 
     def _create_inputs(self) -> None:
         """The sentence and the decoding settings."""
+        self.prompt_label = named(QLabel(), "decode_prompt_label")  # a decoder-only model's sentence is its prompt
+        self.prompt_label.hide()
         self.input = named(QLineEdit(), "decode_input")
         self.translate_button = named(QPushButton(), "decode_start_button")
         self.sample_button = named(QPushButton(), "decode_sample_button")
@@ -116,6 +146,34 @@ class DecodingPanel(QWidget):
         self.alpha.setValue(0.6)
         self.max_len = named(QSpinBox(), "decode_max_len_spin")
         self.max_len.setRange(0, 256)  # 0: auto; the maximum follows the model's max_len (on_run)
+
+    def _create_sampling(self) -> None:
+        """Sample mode's settings (a decoder-only model): temperature, top-k, top-p and the seed."""
+        self.temperature_spin = named(QDoubleSpinBox(), "temperature_spin")
+        self.temperature_spin.setRange(0.05, 5.0)
+        self.temperature_spin.setSingleStep(0.1)
+        self.temperature_spin.setValue(1.0)
+        self.top_k_spin = named(QSpinBox(), "top_k_spin")
+        self.top_k_spin.setRange(0, 1000)  # 0: no cut
+        self.top_k_spin.setValue(0)
+        self.top_p_spin = named(QDoubleSpinBox(), "top_p_spin")
+        self.top_p_spin.setRange(0.05, 1.0)  # 1: no cut
+        self.top_p_spin.setSingleStep(0.05)
+        self.top_p_spin.setValue(0.9)
+        self.seed_spin = named(QSpinBox(), "seed_spin")
+        self.seed_spin.setRange(-1, 999_999)  # −1: a new random seed for each sentence
+        self.seed_spin.setValue(0)
+        self.sampling_spins = (self.temperature_spin, self.top_k_spin, self.top_p_spin, self.seed_spin)
+        self.sampling_box = named(QWidget(), "decode_sampling_box")
+        self.sampling_labels = {key: QLabel() for key in ("temperature", "top_k", "top_p", "seed")}
+        row = QHBoxLayout(self.sampling_box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(4)
+        for key, spin in zip(self.sampling_labels, self.sampling_spins):
+            row.addWidget(self.sampling_labels[key])
+            row.addWidget(spin)
+        row.addStretch(1)
+        self.sampling_box.hide()  # shown for a decoder-only model (_apply_family)
 
     def _create_stepping(self) -> None:
         """Back, Step, Run to end, Reset, and auto-play with its speed."""
@@ -166,6 +224,7 @@ class DecodingPanel(QWidget):
         self.nbest.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.nbest.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.fill_view = FillMaskPanel()  # in place of all the above for an encoder-only model
 
     def _connect(self) -> None:
         self.input.returnPressed.connect(self._on_decode_asked)
@@ -182,9 +241,23 @@ class DecodingPanel(QWidget):
         self.play_timer.timeout.connect(self._on_play_tick)
         self.cross_layer.valueChanged.connect(lambda _: self._draw_cross())
         self.tree.node_clicked.connect(self._on_node)
+        self.fill_view.inspection_shown.connect(self.inspection_shown)
+        self.fill_view.sentence_asked.connect(self.sentence_asked)
+        self.fill_view.sentence_asked.connect(self._drop_sample)  # a random sentence on its way is not wanted now
+        self.fill_view.input.textEdited.connect(self._drop_sample)
+        self.fill_view.sample_asked.connect(self.sample_test_sentence)
 
     def _lay_out(self) -> None:
+        """The decoding page; an encoder-only model's fill-mask view stacked behind it."""
+        self.decoding_page = QWidget()
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.decoding_page)
+        self.pages.addWidget(self.fill_view)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.pages)
         top = QHBoxLayout()
+        top.addWidget(self.prompt_label)
         top.addWidget(self.input, 1)
         top.addWidget(self.translate_button)
         top.addWidget(self.sample_button)
@@ -205,12 +278,13 @@ class DecodingPanel(QWidget):
         buttons.addWidget(self.step_label)
         buttons.setSpacing(4)
         self.speed_label.setMinimumWidth(0)
-        layout = QVBoxLayout(self)
+        layout = QVBoxLayout(self.decoding_page)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.setSpacing(3)  # on a 768-px screen every pixel of height goes to the candidates and the tree
         layout.addLayout(top)
         layout.addWidget(self.chips)
         layout.addLayout(controls)
+        layout.addWidget(self.sampling_box)
         layout.addLayout(buttons)
         for label in (self.notice, self.output, self.reference):
             layout.addWidget(label)
@@ -247,12 +321,8 @@ class DecodingPanel(QWidget):
         return body
 
     def retranslate(self) -> None:
-        self.input.setPlaceholderText(tr("Type a sentence and press Enter"))
-        self.translate_button.setText(tr("Decode"))
-        self.sample_button.setText(tr("Random test sentence"))
-        self._describe_sample_button()
-        self.mode.setItemText(0, tr("Greedy"))
-        self.mode.setItemText(1, tr("Beam search"))
+        self._name_inputs()
+        self._name_sampling()
         self.labels["mode"].setText(tr("Mode"))
         self.labels["beam"].setText(tr("Beam size"))
         self.labels["alpha"].setText("α")
@@ -271,21 +341,84 @@ class DecodingPanel(QWidget):
             button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + 14)
         self.speed_label.setText(tr("Speed"))
         self.layer_label.setText(tr("Layer"))
-        self.nbest.setHorizontalHeaderLabels([tr("Translation"), tr("Score"), tr("log P"), tr("Tokens")])
         self.tree_title.setText(tr("Beam tree (★ length-normalised score)"))
         self.tree_title.setToolTip(tr("Blue: kept · grey: pruned · green: finished · orange: the best hypothesis"))
-        self.nbest_title.setText(tr("n-best list"))
         self.candidates.retranslate()
         self.cross.retranslate()
+        self.fill_view.retranslate()
         if self.view is not None:
             self.show_view(self.view)
+
+    def _name_inputs(self) -> None:
+        """The sentence box, its buttons and the modes: a prompt, continued, for a decoder-only model."""
+        generating = self.family == "decoder_only"
+        self.prompt_label.setText(tr("Prompt"))
+        help_text = tr("The beginning of a text. The model continues it one token at a time, each chosen from its "
+                       "probabilities for the next token: the most probable (Greedy), drawn at random (Sample), or "
+                       "the best continuations kept side by side (Beam search).")  # fmt: skip
+        self.prompt_label.setToolTip(help_text)
+        self.input.setToolTip(help_text if generating else "")
+        self.input.setPlaceholderText(
+            tr("Type the beginning of a text and press Enter") if generating else tr("Type a sentence and press Enter")
+        )
+        self.translate_button.setText(tr("Generate") if generating else tr("Decode"))
+        output = tr("Continuation") if generating else tr("Translation")
+        self.nbest.setHorizontalHeaderLabels([output, tr("Score"), tr("log P"), tr("Tokens")])
+        self.nbest_title.setText(tr("n-best continuations") if generating else tr("n-best list"))
+        self.sample_button.setText(tr("Random prompt") if generating else tr("Random test sentence"))
+        self._describe_sample_button()
+        for key, name in (("greedy", N_("Greedy")), ("sample", N_("Sample")), ("beam", N_("Beam search"))):
+            if self.mode.findData(key) >= 0:
+                self.mode.setItemText(self.mode.findData(key), tr(name))
+
+    def _name_sampling(self) -> None:
+        texts = {
+            "temperature": (tr("Temperature"), tr("Divides the scores before the softmax: below 1 sharpens the "
+                                                  "probabilities towards the most probable token, above 1 flattens "
+                                                  "them.")),
+            "top_k": (tr("Top-k"), tr("Draw only among the k most probable tokens (0: no cut).")),
+            "top_p": (tr("Top-p"), tr("Draw only among the most probable tokens whose probabilities add up to p "
+                                      "(1: no cut).")),
+            "seed": (tr("Seed"), tr("The same seed draws the same tokens again (random: a new draw each time).")),
+        }  # fmt: skip
+        for (key, (label, tip)), spin in zip(texts.items(), self.sampling_spins):
+            self.sampling_labels[key].setText(label)
+            self.sampling_labels[key].setToolTip(tip)
+            spin.setToolTip(tip)
+        self.top_k_spin.setSpecialValueText(tr("off"))
+        self.seed_spin.setSpecialValueText(tr("random"))
+
+    @property
+    def family(self) -> str:
+        """The model's family: "encoder_decoder", "decoder_only" or "encoder_only"."""
+        return self.info.model_config.arch if self.info is not None else "encoder_decoder"
+
+    def _apply_family(self) -> None:
+        """What the model's family needs: the fill-mask view (encoder-only), or a prompt and Sample mode
+        (decoder-only), or the translator's panel."""
+        generating = self.family == "decoder_only"
+        self.pages.setCurrentIndex(1 if self.family == "encoder_only" else 0)
+        self.prompt_label.setVisible(generating)
+        self.sampling_box.setVisible(generating)
+        sample = self.mode.findData("sample")
+        if generating and sample < 0:
+            self.mode.insertItem(1, tr("Sample"), "sample")
+        elif not generating and sample >= 0:
+            self.mode.removeItem(sample)
+        self._name_inputs()
+        self._on_mode()
 
     # -- requests --------------------------------------------------------------------------------
     def settings(self) -> DecodeSettings:
         beam = self.mode.currentData() == "beam"
+        sampling = {}
+        if self.mode.currentData() == "sample":  # only offered for a decoder-only model
+            seed = self.seed_spin.value()
+            sampling = dict(temperature=self.temperature_spin.value(), sample_top_k=self.top_k_spin.value(),
+                            top_p=self.top_p_spin.value(), seed=None if seed < 0 else seed)  # fmt: skip
         return DecodeSettings(
             text=self.input.text(), beam_size=self.beam_size.value() if beam else 1,
-            length_penalty=self.alpha.value() if beam else 0.0, max_len=self.max_len.value() or None,
+            length_penalty=self.alpha.value() if beam else 0.0, max_len=self.max_len.value() or None, **sampling,
         )  # fmt: skip
 
     def _on_decode_asked(self) -> None:
@@ -324,6 +457,7 @@ class DecodingPanel(QWidget):
     # -- the route to the engine -------------------------------------------------------------------
     def attach(self, client: EngineClient) -> None:
         self.client = client
+        self.fill_view.attach(client)  # FillMask → mask_filled, Inspect → inspection_ready, engine_failed
         client.engine.decode_stepped.connect(self._on_decode_stepped)
         client.engine.sentence_sampled.connect(self._on_sentence_sampled)
 
@@ -360,20 +494,28 @@ class DecodingPanel(QWidget):
             return  # asked of a model that has been replaced since
         if reply.error is not None or reply.split is None:
             if decode:  # the person asked: say why there is no sentence (a new model's own fill stays quiet)
-                self.notice.setText(
-                    tr("No sentence to take: this model's corpus cannot be read ({error}).").format(error=reply.error)
-                )
+                said = tr("No sentence to take: this model's corpus cannot be read ({error}).")
+                said = said.format(error=reply.error)
+                self.notice.setText(said)
                 self.notice.show()
+                self.fill_view.say(said)
             return
         self.sample_split = reply.split
         self._describe_sample_button()
-        self._replace_input(reply.source)
+        if self.family == "encoder_only":
+            self.fill_view.take_sentence(reply.source, fill=decode)
+            return
+        self._replace_input(prompt_of(reply.source) if self.family == "decoder_only" else reply.source)
         if decode:
             self.start()  # at step 0, ready to step
 
     def _describe_sample_button(self) -> None:
-        tip = tr("Put a random sentence of the test split (sentences the model never trained on) in the box and "
-                 "decode it; its reference translation is shown.")  # fmt: skip
+        if self.family == "decoder_only":
+            tip = tr("Put the beginning of a random sentence of the test split (sentences the model never trained "
+                     "on) in the box, for the model to continue.")  # fmt: skip
+        else:
+            tip = tr("Put a random sentence of the test split (sentences the model never trained on) in the box and "
+                     "decode it; its reference translation is shown.")  # fmt: skip
         if self.sample_split in FALLBACK_SPLIT:
             tip += "\n" + tr(FALLBACK_SPLIT[self.sample_split])
         self.sample_button.setToolTip(tip)
@@ -387,6 +529,9 @@ class DecodingPanel(QWidget):
         finally:
             self._filling = False
         self.completer.list.hide()
+
+    def _drop_sample(self) -> None:
+        self.sample = None
 
     def _on_typed(self, _text: str) -> None:
         """The person edits the sentence: a random sentence still on its way is not wanted; words are offered."""
@@ -416,6 +561,8 @@ class DecodingPanel(QWidget):
         beam = self.mode.currentData() == "beam"
         self.beam_size.setEnabled(beam)
         self.alpha.setEnabled(beam)
+        for spin in self.sampling_spins:
+            spin.setEnabled(self.mode.currentData() == "sample")
         self._apply_focus(beam)
 
     def _on_play(self, on: bool) -> None:
@@ -451,11 +598,13 @@ class DecodingPanel(QWidget):
         self.info = info
         self.max_len.setMaximum(info.model_config.max_len)  # a longer output has no decoder positions
         self._describe_max_len()
+        self.fill_view.on_run(info, new_model)
         if new_model:
-            self.cross_layer.setRange(1, info.model_config.n_decoder_layers)
+            self.cross_layer.setRange(1, max(1, info.model_config.n_decoder_layers))
             self.cross_layer.setValue(info.model_config.n_decoder_layers)
-            decoding = self.view is not None or self.waiting
+            decoding = self.view is not None or self.waiting or self.fill_view.view is not None
             self.play_button.setChecked(False)
+            self._apply_family()
             self.clear()
             self.completer.set_words(info.src_words)
             self.sample_split = "test"
@@ -467,11 +616,12 @@ class DecodingPanel(QWidget):
             self.show_view(self.view)
 
     def _describe_max_len(self) -> None:
-        self.max_len.setToolTip(
-            tr("Longest output in tokens (auto: 1.5 × the input + 10). At most {n}: the model's length limit.").format(
-                n=self.max_len.maximum()
-            )
-        )
+        if self.family == "decoder_only":
+            tip = tr("Longest continuation in tokens (auto: 50, or what the model's length leaves after the prompt). "
+                     "At most {n}: the model's length limit.")  # fmt: skip
+        else:
+            tip = tr("Longest output in tokens (auto: 1.5 × the input + 10). At most {n}: the model's length limit.")
+        self.max_len.setToolTip(tip.format(n=self.max_len.maximum()))
 
     @property
     def eos_id(self) -> int:
@@ -489,15 +639,11 @@ class DecodingPanel(QWidget):
         self.chips.set_tokens(list(view.source_tokens), set(view.unknown), view.source_typed)
         beam = view.settings.beam_size > 1
         n_steps = len(view.steps)
-        if view.at_end and view.hypotheses:
-            title, text = tr("Translation"), view.hypotheses[0][0] or "∅"
-        else:
-            title, text = tr("Output so far"), view.focus_text or "…"
-        # exactly the model's text: escaped (a token such as <unk> is not markup), spaces kept
-        shown = f"{html.escape(title)}: <b>{html.escape(text)}</b>"
-        self.output.setText(f"<span style='white-space:pre-wrap'>{shown}</span>")
-        self.reference.setText(f"{tr('Reference (from the corpus)')}: {view.reference}" if view.reference else "")
-        self.reference.setVisible(bool(view.reference))  # no empty line taken from the views when there is none
+        self._show_output(view)
+        # a decoder-only model's "reference" would be its prompt's own sentence: not a translation to compare with
+        reference = view.reference if self.family != "decoder_only" else None
+        self.reference.setText(f"{tr('Reference (from the corpus)')}: {reference}" if reference else "")
+        self.reference.setVisible(bool(reference))  # no empty line taken from the views when there is none
         self._note_input(view)
         self.step_label.setText((tr("Step {n}, finished") if view.at_end else tr("Step {n}")).format(n=n_steps))
         self._apply_focus(beam)
@@ -512,6 +658,21 @@ class DecodingPanel(QWidget):
         self._update_buttons()
         self.view_shown.emit(view)
 
+    def _show_output(self, view: DecodeView) -> None:
+        """The output so far, exactly the model's text: escaped (a token such as <unk> is not markup), spaces
+        kept. A decoder-only model's: the prompt followed by its continuation (in bold)."""
+        done = view.at_end and bool(view.hypotheses)
+        text = view.hypotheses[0][0] if done else view.focus_text
+        if self.family == "decoder_only":
+            title = tr("Text") if view.at_end else tr("Text so far")
+            prompt = " ".join(view.settings.text.split())
+            more = "" if view.at_end else "…"
+            shown = f"{html.escape(prompt + joined(prompt, text))}<b>{html.escape(text)}</b>{more}"
+        else:
+            title, text = (tr("Translation"), text or "∅") if done else (tr("Output so far"), text or "…")
+            shown = f"<b>{html.escape(text)}</b>"
+        self.output.setText(f"<span style='white-space:pre-wrap'>{html.escape(title)}: {shown}</span>")
+
     def set_focus(self, focus: str | None) -> None:
         """Presenter mode shows one part enlarged: ``"candidates"`` (the next-token chart and this step's
         cross-attention) or ``"tree"`` (the beam tree and the n-best list); None shows what the mode needs."""
@@ -524,10 +685,12 @@ class DecodingPanel(QWidget):
 
     def _apply_focus(self, beam: bool) -> None:
         """Greedy: the candidates beside the step's cross-attention. Beam search: the candidates beside the
-        n-best list, the beam tree below them (the attention panel shows the cross-attention)."""
+        n-best list, the beam tree below them (the attention panel shows the cross-attention). A decoder-only
+        model has no cross-attention: its candidates take the whole width."""
         tree = self.focus == "tree" or (beam and self.focus is None)
         appears = tree and self.beam_box.isHidden()
         self.beside.setCurrentIndex(1 if tree else 0)
+        self.beside.setVisible(tree or self.family != "decoder_only")
         self.candidates.setVisible(self.focus != "tree")
         self.beam_box.setVisible(tree)
         if appears and self.focus is None and self.candidates.isVisibleTo(self):
@@ -554,12 +717,18 @@ class DecodingPanel(QWidget):
             notes.append(said + ("" if said.endswith("。") else " ") + hint)  # no space after a Chinese full stop
         cut = view.source_length - view.source_read
         if cut > 0:
-            notes.append(
+            said = (
                 tr(
+                    "The prompt has {total} tokens but the model reads at most {kept}: it continues the first {kept}, "
+                    "the other {cut} were ignored."
+                )  # fmt: skip
+                if self.family == "decoder_only"
+                else tr(
                     "The input has {total} tokens but the model reads at most {kept}: "
                     "only the first {kept} were translated, the other {cut} were ignored."
-                ).format(total=view.source_length, kept=view.source_read, cut=cut)
+                )
             )
+            notes.append(said.format(total=view.source_length, kept=view.source_read, cut=cut))
         self.notice.setText("\n".join(notes))
         self.notice.setVisible(bool(notes))
 
@@ -596,6 +765,8 @@ class DecodingPanel(QWidget):
         if self.view is None or self.selected is None:
             self.candidates.set_title(N_("Next-token candidates"))
             self.candidates.set_data([], np.zeros(0), set())
+            self.candidates.set_axis_label(AXIS)
+            self.candidates.set_note("")
             return
         step_index, row = self.selected
         step = self.view.steps[step_index]
@@ -603,15 +774,46 @@ class DecodingPanel(QWidget):
         kept = {(c.parent, c.token) for c in step.kept}
         chosen = {i for i, t in enumerate(tokens) if (row, t) in kept}
         pieces = [self.piece(t) for t in step.prefixes[row]]
+        if self.family == "decoder_only":  # the model reads the prompt before what it wrote
+            pieces = list(self.view.source_tokens) + pieces
         # the last pieces: the title stays one line (the whole prefix is in the output line above)
         prefix = " ".join((["…"] if len(pieces) > PREFIX_SHOWN else []) + pieces[-PREFIX_SHOWN:]) or "<bos>"
         self.candidates.set_title(tr("Step {n}: after “{prefix}”").format(n=step_index + 1, prefix=prefix))
-        self.candidates.set_data([self.piece(t) for t in tokens], step.top_probs[row], chosen)
+        cut = [] if step.cut is None else [i for i, removed in enumerate(step.cut[row]) if removed]
+        # the token drawn: the one the step kept (a sampled step has one prefix and keeps one token)
+        drawn = tokens.index(step.kept[0].token) if step.sampled and step.kept[0].token in tokens else None
+        self.candidates.set_data([self.piece(t) for t in tokens], step.top_probs[row], chosen, cut, drawn)
+        self._describe_candidates(step, drawn)
         if self.view.settings.beam_size > 1:
             self.tree.select(step_index, row)
 
+    def _describe_candidates(self, step: DecodeStep, drawn: int | None) -> None:
+        """What the bars measure, and for a sampled step how the token was drawn (a note under the chart)."""
+        settings = self.view.settings if self.view is not None else DecodeSettings("")
+        if self.family != "decoder_only":
+            self.candidates.set_axis_label(AXIS)
+        elif step.sampled:
+            label = tr("P(token | text so far) at temperature {t}").format(t=f"{settings.temperature:g}")
+            self.candidates.set_axis_label(label)
+        else:
+            self.candidates.set_axis_label(N_("P(token | text so far)"))
+        if not step.sampled:
+            self.candidates.set_note("")
+            return
+        notes = [tr("Sampled: the next token is drawn at random, each with a chance in proportion to its bar; "
+                    "the outlined bar is the one drawn.")]  # fmt: skip
+        cuts = ([f"top-k {settings.sample_top_k}"] if settings.sample_top_k else []) + (
+            [f"top-p {settings.top_p:g}"] if settings.top_p < 1 else [])  # fmt: skip
+        if cuts:
+            notes.append(tr("Grey bars were cut by {cuts}: they could not be drawn.").format(cuts=" · ".join(cuts)))
+        if drawn is None:
+            token = self.piece(step.kept[0].token)
+            notes.append(tr("The token drawn, “{token}”, is not among the {n} shown.").format(
+                token=token, n=len(step.top_tokens[0])))  # fmt: skip
+        self.candidates.set_note(" ".join(notes))
+
     def _draw_cross(self) -> None:
-        if self.view is None or self.selected is None or self.info is None:
+        if self.view is None or self.selected is None or self.info is None or self.family == "decoder_only":
             self.cross.set_data(np.zeros((0, 0)), [], [])
             return
         step_index, row = self.selected

@@ -1,11 +1,12 @@
-"""Tokens drawn as chips in a row that wraps, with optional highlighting (e.g. unknown pieces, shown as typed)."""
+"""Tokens drawn as chips in a row that wraps, with optional highlighting (e.g. unknown pieces, shown as typed);
+optionally clickable (a person masks a token by clicking it), with marked chips (e.g. masked ones)."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
@@ -16,6 +17,8 @@ CHIP_BORDER = QColor("#9db3d6")
 UNKNOWN = QColor("#ffd6d6")
 UNKNOWN_BORDER = QColor("#d9534f")
 SPECIAL = QColor("#eeeeee")
+MARKED = QColor("#ffe7b8")  # e.g. a masked position
+MARKED_BORDER = QColor("#e08a00")
 
 
 def plain_tooltip(text: str) -> str:
@@ -28,12 +31,16 @@ class TokenStrip(QWidget):
     for them when it is given (``typed``), and a tooltip saying that the model reads ``<unk>`` there."""
 
     PAD_X, PAD_Y, GAP = 5, 2, 4
+    chip_clicked = Signal(int)  # the index of the chip a person clicked (only when clickable)
 
     def __init__(self, tokens: list[str] | None = None, highlight: set[int] | None = None, parent=None):
         super().__init__(parent)
         self.tokens: list[str] = []  # the text on each chip
         self.pieces: list[str] = []  # the pieces as the model reads them (<unk> where a chip shows what was typed)
         self.highlight: set[int] = set()
+        self.marked: set[int] = set()  # chips drawn as marked (e.g. masked positions)
+        self.tips: dict[int, str] = {}  # a chip's own tooltip (plain text)
+        self.clickable = False
         self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
         self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
@@ -53,6 +60,24 @@ class TokenStrip(QWidget):
         self._measure()
         self.updateGeometry()
         self.update()
+
+    def set_marks(self, marked: set[int], tips: dict[int, str] | None = None) -> None:
+        """Draw the ``marked`` chips as marked; ``tips``: a tooltip of a chip's own (plain text)."""
+        self.marked, self.tips = set(marked), dict(tips or {})
+        self.update()
+
+    def set_clickable(self, on: bool) -> None:
+        """Chips a person may click (``chip_clicked``), with a pointing hand over them."""
+        self.clickable = on
+        self.setCursor(Qt.CursorShape.PointingHandCursor if on else Qt.CursorShape.ArrowCursor)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        i = self.chip_at(event.position().toPoint()) if self.clickable else None
+        if i is not None and event.button() == Qt.MouseButton.LeftButton:
+            event.accept()
+            self.chip_clicked.emit(i)
+            return
+        super().mousePressEvent(event)
 
     def _measure(self) -> None:
         fm = QFontMetrics(self.font())
@@ -94,6 +119,9 @@ class TokenStrip(QWidget):
                 text = tr("“{word}” is not in the model's vocabulary: it reads <unk>").format(word=self.tokens[i])
                 QToolTip.showText(event.globalPos(), plain_tooltip(text), self)
                 return True
+            if i is not None and i in self.tips:
+                QToolTip.showText(event.globalPos(), plain_tooltip(self.tips[i]), self)
+                return True
         return super().event(event)
 
     @staticmethod
@@ -116,8 +144,9 @@ class TokenStrip(QWidget):
         for i, (t, r) in enumerate(zip(self.tokens, self._layout(self.width()))):
             special = t.startswith("<") and t.endswith(">")
             fill, border = (UNKNOWN, UNKNOWN_BORDER) if i in self.highlight else (
-                (SPECIAL, CHIP_BORDER) if special else (CHIP, CHIP_BORDER))  # fmt: skip
-            p.setPen(QPen(border, 1))
+                (MARKED, MARKED_BORDER) if i in self.marked else (SPECIAL, CHIP_BORDER) if special else (
+                    CHIP, CHIP_BORDER))  # fmt: skip
+            p.setPen(QPen(border, 2 if i in self.marked else 1))
             p.setBrush(fill)
             p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
             p.setPen(QColor("#202020"))
