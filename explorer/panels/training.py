@@ -233,7 +233,8 @@ class TrainingPanel(QWidget):
         self.plot_grid.setContentsMargins(0, 0, 0, 0)
         self._arranged: tuple[int, tuple[str, ...]] | None = None
         for name, title, ylabel in self.PLOTS:
-            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.0)}
+            # a share is ≤ 1: the experts' plot keeps the band above 1 for its legend, over no curve
+            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.3)}
             self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",),
                                           y_domain=domain.get(name), parent=grid)  # fmt: skip
         self.expert_load_plot = self.plots["expert_load_plot"]
