@@ -71,3 +71,35 @@ class Progress:
         if self.tty:
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+# which command-line tool uses each family
+TOOL_OF = {"encoder_decoder": "model.translate", "decoder_only": "model.generate", "encoder_only": "model.fill_mask"}
+
+
+def open_checkpoint(args: argparse.Namespace, arch: str) -> Any:
+    """The checkpoint ``args.checkpoint`` on ``args.device`` (threads from ``args.threads``), when it is a model of
+    the family ``arch``; else None, with the reason (and the tool for the family it is) on stderr."""
+    import torch
+
+    from model.checkpoint import CheckpointError
+    from model.session import Session
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        session = Session.load(args.checkpoint, device=args.device)
+    except (CheckpointError, ValueError) as exc:  # ValueError: e.g. --device cuda without a GPU
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    family = session.model_cfg.arch
+    if family != arch:
+        name = family.replace("_", "-")
+        print(f"error: {args.checkpoint} is a {name} model; use {TOOL_OF[family]} with it", file=sys.stderr)
+        return None
+    return session
+
+
+def input_lines(texts: list[str]) -> Any:
+    """The texts given on the command line, else the lines of stdin, numbered from 1."""
+    return enumerate(texts or (line.rstrip("\n") for line in sys.stdin), start=1)

@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
-from model.checkpoint import CheckpointError
+from model.cli_common import input_lines, open_checkpoint
 from model.device import DEVICE_CHOICES
-from model.session import Session
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,23 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int)
     ap.add_argument("text", nargs="*", help="sentences with <mask> (default: read lines from stdin)")
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.top_k < 1:
         ap.error("--top-k must be at least 1")
-    try:
-        session = Session.load(args.checkpoint, device=args.device)
-    except (CheckpointError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if session.model_cfg.arch != "encoder_only":
-        family = session.model_cfg.arch.replace("_", "-")
-        hint = "model.translate" if family == "encoder-decoder" else "model.generate"
-        print(f"error: {args.checkpoint} is a {family} model; it does not fill masks (use {hint})", file=sys.stderr)
+    session = open_checkpoint(args, "encoder_only")
+    if session is None:
         return 2
     status = 0
-    lines = args.text or (line.rstrip("\n") for line in sys.stdin)
-    for n, line in enumerate(lines, start=1):
+    for n, line in input_lines(args.text):
         try:
             view = session.fill_mask(line, top_k=args.top_k)
         except ValueError as exc:

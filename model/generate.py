@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
-from model.checkpoint import CheckpointError
+from model.cli_common import input_lines, open_checkpoint
 from model.decoding import generate
 from model.device import DEVICE_CHOICES
 from model.session import GENERATE_TOKENS, Session
@@ -38,8 +36,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.temperature < 0:
         ap.error("--temperature must be ≥ 0")
     if args.top_k is not None and args.top_k < 1:
@@ -48,18 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--top-p must be in (0, 1]")
     if args.max_new_tokens < 1:
         ap.error("--max-new-tokens must be at least 1")
-    try:
-        session = Session.load(args.checkpoint, device=args.device)
-    except (CheckpointError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    session = open_checkpoint(args, "decoder_only")
+    if session is None:
         return 2
-    if session.model_cfg.arch != "decoder_only":
-        family = session.model_cfg.arch.replace("_", "-")
-        hint = "model.translate" if family == "encoder-decoder" else "model.fill_mask"
-        print(f"error: {args.checkpoint} is an {family} model; it does not continue text (use {hint})", file=sys.stderr)
-        return 2
-    lines = args.prompt or (line.rstrip("\n") for line in sys.stdin)
-    for n, line in enumerate(lines, start=1):
+    for n, line in input_lines(args.prompt):
         if not line.strip():
             print(f"line {n}: empty, nothing to continue", file=sys.stderr)
             print()

@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
-from model.checkpoint import CheckpointError
+from model.cli_common import input_lines, open_checkpoint
 from model.device import DEVICE_CHOICES
-from model.session import Session
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,19 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int)
     ap.add_argument("text", nargs="*", help="sentences to translate (default: read lines from stdin)")
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.beam < 1:
         ap.error("--beam must be at least 1")
-    try:
-        session = Session.load(args.checkpoint, device=args.device)
-    except (CheckpointError, ValueError) as exc:  # ValueError: e.g. --device cuda without a GPU
-        print(f"error: {exc}", file=sys.stderr)
+    session = open_checkpoint(args, "encoder_decoder")
+    if session is None:
         return 2
     if args.max_len is not None and not 1 <= args.max_len <= session.model_cfg.max_len:
         ap.error(f"--max-len must be between 1 and {session.model_cfg.max_len} for this model")
-    lines = args.text or (line.rstrip("\n") for line in sys.stdin)
-    for n, line in enumerate(lines, start=1):
+    for n, line in input_lines(args.text):
         if not line.strip():
             print(f"line {n}: empty, nothing to translate", file=sys.stderr)
             print()
