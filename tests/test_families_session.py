@@ -148,3 +148,30 @@ def test_the_explainer_spells_out_t5_attention_with_its_relative_bias():
         ex = s.explain_attention("the cat", list(inspection.target_ids), "decoder_self", layer, head)
         assert "relative position bias" in ex.title
         assert abs(ex.weights - inspection.decoder_self[layer, head]).max() < 1e-5
+
+
+def test_masked_lm_loss_counts_only_the_chosen_positions():
+    from model.config import ModelConfig
+    from model.data.text_batching import IGNORE, MLMBatch
+    from model.objectives import run_batch
+    from model.transformer import Transformer
+
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig.preset("tiny", arch="encoder_only", src_vocab_size=0, tgt_vocab_size=0,
+                                           vocab_size=30, dropout=0.0))  # fmt: skip
+    ids = torch.randint(5, 30, (3, 9))
+    labels = torch.full_like(ids, IGNORE)
+    chosen = torch.tensor([[0, 2], [1, 5], [2, 7]])
+    for row, col in chosen.tolist():
+        labels[row, col] = int(torch.randint(5, 30, ()))
+    batch = MLMBatch(ids, torch.zeros_like(ids), labels, None, len(chosen))
+    out = run_batch(model, batch, label_smoothing=0.0)
+    logits = model(ids).float()
+    rows, cols = chosen[:, 0], chosen[:, 1]
+    expected = torch.nn.functional.cross_entropy(logits[rows, cols], labels[rows, cols])
+    assert out.counted == 3 and float(out.loss) == pytest.approx(float(expected), rel=1e-5)
+    # what sits at an unchosen position's label changes nothing; a chosen one's does
+    other = labels.clone()
+    other[0, 0] = 7  # position (0, 0) was not chosen: now it is, and the loss moves
+    moved = run_batch(model, MLMBatch(ids, torch.zeros_like(ids), other, None, 4), 0.0)
+    assert moved.counted == 4 and float(moved.loss) != pytest.approx(float(out.loss))
