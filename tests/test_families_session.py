@@ -169,9 +169,9 @@ def test_masked_lm_loss_counts_only_the_chosen_positions():
     logits = model(ids).float()
     rows, cols = chosen[:, 0], chosen[:, 1]
     expected = torch.nn.functional.cross_entropy(logits[rows, cols], labels[rows, cols])
-    assert out.counted == 3 and float(out.loss) == pytest.approx(float(expected), rel=1e-5)
+    assert out.counted == 3 and out.loss.item() == pytest.approx(expected.item(), rel=1e-5)
     # what sits at an unchosen position's label changes nothing; a chosen one's does
     other = labels.clone()
     other[0, 0] = 7  # position (0, 0) was not chosen: now it is, and the loss moves
     moved = run_batch(model, MLMBatch(ids, torch.zeros_like(ids), other, None, 4), 0.0)
-    assert moved.counted == 4 and float(moved.loss) != pytest.approx(float(out.loss))
+    assert moved.counted == 4 and moved.loss.item() != pytest.approx(out.loss.item())
