@@ -283,6 +283,25 @@ it skip the layer.)</p>""",
 <p>这里<b>不丢弃任何词元</b>：一个专家接收送来的所有词元，不论多少，所以一个词元的输出从不取决于同一批里还有哪些别的词元。（大型系统给每个专家设定容量，超出容量的词元直接跳过这一层。）</p>""",
     },
 }
+# the Decoding panel's explanation for a decoder-only model (its prompt, greedy, sampling, beam)
+TOPIC_HELP["generation"] = {
+    "en": """<p>A decoder-only model (GPT) does not translate: it <b>continues the prompt</b>, one token at a
+time. At every step it reads &lt;bos&gt;, the prompt and what it has written so far, and gives a probability to
+every possible next token; the bars show the ten most likely.</p>
+<p><b>Greedy</b> always takes the most likely token, so the same prompt always gives the same text (and often a
+repetitive one). <b>Sample</b> draws the token at random, each with a chance equal to its probability:
+<b>temperature</b> T divides the scores before the softmax — below 1 the likely tokens get likelier, above 1 the
+distribution flattens; <b>top-k</b> keeps only the k most likely tokens, <b>top-p</b> (nucleus sampling) only
+the smallest set of most likely tokens whose probabilities add up to p. The grey bars are the tokens these cuts
+removed: they could not be drawn; the outlined bar is the one that was. The same <b>seed</b> draws the same
+text again. <b>Beam</b> search keeps the k most probable continuations, as for translation.</p>""",
+    "zh": """<p>仅解码器模型（GPT）不做翻译：它<b>接着提示词往下写</b>，一次一个词元。每一步它读入 &lt;bos&gt;、提示词和已经写出的内容，
+给每个可能的下一个词元一个概率；条形图显示概率最高的十个。</p>
+<p><b>贪心</b>总是取最可能的词元，所以同一个提示词总是得到同一段文字（而且常常重复）。<b>采样</b>按概率随机抽取词元：
+<b>温度</b> T 在 softmax 之前去除得分——小于 1 时可能的词元更可能，大于 1 时分布变平；<b>top-k</b> 只保留最可能的 k 个词元，
+<b>top-p</b>（核采样）只保留概率之和达到 p 的最小的一组最可能词元。灰色的条是被这些截断去掉的词元，不可能被抽到；带框的条是抽中的那个。
+同一个<b>种子</b>会再次抽出同一段文字。<b>束搜索</b>与翻译时一样，保留概率最高的 k 个续写。</p>""",
+}
 HELP.update(TOPIC_HELP)
 
 

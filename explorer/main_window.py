@@ -480,8 +480,22 @@ class MainWindow(QMainWindow):
         if ms:
             self._note_timer.start(ms)
 
+    # what the Decoding panel is for each family: its dock's title and its explanation
+    DECODING_OF = {
+        "encoder_decoder": (N_("Decoding"), "decoding"),
+        "decoder_only": (N_("Decoding"), "generation"),
+        "encoder_only": (N_("Fill the mask"), "family_encoder_only"),
+    }
+
+    def _follow_family(self, arch: str) -> None:
+        title, topic = self.DECODING_OF.get(arch, self.DECODING_OF["encoder_decoder"])
+        self._decoding_title = title
+        self.docks["decoding"].setWindowTitle(tr(title))
+        if self.help_boxes["decoding"].key != topic:
+            self.help_boxes["decoding"].set_topic(topic, "")
+
     def retranslate(self) -> None:
-        titles = dict(self.PANELS)
+        titles = {**dict(self.PANELS), "decoding": getattr(self, "_decoding_title", N_("Decoding"))}
         for key, dock in self.docks.items():
             dock.setWindowTitle(tr(titles[key]))
             self.panels[key].retranslate()
@@ -558,6 +572,7 @@ class MainWindow(QMainWindow):
         # a late automatic load never overwrites settings the person has been editing meanwhile
         self.training.on_run(info, fill_form=not (automatic and self.training.form.edited))
         self.decoding.on_run(info)
+        self._follow_family(info.model_config.arch)
         self.attention.on_run(info)
         self.positional.on_run(info)
         self.model_panel.on_run(info)

@@ -1,0 +1,29 @@
+"""The window names what the Decoding panel is for the model's family, and explains it."""
+
+from explorer.help import HELP
+from explorer.i18n import language
+
+
+def test_the_decoding_dock_follows_the_family(make_window):
+    window = make_window()
+    dock, box = window.docks["decoding"], window.help_boxes["decoding"]
+    window._follow_family("encoder_only")
+    assert dock.windowTitle() == "Fill the mask" and box.key == "family_encoder_only"
+    window._follow_family("decoder_only")
+    assert dock.windowTitle() == "Decoding" and box.key == "generation"
+    assert "top-p" in box.text.text() and "seed" in box.text.text()
+    window._follow_family("encoder_only")
+    language.set("zh")
+    try:
+        window.retranslate()
+        assert dock.windowTitle() == "填空"  # the family's title, in the interface language
+    finally:
+        language.set("en")
+        window.retranslate()
+    window._follow_family("encoder_decoder")
+    assert dock.windowTitle() == "Decoding" and box.key == "decoding"
+
+
+def test_the_generation_help_exists_in_both_languages():
+    assert {"en", "zh"} <= set(HELP["generation"])
+    assert "温度" in HELP["generation"]["zh"] and "temperature" in HELP["generation"]["en"]
