@@ -24,7 +24,7 @@ one was drawn (``DecodeStep.cut``, ``DecodeStep.sampled``). An encoder-only mode
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -411,7 +411,7 @@ class DecodingPanel(QWidget):
     # -- requests --------------------------------------------------------------------------------
     def settings(self) -> DecodeSettings:
         beam = self.mode.currentData() == "beam"
-        sampling = {}
+        sampling: dict[str, Any] = {}
         if self.mode.currentData() == "sample":  # only offered for a decoder-only model
             seed = self.seed_spin.value()
             sampling = dict(temperature=self.temperature_spin.value(), sample_top_k=self.top_k_spin.value(),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QGridLayout,
@@ -93,10 +94,10 @@ class FillMaskPanel(QWidget):
         self.chart_box = QWidget()
         self.grid = QGridLayout(self.chart_box)
         self.grid.setContentsMargins(0, 0, 0, 0)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.scroll.setWidget(self.chart_box)
+        self.chart_scroll = QScrollArea()
+        self.chart_scroll.setWidgetResizable(True)
+        self.chart_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.chart_scroll.setWidget(self.chart_box)
 
     def _connect(self) -> None:
         self.input.returnPressed.connect(self._on_fill_asked)
@@ -122,7 +123,7 @@ class FillMaskPanel(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.chips)
         layout.addWidget(self.message)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.chart_scroll, 1)
 
     def retranslate(self) -> None:
         self.input.setPlaceholderText(tr("Type a sentence with <mask> where a word is missing, and press Enter"))
@@ -305,5 +306,5 @@ class FillMaskPanel(QWidget):
                 note = tr("The original “{token}” is not among the model's {n} guesses.")
             note = note.format(token=p.original, rank=(found or 0) + 1, n=len(p.tokens))
         chart.set_title(title)
-        chart.set_data(p.tokens, p.probs, set() if found is None else {found})
+        chart.set_data(p.tokens, np.asarray(p.probs), set() if found is None else {found})
         chart.set_note(note)

@@ -121,7 +121,9 @@ class PlotArea(QScrollArea):
         height = self.height()
         scrolls = self.needed > height
         width = self.width() - (self.verticalScrollBar().sizeHint().width() if scrolls else 0)
-        self.widget().resize(width, max(height, self.needed))
+        inner = self.widget()
+        if inner is not None:
+            inner.resize(width, max(height, self.needed))
 
 
 class TrainingPanel(QWidget):

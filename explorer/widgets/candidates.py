@@ -100,8 +100,8 @@ class CandidateBars(QWidget):
         self.tokens, self.probs, self.chosen = list(tokens), np.asarray(probs, dtype=float), set(chosen)
         self.cut, self.drawn = set(cut), drawn
         n = len(self.tokens)
-        cut = cut_colour()
-        brushes = [pg.mkBrush(cut if i in self.cut else CHOSEN if i in self.chosen else OTHER) for i in range(n)]
+        grey = cut_colour()
+        brushes = [pg.mkBrush(grey if i in self.cut else CHOSEN if i in self.chosen else OTHER) for i in range(n)]
         edge = pg.mkPen(foreground())
         pens = [pg.mkPen(DRAWN, width=3) if i == drawn else edge for i in range(n)] or None  # (pyqtgraph: not [])
         self.bars.setOpts(x0=np.zeros(n), y=np.arange(n), height=0.7, width=self.probs, brushes=brushes, pens=pens)
