@@ -54,9 +54,13 @@ class Scene:
     name: str
     view: str
     sentence: str = ""
-    mode: str = "greedy"  # greedy | beam
+    mode: str = "greedy"  # greedy | beam | sample (a decoder-only model)
     beam_size: int = 4
     length_penalty: float = 0.6
+    temperature: float = 1.0  # sampling (mode "sample"): temperature, top-k (0: off), top-p (1: off), seed (-1: random)
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
     attention_kind: str = "cross"
     layer: int = 1
     head: int = 1
@@ -287,8 +291,9 @@ class Presenter(QObject):
         return Scene(
             name=name, view=self.view, sentence=d.input.text(), mode=str(d.mode.currentData()),
             beam_size=d.beam_size.value(), length_penalty=d.alpha.value(),
-            attention_kind=str(a.kind.currentData()), layer=a.layer.value(), head=a.head.value(),
-            average=a.average.isChecked(),
+            temperature=d.temperature_spin.value(), top_k=d.top_k_spin.value(), top_p=d.top_p_spin.value(),
+            seed=d.seed_spin.value(), attention_kind=str(a.kind.currentData()), layer=a.layer.value(),
+            head=a.head.value(), average=a.average.isChecked(),
         )  # fmt: skip
 
     def save_scene(self, name: str) -> None:
@@ -308,6 +313,10 @@ class Presenter(QObject):
         d.mode.setCurrentIndex(max(0, d.mode.findData(scene.mode)))
         d.beam_size.setValue(scene.beam_size)
         d.alpha.setValue(scene.length_penalty)
+        d.temperature_spin.setValue(scene.temperature)
+        d.top_k_spin.setValue(scene.top_k)
+        d.top_p_spin.setValue(scene.top_p)
+        d.seed_spin.setValue(scene.seed)
         a.kind.setCurrentIndex(max(0, a.kind.findData(scene.attention_kind)))
         a.layer.setValue(scene.layer)
         a.head.setValue(scene.head)

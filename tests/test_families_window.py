@@ -27,3 +27,18 @@ def test_the_decoding_dock_follows_the_family(make_window):
 def test_the_generation_help_exists_in_both_languages():
     assert {"en", "zh"} <= set(HELP["generation"])
     assert "温度" in HELP["generation"]["zh"] and "temperature" in HELP["generation"]["en"]
+
+
+def test_a_scene_keeps_the_sampling_settings(make_window):
+    window = make_window()
+    d = window.decoding
+    d.temperature_spin.setValue(0.7)
+    d.top_k_spin.setValue(12)
+    d.top_p_spin.setValue(0.85)
+    d.seed_spin.setValue(5)
+    window.presenter.save_scene("sampling")
+    for spin, value in ((d.temperature_spin, 1.5), (d.top_k_spin, 0), (d.top_p_spin, 1.0), (d.seed_spin, 9)):
+        spin.setValue(value)
+    window.presenter.apply_scene("sampling")
+    assert (d.temperature_spin.value(), d.top_k_spin.value(), d.seed_spin.value()) == (0.7, 12, 5)
+    assert abs(d.top_p_spin.value() - 0.85) < 1e-9
