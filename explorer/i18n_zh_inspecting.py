@@ -64,4 +64,6 @@ ZH_INSPECTING: dict[str, str] = {
     "The encoder's buckets are split between keys before and after the query ({e} exact offsets each way).": "编码器的桶"
     "分给查询之前和之后的键（每个方向 {e} 个精确的偏移）。",
     "The decoder's all look back ({d} exact offsets).": "解码器的桶全部向前看（{d} 个精确的偏移）。",
+    "T5: each head's learned bias, per offset key − query": "T5：每个注意力头学到的偏置，按偏移 键 − 查询",
+    "bias": "偏置",
 }

@@ -209,6 +209,8 @@ class PositionalTables:
     step: int  # training step of the weights
     source: np.ndarray | None = None  # learned tables [max_len, d_model]; None for the other kinds
     target: np.ndarray | None = None
+    t5_encoder: np.ndarray | None = None  # T5: the learned bias [buckets, heads] of the encoder's self-attention
+    t5_decoder: np.ndarray | None = None  # … and of the decoder's (None where the model has no such stack)
 
 
 # -- answers to requests (each carries the id of the request it answers) ----------------------------
@@ -681,7 +683,7 @@ class Engine(QThread):
     def _positional(self, c: Positional) -> None:
         t = self._need_session().positional_tables()
         tables = PositionalTables(t["kind"], t["d_model"], t["max_len"], t["head_dim"], t["step"], t.get("source"),
-                                  t.get("target"))  # fmt: skip
+                                  t.get("target"), t.get("t5_encoder"), t.get("t5_decoder"))  # fmt: skip
         self.positional_ready.emit(PositionalReady(c.request_id, tables))
 
     def _describe_data(self) -> None:

@@ -723,6 +723,9 @@ class Session:
         if isinstance(src_pos, LearnedPositionalEncoding) and isinstance(tgt_pos, LearnedPositionalEncoding):
             info["source"] = src_pos.table().detach().float().cpu().numpy().copy()
             info["target"] = tgt_pos.table().detach().float().cpu().numpy().copy()
+        for stack, table in (("t5_encoder", self.model.encoder_bias), ("t5_decoder", self.model.decoder_bias)):
+            if table is not None:  # T5: the learned bias of each bucket and head, [buckets, heads]
+                info[stack] = table.weight.detach().float().cpu().numpy().copy()
         return info
 
     # -- saving and loading -----------------------------------------------------------

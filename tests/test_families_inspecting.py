@@ -345,3 +345,30 @@ def test_the_family_help_opens_from_the_panel_in_the_interface_language(panel, g
         assert not help_box.sheet.isVisible()
     router_help = panel.router.help
     assert router_help.key == "router" and router_help.sheet.text.text() == HELP["router"]["en"]
+
+
+@pytest.mark.parametrize("arch", ["decoder_only", "encoder_only"])
+def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arch):
+    from explorer.panels.positional import PositionalPanel
+    from explorer.worker import PositionalTables
+
+    session = text_session(arch, positional="t5_relative")
+    info = run_info(session)
+    t = session.positional_tables()
+    stack = session.model.decoder_bias if arch == "decoder_only" else session.model.encoder_bias
+    assert np.array_equal(t["t5_decoder" if arch == "decoder_only" else "t5_encoder"], stack.weight.detach().numpy())
+    lab = PositionalPanel()
+    qtbot.addWidget(lab)
+    lab.show()
+    lab.on_run(info)
+    tables = PositionalTables(t["kind"], t["d_model"], t["max_len"], t["head_dim"], t["step"], None, None,
+                              t.get("t5_encoder"), t.get("t5_decoder"))  # fmt: skip
+    lab.on_tables(tables)
+    m = info.model_config
+    assert len(lab.t5_bias.series) == m.n_heads and not lab.t5_bias.isHidden()
+    for h, (offsets, bias) in enumerate(lab.t5_bias.series.values()):
+        # the bias the model itself adds (T5RelativeBias.forward) for a query at position q, at each offset
+        q = max(0, -int(offsets.min()))
+        full = stack(1, q + int(offsets.max()) + 1, offset=q)[0, h, 0].detach().numpy()  # keys 0 … for query q
+        assert bias == pytest.approx(full[offsets + q], abs=1e-6)
+    assert f"step {session.step}" in lab.t5_bias.title.text()

@@ -158,6 +158,8 @@ class PositionalPanel(QWidget):
                                 N_("offset key − query"), N_("bucket"))  # fmt: skip
         self.t5_matrix = Heatmap("pe_t5_matrix", N_("T5: the bucket of each query and key position"), (0.0, 1.0),
                                  row_name=N_("query position"), col_name=N_("key position"))  # fmt: skip
+        self.t5_bias = LinePlot("pe_t5_bias", N_("T5: each head's learned bias, per offset key − query"),
+                                N_("offset key − query"), N_("bias"))  # fmt: skip
 
     def _lay_out(self) -> None:
         self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
@@ -188,6 +190,7 @@ class PositionalPanel(QWidget):
         mp.addWidget(self.rope_scores, 2, 1)
         mp.addWidget(self.t5_plot, 3, 0)
         mp.addWidget(self.t5_matrix, 3, 1)
+        mp.addWidget(self.t5_bias, 4, 0, 1, 2)
         self.tabs.addTab(model_page, "")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -201,7 +204,7 @@ class PositionalPanel(QWidget):
         for i, text in enumerate((N_("Curves"), N_("Matrix"), N_("Similarity"), N_("Shift by k"), N_("This model"))):
             self.tabs.setTabText(i, tr(text))
         for w in (self.curves, self.matrix, self.similarity, self.shift_plot, self.shift_matrix, self.learned,
-                  self.rope_angles, self.rope_scores, self.t5_plot, self.t5_matrix):  # fmt: skip
+                  self.rope_angles, self.rope_scores, self.t5_plot, self.t5_matrix, self.t5_bias):  # fmt: skip
             w.retranslate()
         self.redraw()
 
@@ -232,7 +235,7 @@ class PositionalPanel(QWidget):
         self._draw_model()
 
     def _refresh(self) -> None:
-        learned = self.info is not None and self.info.model_config.positional == "learned"
+        learned = self.info is not None and self.info.model_config.positional in ("learned", "t5_relative")
         if self.training and learned and self.isVisible() and self.client is not None:
             self.client.ask(Positional())
 
@@ -305,7 +308,7 @@ class PositionalPanel(QWidget):
         self.learned.setVisible(kind == "learned")
         for w in (self.rope_angles, self.rope_scores):
             w.setVisible(kind == "rope")
-        for w in (self.t5_plot, self.t5_matrix):
+        for w in (self.t5_plot, self.t5_matrix, self.t5_bias):
             w.setVisible(kind == "t5_relative")
         if info is None:
             self.model_note.setText(tr("No model loaded."))
@@ -389,7 +392,27 @@ class PositionalPanel(QWidget):
         later = None if bidirectional else np.triu(np.ones((n, n), dtype=bool), 1)  # the causal mask hides them
         labels = [str(p) for p in range(n)]
         self.t5_matrix.set_data(grid, labels, labels, later, levels=(0.0, float(n_buckets - 1)))
+        self._draw_t5_bias(m, offsets)
         self.model_note.setText(self._t5_note(m.arch, n_buckets, far))
+
+    def _draw_t5_bias(self, m, offsets) -> None:
+        """Each head's learned bias per offset (the table looked up by bucket), of the model's weights now: the
+        decoder's for a decoder-only model (looking back), else the encoder's (both ways)."""
+        from model.positional import t5_buckets
+
+        tables = self.model_tables
+        table = None if tables is None else (tables.t5_decoder if m.arch == "decoder_only" else tables.t5_encoder)
+        if table is None:  # the weights have not arrived yet
+            self.t5_bias.set_series([])
+            return
+        both = m.arch != "decoder_only"
+        shown = offsets if both else offsets[offsets <= 0]
+        rows = table[t5_buckets(shown, both, m.t5_buckets, m.t5_max_distance).numpy()]  # [offsets, heads]
+        x = shown.numpy()
+        self.t5_bias.set_series([(f"{tr('head')} {h + 1}", x, rows[:, h], {}) for h in range(rows.shape[1])])
+        assert tables is not None
+        title = tr("T5: each head's learned bias, per offset key − query")
+        self.t5_bias.title.setText(f"{title} — {tr('step {n}').format(n=tables.step)}")
 
     @staticmethod
     def _t5_note(arch: str, n_buckets: int, far: int) -> str:
