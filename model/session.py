@@ -56,7 +56,16 @@ from model.snapshots import (  # torch-free; still importable from here
     RouterView,
     Translation,
 )
-from model.tokenization import BOS_ID, EOS_ID, SPECIAL_TOKENS, Encoded, TextTokenizer, TokenizerSpec, normalize_text
+from model.tokenization import (
+    BOS_ID,
+    EOS_ID,
+    MASK,
+    SPECIAL_TOKENS,
+    Encoded,
+    TextTokenizer,
+    TokenizerSpec,
+    normalize_text,
+)
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 from model.transformer import AttentionMaps, Transformer
 
@@ -627,6 +636,7 @@ class Session:
         if mask_id is None:
             raise ValueError("this model's tokenizer has no <mask> token, so it cannot fill masks")
         ids, originals = self._masked_input(text, mask_positions)
+        shown = self._with_masks_written(text, [p for p, o in enumerate(originals) if o is not None])
         if mask_id not in ids:
             raise ValueError("Write <mask> where the model should fill a word in, or click a token to mask it.")
         show = self.src_tok.display_token
@@ -635,7 +645,18 @@ class Session:
             for f in fill_mask(self.model, ids, mask_id, top_k)
         ]
         tokens = [show(i) for i in ids]
-        return FillMaskView(text, tokens, predictions, self._inspect_ids(ids, text), self.step)
+        return FillMaskView(text, tokens, predictions, self._inspect_ids(ids, shown), self.step)
+
+    def _with_masks_written(self, text: str, positions: list[int]) -> str:
+        """``text`` (normalised) with the pieces at input ``positions`` (1 = the first after BOS) written as
+        <mask>: the text the inspection names, so that asking about it again (the Q·K explainer) reads the
+        same masked input."""
+        encoded = self.src_tok.encode(text)
+        out = encoded.text
+        for p in sorted(positions, reverse=True):  # right to left: earlier spans stay where they are
+            a, b = encoded.spans[p - 1]
+            out = out[:a] + MASK + out[b:]
+        return out
 
     def attention_masks(self, src_ids: list[int], tgt_in: list[int]) -> dict[str, np.ndarray]:
         """Where each attention of this model may look for one pair (True = may attend); ``tgt_in`` = BOS + y."""

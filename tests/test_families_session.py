@@ -175,3 +175,13 @@ def test_masked_lm_loss_counts_only_the_chosen_positions():
     other[0, 0] = 7  # position (0, 0) was not chosen: now it is, and the loss moves
     moved = run_batch(model, MLMBatch(ids, torch.zeros_like(ids), other, None, 4), 0.0)
     assert moved.counted == 4 and moved.loss.item() != pytest.approx(out.loss.item())
+
+
+def test_a_clicked_mask_is_part_of_the_input_the_explainer_reads():
+    s = _session("encoder_only")
+    s.train_steps(3)
+    view = s.fill_mask("the cat is red .", mask_positions=(2,))
+    assert view.tokens[2] == "<mask>" and view.inspection.source == "the <mask> is red ."
+    ex = s.explain_attention(view.inspection.source, None, "encoder", 0, 1)
+    assert ex.query_tokens == view.tokens
+    assert abs(ex.weights - view.inspection.encoder[0, 1]).max() < 1e-5
