@@ -2,9 +2,9 @@
 
 ZH_TRAINING: dict[str, str] = {
     # the settings form: families, their data, next-sentence prediction
-    "Encoder–decoder (translation, the paper)": "编码器–解码器（翻译，论文原型）",
-    "Decoder-only (GPT: next token)": "仅解码器（GPT：预测下一个词元）",
-    "Encoder-only (BERT: masked tokens)": "仅编码器（BERT：预测被遮住的词元）",
+    "Encoder–decoder (the paper)": "编码器–解码器（论文原型）",
+    "GPT: decoder-only, next token": "GPT：仅解码器，预测下一个词元",
+    "BERT: encoder-only, masked tokens": "BERT：仅编码器，预测被遮住的词元",
     "Next-sentence prediction": "下一句预测",
     "A decoder-only model": "仅解码器模型",
     "An encoder-only model": "仅编码器模型",

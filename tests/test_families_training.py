@@ -124,7 +124,7 @@ def test_the_families_speak_chinese(panel):
     try:
         language.set("zh")
         panel.retranslate()
-        assert panel.arch_combo.itemText(1).startswith("仅解码器")
+        assert panel.arch_combo.itemText(1).startswith("GPT：仅解码器")
         choose_family(panel, "decoder_only")
         assert panel.form.task_combo.itemText(panel.form.task_combo.count() - 1) == "你的文本文件…"
     finally:

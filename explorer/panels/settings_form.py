@@ -56,10 +56,11 @@ SHORT_NAMES = {
     "aux_loss_coef": "balance_spin",
 }  # fmt: skip
 # Choices shown by a readable name (the combo box's data stays the field's value); the others show their value.
+# the family's best-known name first: a narrow settings column (1366 px) shows the start of it
 FAMILY_NAMES = {
-    "encoder_decoder": N_("Encoder–decoder (translation, the paper)"),
-    "decoder_only": N_("Decoder-only (GPT: next token)"),
-    "encoder_only": N_("Encoder-only (BERT: masked tokens)"),
+    "encoder_decoder": N_("Encoder–decoder (the paper)"),
+    "decoder_only": N_("GPT: decoder-only, next token"),
+    "encoder_only": N_("BERT: encoder-only, masked tokens"),
 }
 CHOICE_NAMES = {"arch": FAMILY_NAMES}
 # The tasks each kind of family learns from: sentence pairs (encoder–decoder) or single texts (the others).
