@@ -38,10 +38,12 @@ class Outcome:
     load: list[Tensor]  # per MoE layer, [N] share of assignments per expert
     nsp_correct: int = 0  # next-sentence predictions that were right
     nsp_total: int = 0
+    plain_sum: float = 0.0  # with ``plain``: Σ −log P(target) over the counted targets, no label smoothing
 
 
-def run_batch(model: Transformer, batch: AnyBatch, label_smoothing: float) -> Outcome:
-    """Forward ``batch`` through ``model`` with its family's objective (no backward)."""
+def run_batch(model: Transformer, batch: AnyBatch, label_smoothing: float, plain: bool = False) -> Outcome:
+    """Forward ``batch`` through ``model`` with its family's objective (no backward); with ``plain`` also the
+    summed cross-entropy without label smoothing (a perplexity's numerator), from the same logits."""
     nsp_loss, nsp_correct, nsp_total = None, 0, 0
     if isinstance(batch, Batch):
         logits, extras = model(batch.src, batch.tgt_in, return_extras=True)
@@ -66,7 +68,13 @@ def run_batch(model: Transformer, batch: AnyBatch, label_smoothing: float) -> Ou
     objective = objective + model.cfg.aux_loss_coef * extras.aux_loss
     with torch.no_grad():
         correct = (logits.argmax(-1) == targets)[counted].sum()
-    return Outcome(objective, loss, correct, n, extras.aux_loss.detach(), extras.load, nsp_correct, nsp_total)
+        plain_sum = 0.0
+        if plain and n:
+            flat = logits.view(-1, logits.shape[-1])
+            plain_sum = float(F.cross_entropy(flat, targets.view(-1), ignore_index=ignore, reduction="sum"))
+    return Outcome(
+        objective, loss, correct, n, extras.aux_loss.detach(), extras.load, nsp_correct, nsp_total, plain_sum
+    )
 
 
 def _nsp(extras: Extras, batch: MLMBatch) -> tuple[Tensor | None, int, int]:
@@ -106,9 +114,9 @@ def evaluate_text(
     loads: list[list[float]] = []
     for batch in text_batches_in_order(data, batch_size, kind, **options):
         batch = batch.to(device)
-        out = run_batch(model, batch, label_smoothing)
+        out = run_batch(model, batch, label_smoothing, plain=kind == "lm")
         total += float(out.loss) * out.counted
-        plain += _plain_cross_entropy(model, batch) if isinstance(batch, LMBatch) else 0.0
+        plain += out.plain_sum
         correct += float(out.correct)
         counted += out.counted
         nsp_correct, nsp_total = nsp_correct + out.nsp_correct, nsp_total + out.nsp_total
@@ -127,10 +135,3 @@ def evaluate_text(
         result["aux_loss"] = aux / max(1, batches)
         result["expert_load"] = torch.tensor(loads).mean(0).tolist() if loads else []
     return result
-
-
-def _plain_cross_entropy(model: Transformer, batch: LMBatch) -> float:
-    """Σ of −log P(target) over the batch's real targets (no label smoothing): the perplexity's numerator."""
-    logits = model(batch.ids).float()
-    return float(F.cross_entropy(logits.view(-1, logits.shape[-1]), batch.targets.view(-1), ignore_index=PAD_ID,
-                                 reduction="sum"))  # fmt: skip

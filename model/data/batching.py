@@ -67,6 +67,21 @@ def collate(src: list[list[int]], tgt: list[list[int]]) -> Batch:
     return Batch(src_t, tgt_in, tgt_out, int((tgt_out != PAD_ID).sum()))
 
 
+def bucketed_plan(lengths: np.ndarray, batch_size: int, seed: int, epoch: int, pool: int) -> list[np.ndarray]:
+    """One epoch's batches (arrays of example indexes): a permutation drawn from ``(seed, epoch)``, pools of
+    ``pool`` batches sorted by length (less padding), then the batch order shuffled by the same generator."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    batches: list[np.ndarray] = []
+    size = batch_size * pool
+    for start in range(0, len(order), size):
+        chunk = order[start : start + size]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
 class BatchStream:
     """Endless, reproducible training batches with length bucketing.
 
@@ -88,17 +103,7 @@ class BatchStream:
         self._plan = self._epoch_plan(epoch)
 
     def _epoch_plan(self, epoch: int) -> list[np.ndarray]:
-        rng = np.random.default_rng([self.seed, epoch])
-        order = rng.permutation(len(self.data.src))
-        lengths = self._lengths
-        batches: list[np.ndarray] = []
-        pool = self.batch_size * self.POOL
-        for start in range(0, len(order), pool):
-            chunk = order[start : start + pool]
-            chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-            batches.extend(chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size))
-        rng.shuffle(batches)
-        return batches
+        return bucketed_plan(self._lengths, self.batch_size, self.seed, epoch, self.POOL)
 
     def __iter__(self) -> BatchStream:
         return self

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from model.data.batching import bucketed_plan
 from model.tokenization import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, TextTokenizer
 
 IGNORE = -100  # label of positions that are not predicted (PyTorch's cross_entropy ignore_index)
@@ -270,17 +271,8 @@ class TextStream:
 
     def _epoch_plan(self, epoch: int) -> tuple[list[Example], list[np.ndarray]]:
         examples = _examples(self.data, self.options, random.Random(f"nsp:{self.seed}:{epoch}"))
-        rng = np.random.default_rng([self.seed, epoch])
-        order = rng.permutation(len(examples))
         lengths = np.array([_length(e) for e in examples])
-        batches: list[np.ndarray] = []
-        pool = self.batch_size * self.POOL
-        for start in range(0, len(order), pool):
-            chunk = order[start : start + pool]
-            chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-            batches.extend(chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size))
-        rng.shuffle(batches)
-        return examples, batches
+        return examples, bucketed_plan(lengths, self.batch_size, self.seed, epoch, self.POOL)
 
     def __iter__(self) -> TextStream:
         return self
