@@ -430,6 +430,7 @@ class HelpBox(QWidget):
     def __init__(self, key: str, parent: QWidget | None = None, label: str = "") -> None:
         super().__init__(parent)
         self.key = key
+        self._measured: tuple[int, int] | None = None  # see _widths
         self.label = label  # a topic's name (N_-marked) for the button and the sheet; "": “What am I looking at?”
         self.button = QToolButton()
         self.button.setObjectName(f"{key}_help_button")
@@ -564,6 +565,8 @@ class HelpBox(QWidget):
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802
         if event.type() == QEvent.Type.PaletteChange:  # the theme changed: redraw the icon in its text colour
             self._refresh_icon()
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._measured = None  # presenter mode's larger type: measure again
         super().changeEvent(event)
 
     def _refresh_icon(self) -> None:
@@ -582,14 +585,18 @@ class HelpBox(QWidget):
         return bool(self.label) and self._holder is None
 
     def _widths(self) -> tuple[int, int]:
-        """The button's width with its name and with its icon alone."""
-        style = self.button.toolButtonStyle()
-        widths = []
-        for each in (Qt.ToolButtonStyle.ToolButtonTextBesideIcon, Qt.ToolButtonStyle.ToolButtonIconOnly):
-            self.button.setToolButtonStyle(each)
-            widths.append(self.button.sizeHint().width())
-        self.button.setToolButtonStyle(style)
-        return widths[0], widths[1]
+        """The button's width with its name and with its icon alone; measured once per name, font and style
+        (measuring switches the button's style, which asks the layouts around it to run again: measured at
+        every size hint, that kept them running)."""
+        if self._measured is None:
+            style = self.button.toolButtonStyle()
+            widths = []
+            for each in (Qt.ToolButtonStyle.ToolButtonTextBesideIcon, Qt.ToolButtonStyle.ToolButtonIconOnly):
+                self.button.setToolButtonStyle(each)
+                widths.append(self.button.sizeHint().width())
+            self.button.setToolButtonStyle(style)
+            self._measured = (widths[0], widths[1])
+        return self._measured
 
     def sizeHint(self) -> QSize:  # noqa: N802
         hint = super().sizeHint()
@@ -613,6 +620,7 @@ class HelpBox(QWidget):
 
     def retranslate(self) -> None:
         name = tr(self.label) if self.label else tr("What am I looking at?")
+        self._measured = None  # another name, another width
         self.button.setText(" " + name)  # a space between the icon and the words
         self.button.setToolTip(name)
         title = self._dock.windowTitle() if self._dock is not None else ""
