@@ -576,6 +576,8 @@ class HelpBox(QWidget):
 
     def set_topic(self, key: str, label: str) -> None:
         """Explain another topic of :data:`HELP` (the model's family changed), under the name ``label``."""
+        if (key, label) == (self.key, self.label):
+            return  # the same model family again: its long text is laid out already
         self.key, self.label = key, label
         self.retranslate()
 

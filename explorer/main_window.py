@@ -491,8 +491,7 @@ class MainWindow(QMainWindow):
         title, topic = self.DECODING_OF.get(arch, self.DECODING_OF["encoder_decoder"])
         self._decoding_title = title
         self.docks["decoding"].setWindowTitle(tr(title))
-        if self.help_boxes["decoding"].key != topic:
-            self.help_boxes["decoding"].set_topic(topic, "")
+        self.help_boxes["decoding"].set_topic(topic, "")
 
     def retranslate(self) -> None:
         titles = {**dict(self.PANELS), "decoding": getattr(self, "_decoding_title", N_("Decoding"))}
