@@ -1,4 +1,4 @@
-"""Start Transformer Explorer: ``python main.py [checkpoint] [--device cpu] [--lang zh]``."""
+"""Start Transformer Explorer: ``python main.py [checkpoint.ckpt | model folder] [--device cpu] [--lang zh]``."""
 
 import sys
 

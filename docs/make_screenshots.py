@@ -34,6 +34,8 @@ def main() -> None:
     ap.add_argument("--checkpoint", help="a trained grammar-en-zh model for the look-inside panels")
     ap.add_argument("--sentence", default="Did you read two interesting books in the library yesterday?")
     ap.add_argument("--first-launch", action="store_true", help="only the first-launch shots (bundled model)")
+    ap.add_argument("--real-model", metavar="TAG", help="a Marian folder of opus-mt-en-zh's architecture and size "
+                    "(random weights) opened in the window at this X screen's size; TAG names the files")  # fmt: skip
     ap.add_argument("--classroom", metavar="TAG", help="the default layout at this X screen's size, presenter "
                     "mode and the model map, after a fresh install; TAG names the files (e.g. 1366x768)")  # fmt: skip
     args = ap.parse_args()
@@ -56,6 +58,9 @@ def main() -> None:
         return
     if args.classroom:
         classroom(app, folder, args.classroom, args.sentence)
+        return
+    if args.real_model:
+        real_model(app, folder, args.real_model)
         return
     window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
                         data_dir=folder, start_default=False)  # fmt: skip
@@ -160,6 +165,52 @@ def classroom(app, folder: Path, tag: str, sentence: str) -> None:
         pump(app, 1.5)
         window.grab().save(str(OUT / f"presenter-{name}-{tag}.png"))
     window.set_presenter(False)
+    window.close()
+
+
+def real_model(app, folder: Path, tag: str) -> None:
+    """A Hugging Face folder of opus-mt-en-zh's architecture and size (77.5 M parameters, SentencePiece
+    tokenizers trained on the HSK sentences) with random weights, drawn with a larger spread than transformers'
+    initialisation so that heads and candidates differ: opened from File → Open model folder…, the model
+    panel, then a beam search with the tree and a cross-attention map."""
+    import torch
+    from PySide6.QtCore import QSettings
+
+    from bench.hf_open import OPUS_MT, write_marian_folder
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+    from model.hf_import import read_weights
+
+    hf = folder / "opus-mt-en-zh"
+    write_marian_folder(hf, OPUS_MT)
+    weights = read_weights(hf)
+    generator = torch.Generator().manual_seed(0)
+    for name, value in weights.items():
+        if "embed_positions" not in name:
+            value.add_(torch.randn(value.shape, generator=generator) * 0.08)
+    torch.save(weights, hf / "pytorch_model.bin")
+    (hf / "model.safetensors").unlink()
+    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "r.ini"), QSettings.IniFormat),
+                        data_dir=folder / "real", start_default=False)  # fmt: skip
+    window.show()
+    wait_for(app, lambda: window.status.device != "")
+    window.open_model_folder(str(hf))
+    wait_for(app, lambda: window.model_panel.info is not None and window.model_panel.info.model_origin is not None, 120)
+    window.docks["model"].raise_()
+    pump(app, 1.0)
+    window.grab().save(str(OUT / f"real-model-panel-{tag}.png"))
+    d = window.decoding
+    window.docks["decoding"].raise_()
+    d.mode.setCurrentIndex(d.mode.findData("beam"))
+    d.beam_size.setValue(4)
+    d.max_len.setValue(10)
+    d.input.setText("My cat is cute.")
+    d.translate_button.click()
+    wait_for(app, lambda: d.view is not None and d.view.settings.text == "My cat is cute." and not d.waiting, 60)
+    window.attention.follow_cross_attention(6)
+    d.run_button.click()
+    wait_for(app, lambda: d.view.at_end and not d.waiting, 120)
+    window.grab().save(str(OUT / f"real-model-beam-{tag}.png"))
     window.close()
 
 

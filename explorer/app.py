@@ -19,8 +19,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="transformer-explorer",
         description="Train an encoder–decoder Transformer on this computer and look inside it.",
     )
-    ap.add_argument("checkpoint", nargs="?", help="a checkpoint (.ckpt) to open")
-    ap.add_argument("--open", dest="open_path", metavar="CKPT", help="a checkpoint to open (same as the argument)")
+    ap.add_argument(
+        "checkpoint",
+        nargs="?",
+        metavar="CKPT_OR_DIR",
+        help="a checkpoint (.ckpt) to open, or a Hugging Face model folder (a Marian opus-mt "
+        "translator, GPT-2 or BERT, as huggingface-cli download NAME --local-dir DIR fetches it)",
+    )
+    ap.add_argument("--open", dest="open_path", metavar="CKPT_OR_DIR",
+                    help="a checkpoint or model folder to open (same as the argument)")  # fmt: skip
     ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
                     help="where the model runs: auto (GPU if there is one), cpu, cuda, mps")  # fmt: skip
     ap.add_argument("--lang", choices=sorted(LANGUAGES), help="interface language: en (English) or zh (简体中文)")
@@ -36,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def _file_open_forwarder():
     from PySide6.QtCore import QEvent, QObject
 
+    from explorer.main_window import is_model_path
+
     class Forwarder(QObject):
         """macOS delivers a double-clicked or dock-dropped document as a FileOpen event, not an argument."""
 
@@ -44,7 +53,7 @@ def _file_open_forwarder():
             self.window = window
 
         def eventFilter(self, obj, event):  # noqa: N802
-            if event.type() == QEvent.FileOpen and event.file().lower().endswith(".ckpt"):
+            if event.type() == QEvent.FileOpen and is_model_path(event.file()):
                 self.window.open_checkpoint(event.file())
                 return True
             return False

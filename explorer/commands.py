@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from explorer.worker import NewModelSpec
+    from model.data import DataSpec
     from model.snapshots import DecodeSettings
     from model.train_config import TrainConfig
 
@@ -43,7 +44,8 @@ LoadKind = Literal["file", "autosave", "bundled"]
 
 @dataclass(frozen=True)
 class Load(Command):
-    """Open a checkpoint: a person's file (Save writes back to it), an autosave or the bundled model."""
+    """Open a checkpoint: a person's file (Save writes back to it), an autosave or the bundled model; or a
+    Hugging Face model folder (Marian opus-mt, GPT-2, BERT), whose progress the engine reports as it reads it."""
 
     path: str
     kind: LoadKind = "file"
@@ -88,6 +90,14 @@ class ChangeTraining(Command):
     """New training settings for the current model (learning rate, batch size…); its weights stay."""
 
     train: TrainConfig
+
+
+@dataclass(frozen=True)
+class ChangeData(Command):
+    """Train the current model on other data, keeping its weights and tokenizers (a model opened from a
+    Hugging Face folder learns the person's own pairs or a bundled task with the vocabulary it came with)."""
+
+    data: DataSpec
 
 
 @dataclass(frozen=True)

@@ -158,14 +158,24 @@ leaves the residual path untouched and usually trains more stably.</p>
 feed-forward networks and attention projections; with a large vocabulary the embeddings take the largest share
 (the paper's base model with three separate 37,000-token tables: 56%). So when source and target share one
 vocabulary, the paper uses one weight matrix for both embeddings and the output layer (§3.4), as the paper
-presets here do.</p>""",
+presets here do.</p>
+<p><b>Real models.</b> <i>File → Open model folder…</i> (or a folder dropped on the window) opens a model
+downloaded from the Hugging Face Hub, e.g. <code>huggingface-cli download Helsinki-NLP/opus-mt-en-zh --local-dir
+opus-mt-en-zh</code>: a Marian translator (opus-mt-…, the paper's base architecture), GPT-2 or BERT. This panel
+then names where it came from; every other panel looks inside it as inside a model trained here, and Start in
+the Training panel fine-tunes it from its own weights, with its own tokenizer, on the task or the file chosen
+there.</p>""",
         "zh": """<p>用论文记号表示的架构。两侧各 <b>N</b> 层；<b>d<sub>model</sub></b> 是模型中流动的每个向量的宽度；<b>h</b> 个注意力头各在
 d<sub>k</sub> = d<sub>model</sub>/h 维中工作；<b>d<sub>ff</sub></b> 是前馈网络内部的宽度。每个子层（注意力或前馈网络）外面都有一个
 <b>残差连接</b>——把子层的输出加到它的输入上，让信息和梯度可以直接通过——以及一个 <b>LayerNorm</b>。<b>Post-LN</b>（论文的做法）
 在相加之后归一化：LN(x + f(x))；<b>Pre-LN</b> 先归一化子层的输入：x + f(LN(x))，最后再加一个归一化，残差通路不受干扰，通常训练更稳定。</p>
 <p>表格显示参数量分布在哪里。词表小的小模型里，大多数参数在前馈网络和注意力投影中；词表大时，嵌入占最大份额
 （论文的 base 模型若用三张各 37,000 词元的独立表：56%）。因此当原文和译文共用一个词表时，论文让两个嵌入层和输出层共用同一个权重矩阵
-（§3.4），这里的论文预设也是这样做的。</p>""",
+（§3.4），这里的论文预设也是这样做的。</p>
+<p><b>真实模型</b>。<i>文件 → 打开模型文件夹…</i>（或把文件夹拖到窗口上）可以打开从 Hugging Face Hub 下载的模型，例如
+<code>huggingface-cli download Helsinki-NLP/opus-mt-en-zh --local-dir opus-mt-en-zh</code>：Marian 翻译模型（opus-mt-…，
+即论文的 base 架构）、GPT-2 或 BERT。这个面板会写明它的来源；其他各个面板都能像查看在这里训练的模型一样查看它的内部；
+在“训练”面板按“开始”，就从它自己的权重出发、用它自带的分词器，在那里选定的任务或文件上对它进行微调。</p>""",
     },
     "map": {
         "en": """<p>The paper's Figure 1, drawn for the model that is open now: the <b>encoder</b> stack on the left

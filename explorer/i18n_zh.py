@@ -425,6 +425,26 @@ ZH = {
     "Chinese sentences of the teaching grammar (one side, for single-stream models)": "教学语法的中文句子（单语，供单流模型使用）",
     "English HSK example sentences (one side, for single-stream models)": "HSK 例句的英文（单语，供单流模型使用）",
     "Chinese HSK example sentences (one side, for single-stream models)": "HSK 中文例句（单语，供单流模型使用）",
+    # models opened from Hugging Face folders
+    "Open model folder…": "打开模型文件夹…",
+    "Open a Hugging Face model folder": "打开 Hugging Face 模型文件夹",
+    "A model downloaded from the Hugging Face Hub (huggingface-cli download NAME --local-dir DIR): a Marian translator (opus-mt-…), GPT-2 or BERT": "从 Hugging Face Hub 下载的模型（huggingface-cli download 模型名 --local-dir 文件夹）：Marian 翻译模型（opus-mt-…）、GPT-2 或 BERT",
+    "Opening a model folder replaces the current model.": "打开模型文件夹将替换当前模型。",
+    "Opening {name}…": "正在打开 {name}…",
+    "Opening {name} — {stage}… {percent}%": "正在打开 {name}——{stage}… {percent}%",
+    "Opened {name}": "已打开 {name}",
+    "reading the tokenizers": "读取分词器",
+    "reading the weights": "读取权重",
+    "building the model": "构建模型",
+    "ready": "就绪",
+    "Opened from Hugging Face: {what}": "从 Hugging Face 打开：{what}",
+    "Read from the folder {folder}": "读取自文件夹 {folder}",
+    "the model's own {kind} ({n} pieces)": "模型自带的 {kind}（{n} 个词元）",
+    "the model's own {kind} ({src} / {tgt} pieces)": "模型自带的 {kind}（{src} / {tgt} 个词元）",
+    "These settings need a new model: the opened model {name} will be replaced by one with fresh weights.": "这些设置需要一个新模型：打开的模型 {name} 将被一个权重全新的模型替换。",
+    "(sines in the first half of the dimensions, cosines in the second)": "（前一半维度为正弦，后一半为余弦）",
+    "embeddings not scaled by √d_model": "嵌入不乘以 √d_model",
+    "LayerNorm over the summed embeddings": "对相加后的嵌入做 LayerNorm",
 }
 
 # the strings of the model families' views, kept in files of their own

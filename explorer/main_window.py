@@ -50,6 +50,7 @@ from explorer.worker import (
     TRAINING,
     Engine,
     EngineStatus,
+    LoadProgress,
     MetricsBatch,
     RunInfo,
 )
@@ -59,9 +60,17 @@ Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | Model
 ATTENTION_OF_PART = {"encoder_self_attention": "encoder", "decoder_self_attention": "decoder_self",
                      "cross_attention": "cross"}  # fmt: skip
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
+FOLDER_TIP = N_("A model downloaded from the Hugging Face Hub (huggingface-cli download NAME --local-dir DIR): "
+                "a Marian translator (opus-mt-…), GPT-2 or BERT")  # fmt: skip
 STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
 DEFAULT_SIZE = (1500, 920)  # the window on a screen that has room for it
 SIDE_BY_SIDE_WIDTH = 1200  # narrower screens show the decoding panel and the attention map as tabs
+
+
+def is_model_path(path: str) -> bool:
+    """What the window opens as a model: a checkpoint (.ckpt), or a folder (a Hugging Face model's: Marian
+    opus-mt, GPT-2, BERT; the engine says what is wrong with one that is not)."""
+    return path.lower().endswith(".ckpt") or Path(path).is_dir()
 
 
 def default_data_dir() -> Path:
@@ -102,6 +111,7 @@ class MainWindow(QMainWindow):
         self._last_loss: float | None = None
         self._last_speed: float | None = None
         self._bundled_requests: set[int] = set()  # loads of the bundled model asked for from the menu
+        self._opening: tuple[int, str] | None = None  # the load the status bar follows: its request, its name
         self.bundled_run: int | None = None  # the run that is the bundled model, while it is open
         self._create_panels()
         self._create_docks()
@@ -194,6 +204,7 @@ class MainWindow(QMainWindow):
         e.run_described.connect(self._on_run)
         e.data_described.connect(self.data_panel.on_data)
         e.engine_failed.connect(self._on_failed)
+        e.load_progressed.connect(self._on_load_progress)
         e.saved.connect(self._on_saved)
         e.paused_at.connect(self._on_paused_at)
 
@@ -274,18 +285,19 @@ class MainWindow(QMainWindow):
 
     # -- drag and drop -----------------------------------------------------------------------------
     @staticmethod
-    def _dropped_checkpoint(event) -> str | None:
+    def _dropped_model(event) -> str | None:
+        """The first checkpoint (.ckpt) or folder (a Hugging Face model's, the engine checks) dropped."""
         for url in event.mimeData().urls():
-            if url.isLocalFile() and url.toLocalFile().lower().endswith(".ckpt"):
+            if url.isLocalFile() and is_model_path(url.toLocalFile()):
                 return url.toLocalFile()
         return None
 
     def dragEnterEvent(self, event) -> None:  # noqa: N802
-        if self._dropped_checkpoint(event):
+        if self._dropped_model(event):
             event.acceptProposedAction()
 
     def dropEvent(self, event) -> None:  # noqa: N802
-        path = self._dropped_checkpoint(event)
+        path = self._dropped_model(event)
         if path:
             event.acceptProposedAction()
             self.open_checkpoint(path)
@@ -408,6 +420,7 @@ class MainWindow(QMainWindow):
 
         self.file_menu.addAction(action("new", self.new_model, QKeySequence.StandardKey.New))
         self.file_menu.addAction(action("open", lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open))
+        self.file_menu.addAction(action("open_folder", lambda: self.open_model_folder()))
         self.file_menu.addAction(action("open_bundled", self.open_bundled))
         self.file_menu.addAction(action("save", self.save, QKeySequence.StandardKey.Save))
         self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.StandardKey.SaveAs))
@@ -454,7 +467,7 @@ class MainWindow(QMainWindow):
         self._labels_timer.timeout.connect(self._update_status_labels)
         self.note_label = named(QLabel(), "status_note")
         self._note_timer = QTimer(self, singleShot=True)
-        self._note_timer.timeout.connect(self.note_label.clear)
+        self._note_timer.timeout.connect(lambda: self.note(""))
         self.device_label = named(QLabel(), "status_device")
         self.state_label = named(QLabel(), "status_state")
         self.step_label = named(QLabel(), "status_step")
@@ -466,7 +479,7 @@ class MainWindow(QMainWindow):
         row.setSpacing(14)
         row.addWidget(self.note_label)
         # widths for the longest texts: the menu bar places its corner once, it does not follow the texts
-        widest = {self.note_label: "x" * 40, self.device_label: "NVIDIA H200", self.state_label: "training",
+        widest = {self.note_label: "x" * 48, self.device_label: "NVIDIA H200", self.state_label: "training",
                   self.step_label: "step 10,000,000", self.loss_label: "loss 10.000",
                   self.speed_label: "1,000,000 tok/s"}  # fmt: skip
         for w, text in widest.items():
@@ -474,11 +487,14 @@ class MainWindow(QMainWindow):
             row.addWidget(w)
         self.menu_bar.setCornerWidget(corner, Qt.Corner.TopRightCorner)
 
-    def note(self, text: str, ms: int = 0) -> None:
-        """A passing note beside the status (``ms`` = 0: until the next one)."""
+    def note(self, text: str, ms: int = 0, tip: str = "") -> None:
+        """A passing note beside the status (``ms`` = 0: until the next one); ``tip``: its tooltip."""
         self.note_label.setText(text)
+        self.note_label.setToolTip(tip)
         if ms:
             self._note_timer.start(ms)
+        else:  # an earlier note's timer must not take this one away
+            self._note_timer.stop()
 
     # what the Decoding panel is for each family: its dock's title and its explanation
     DECODING_OF = {
@@ -508,12 +524,15 @@ class MainWindow(QMainWindow):
         self.scenes_menu.setTitle(tr("Scenes"))
         self.presenter.bar.retranslate()
         names = {"new": N_("New model…"), "open": N_("Open checkpoint…"), "save": N_("Save"),
+                 "open_folder": N_("Open model folder…"),
                  "open_bundled": N_("Open the bundled model"),
                  "save_as": N_("Save as…"), "quit": N_("Quit"), "reset_layout": N_("Reset layout"),
                  "about": N_("About Transformer Explorer"), "theme_light": N_("Light"), "theme_dark": N_("Dark"),
                  "presenter": N_("Presenter mode")}  # fmt: skip
         for key, text in names.items():
             self.menu_actions[key].setText(tr(text))
+        self.menu_actions["open_folder"].setToolTip(tr(FOLDER_TIP))
+        self.file_menu.setToolTipsVisible(True)
         self._update_title()
         self._update_status_labels()
 
@@ -561,7 +580,31 @@ class MainWindow(QMainWindow):
         if not self._labels_timer.isActive():
             self._labels_timer.start()
 
+    def _on_load_progress(self, p: LoadProgress) -> None:
+        """What the engine is reading of the model being opened, and how far it has come."""
+        self._opening = (p.request_id, p.name)
+        if p.fraction < 1.0:
+            text = tr("Opening {name} — {stage}… {percent}%")
+            self.note_about(
+                p.name, text.replace("{stage}", tr(p.stage)).replace("{percent}", f"{100 * p.fraction:.0f}")
+            )
+
+    def _on_opened(self, info: RunInfo) -> None:
+        """The model the status bar was following is open."""
+        if self._opening is not None and info.origin == self._opening[0]:
+            self.note_about(self._opening[1], tr("Opened {name}"), 5000)
+            self._opening = None
+
+    def note_about(self, name: str, text: str, ms: int = 0) -> None:
+        """A note naming a file or folder (``{name}`` in ``text``), the name shortened (…) where the note would
+        not show it all; the whole of it in the tooltip."""
+        metrics = self.note_label.fontMetrics()
+        room = self.note_label.width() - metrics.horizontalAdvance(text.replace("{name}", ""))
+        short = metrics.elidedText(name, Qt.TextElideMode.ElideMiddle, max(room, metrics.horizontalAdvance("…x")))
+        self.note(text.replace("{name}", short), ms, tip=text.replace("{name}", name))
+
     def _on_run(self, info: RunInfo) -> None:
+        self._on_opened(info)
         automatic = self.first_launch.is_automatic(info)
         if automatic or info.origin in self._bundled_requests:
             self.bundled_run = info.run_id
@@ -586,6 +629,9 @@ class MainWindow(QMainWindow):
 
     def _on_failed(self, request_id: int, message: str) -> None:
         self._after_save.pop(request_id, None)
+        if self._opening is not None and request_id == self._opening[0]:  # not opened: the current model stays
+            self._opening = None
+            self.note("")
         message = self.first_launch.failed(request_id, message)
         self.autosave.failed(request_id)
         self.decoding.on_failed()
@@ -646,6 +692,7 @@ class MainWindow(QMainWindow):
         self._when_discarded(replace, tr(question))
 
     def open_checkpoint(self, path: str | None = None, confirm: bool = True) -> None:
+        """Open a checkpoint, or a Hugging Face model folder (see :meth:`open_model_folder`)."""
         if path is None:
             path, _ = QFileDialog.getOpenFileName(
                 self, tr("Open checkpoint"), self.recent.last_folder(), tr(CHECKPOINT_FILTER)
@@ -654,12 +701,29 @@ class MainWindow(QMainWindow):
                 return
         self.first_launch.person_takes_over()
         target = str(path)
+        folder = Path(target).is_dir()
+
+        def load() -> None:
+            name = Path(target).name
+            self._opening = (self.engine.submit(Load(target)), name)
+            self.note_about(name, tr("Opening {name}…"))
+
         if confirm:
-            self._when_discarded(
-                lambda: self.engine.submit(Load(target)), tr("Opening a checkpoint replaces the current model.")
-            )
+            question = N_("Opening a model folder replaces the current model.") if folder else \
+                N_("Opening a checkpoint replaces the current model.")  # fmt: skip
+            self._when_discarded(load, tr(question))
         else:
-            self.engine.submit(Load(target))
+            load()
+
+    def open_model_folder(self, path: str | None = None) -> None:
+        """A model folder downloaded from the Hugging Face Hub (a Marian opus-mt translator, GPT-2, BERT), read
+        into this program's engine: every panel works on it, and the Training panel fine-tunes it."""
+        if path is None:
+            path = QFileDialog.getExistingDirectory(self, tr("Open a Hugging Face model folder"),
+                                                    self.recent.last_folder())  # fmt: skip
+            if not path:
+                return
+        self.open_checkpoint(path)
 
     def open_bundled(self) -> None:
         """The bundled, trained model again (asking first if unsaved work would be replaced)."""
@@ -675,7 +739,8 @@ class MainWindow(QMainWindow):
         self._when_discarded(load, tr("Opening the bundled model replaces the current model."))
 
     def save(self, then=None) -> None:
-        if self.status.path:
+        """Save to the file the model came from; a model opened from a folder is saved as a checkpoint (Save as)."""
+        if self.status.path and not Path(self.status.path).is_dir():
             rid = self.engine.submit(Save(self.status.path))
             if then:
                 self._after_save[rid] = then
@@ -683,7 +748,11 @@ class MainWindow(QMainWindow):
             self.save_as(then=then)
 
     def save_as(self, then=None) -> None:
-        suggested = str(Path(self.recent.last_folder()) / "model.ckpt")
+        opened = Path(self.status.path) if self.status.path else None
+        if opened is not None and opened.is_dir():  # a model folder: a checkpoint beside it, named after it
+            suggested = str(opened.parent / f"{opened.name}.ckpt")
+        else:
+            suggested = str(Path(self.recent.last_folder()) / "model.ckpt")
         path, _ = QFileDialog.getSaveFileName(self, tr("Save checkpoint"), suggested, tr(CHECKPOINT_FILTER))
         if not path:
             return

@@ -33,6 +33,7 @@ from PySide6.QtCore import QThread, Signal
 
 from explorer.commands import (
     LATEST_ONLY,
+    ChangeData,
     ChangeTraining,
     Command,
     Decode,
@@ -64,7 +65,7 @@ from model.device import device_description, prepare_optimizers, resolve_device,
 from model.plain_data import SettingValue
 from model.snapshots import FillMaskView, StepColumns
 from model.stepping import DecodeDriver, DecodeError
-from model.tokenization import UNK_ID, Encoded, TokenizerSpec
+from model.tokenization import Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
 
 if TYPE_CHECKING:
@@ -142,6 +143,42 @@ class MetricsBatch:
 
 
 @dataclass(frozen=True)
+class ModelOrigin:
+    """Where a model opened from a Hugging Face folder came from (the session's ``notes["origin"]``, which a
+    checkpoint saved from it keeps)."""
+
+    model_type: str  # config.json's model_type: marian, gpt2, bert
+    name: str  # the model's name (config.json's _name_or_path, or the folder's name)
+    folder: str  # the folder it was read from
+    architectures: tuple[str, ...] = ()  # config.json's architectures (MarianMTModel…)
+
+    @classmethod
+    def of(cls, notes: Mapping[str, Any]) -> ModelOrigin | None:
+        """The origin in a session's notes; None for a model made here (or notes that do not hold one)."""
+        origin = notes.get("origin")
+        if not isinstance(origin, Mapping) or not isinstance(origin.get("model_type"), str):
+            return None
+        listed = origin.get("architectures")
+        architectures = tuple(str(a) for a in listed) if isinstance(listed, (list, tuple)) else ()
+        return cls(str(origin["model_type"]), str(origin.get("name") or ""), str(origin.get("folder") or ""),
+                   architectures)  # fmt: skip
+
+
+# What the engine says it is doing while it opens a model folder (Session.load's progress): the window translates it.
+LOAD_STAGES = (N_("reading the tokenizers"), N_("reading the weights"), N_("building the model"), N_("ready"))
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """How far the opening of a model has come, for the status bar (sent while a model folder is read)."""
+
+    request_id: int  # the Load it belongs to
+    name: str  # the folder's (or file's) name
+    stage: str  # untranslated, one of LOAD_STAGES: the window translates it
+    fraction: float  # 0…1
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """What a run is, for the run list and the model/data panels."""
 
@@ -163,6 +200,7 @@ class RunInfo:
     history_steps: StepColumns  # metrics already in the session (e.g. from a checkpoint)
     history_evals: tuple[Evaluation, ...]
     origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
+    model_origin: ModelOrigin | None = None  # the Hugging Face model it was opened from; None: made here
 
 
 @dataclass(frozen=True)
@@ -286,7 +324,8 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 def _pieces(encoded: Encoded) -> PiecesOf:
-    return PiecesOf(tuple(encoded.tokens), frozenset(i for i, t in enumerate(encoded.ids) if t == UNK_ID))
+    unknown = set(encoded.unknown)  # the spans of the pieces the vocabulary lacks
+    return PiecesOf(tuple(encoded.tokens), frozenset(i for i, span in enumerate(encoded.spans) if span in unknown))
 
 
 # What a DecodeError's code means, in words a person can act on (the engine names the problem, the window says it)
@@ -367,6 +406,7 @@ class Engine(QThread):
     mask_filled = Signal(MaskFilled)  # an encoder-only model's predictions for masked positions
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
+    load_progressed = Signal(LoadProgress)  # a model folder being opened: what is being read, how far
 
     def __init__(
         self, device: str = "auto", threads: int | None = None, parent=None, wait_for_window: bool = False
@@ -499,6 +539,8 @@ class Engine(QThread):
                 self._step(c)
             case ChangeTraining():
                 self._change_training(c)
+            case ChangeData():
+                self._change_data(c)
             case PauseAt():
                 self._pause_at = {"step": c.step, "loss": c.loss}
             case Inspect():
@@ -724,6 +766,7 @@ class Engine(QThread):
             src_words=s.source_words(),
             history_steps=StepColumns.from_history(s.history.train),
             history_evals=tuple(Evaluation.of(e) for e in s.history.evals),
+            model_origin=ModelOrigin.of(s.notes),
         )
 
     def _start(self) -> None:
@@ -769,6 +812,22 @@ class Engine(QThread):
         self.run_described.emit(self._run_info(s))  # same run id: the schedule and label update
         self._publish_status()
 
+    def _change_data(self, c: ChangeData) -> None:
+        """Train the current model on other data; its weights, tokenizers and optimizer state stay."""
+        s = self._need_session()
+        from model.data import load_corpus
+        from model.session import check_family
+
+        check_family(s.model_cfg.arch, c.data, s.train_cfg)
+        corpus = load_corpus(c.data)  # a DataError before anything changes
+        s.with_data(c.data, corpus)
+        self.run_described.emit(self._run_info(s))  # same run id: the label and the data rows update
+        self._describe_data()
+        if not self._probe.get("chosen"):  # the default probe is a sentence of the data: the new data's
+            self._default_probe(s)
+            self._record_probe()
+        self._publish_status()
+
     def _load(self, c: Load) -> None:
         """Open a checkpoint: a person's file (it becomes the file Save writes), an autosave or the
         bundled model (neither of which Save may overwrite)."""
@@ -777,7 +836,12 @@ class Engine(QThread):
         path, kind = c.path, c.kind
         from model.session import Session
 
-        session = Session.load(path, device=self._device.type)  # raises before anything changes
+        name = Path(path).name
+
+        def report(stage: str, fraction: float) -> None:  # called on this thread while a model folder is read
+            self.load_progressed.emit(LoadProgress(c.request_id, name, stage, fraction))
+
+        session = Session.load(path, device=self._device.type, progress=report)  # raises before anything changes
         # restored work is not yet saved anywhere the person chose: dirty from the first status on
         session.dirty = kind == "autosave"
         self._install(session, path=path if kind == "file" else None, origin=c.request_id)

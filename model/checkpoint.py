@@ -213,6 +213,8 @@ def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     if cfg.positional == "learned":
         shapes["src_pos.weight"] = shapes["tgt_pos.weight"] = (cfg.max_len, d)
     has_encoder, has_decoder = arch != "decoder_only", arch != "encoder_only"
+    if cfg.embed_norm:  # BERT's LayerNorm over the summed embeddings
+        shapes["embed_norm.weight"] = shapes["embed_norm.bias"] = (d,)
     if cfg.positional == "t5_relative":
         for name, present in (("encoder_bias", has_encoder), ("decoder_bias", has_decoder)):
             if present:

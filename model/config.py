@@ -17,7 +17,8 @@ from model.plain_data import ConfigError, choice_problems, from_plain, setting, 
 Arch = Literal["encoder_decoder", "decoder_only", "encoder_only"]
 Positional = Literal["sinusoidal", "learned", "rope", "t5_relative"]
 Norm = Literal["post", "pre"]
-Activation = Literal["relu", "gelu"]
+Activation = Literal["relu", "gelu", "silu", "gelu_tanh"]
+SinusoidLayout = Literal["interleaved", "split"]
 ARCHS: tuple[str, ...] = get_args(Arch)
 SINGLE_STREAM = ("decoder_only", "encoder_only")
 POSITIONAL_KINDS: tuple[str, ...] = get_args(Positional)
@@ -118,7 +119,10 @@ class ModelConfig:
     norm: Norm = setting(
         "post", "Normalisation", "post (the paper: x = LN(x + f(x))) or pre (x = x + f(LN(x)), final LN)", form=True
     )
-    activation: Activation = setting("relu", "Activation", "FFN non-linearity: relu (the paper) or gelu", form=True)
+    activation: Activation = setting(
+        "relu", "Activation", "FFN non-linearity: relu (the paper), gelu (BERT), silu (\"swish\", Marian) or "
+        "gelu_tanh (GPT-2's tanh approximation of gelu)", form=True,
+    )  # fmt: skip
     shared_vocab: bool = False  # source and target share one vocabulary and embedding table
     tie_embeddings: bool = setting(
         False, "Tied embeddings", "output projection shares the target embedding's weights (paper presets tie)",
@@ -140,9 +144,13 @@ class ModelConfig:
     t5_buckets: int = 32  # T5 relative bias: offset buckets (bidirectional: half per direction)
     t5_max_distance: int = 128  # T5 relative bias: offsets from here on share the last bucket
     layer_norm_eps: float = 1e-5  # eps inside the square root of LayerNorm
-    pad_id: int = 0  # padding token, never attended to, never emitted
-    bos_id: int = 1  # begin-of-sequence token, starts every decoder input
-    eos_id: int = 2  # end-of-sequence token, ends every decoder output
+    # What models opened from a Hugging Face folder need (see model/hf_import.py); the defaults are the paper's:
+    sinusoid_layout: SinusoidLayout = "interleaved"  # sin/cos per dimension pair; "split": sines first (Marian)
+    scale_embedding: bool = True  # token embeddings × √d_model (the paper, Marian); GPT-2 and BERT do not scale
+    embed_norm: bool = False  # a LayerNorm over the summed embeddings before the first layer (BERT)
+    pad_id: int = 0  # padding token, never attended to
+    bos_id: int = 1  # begin-of-sequence token, starts every decoder input (Marian: the padding token)
+    eos_id: int = 2  # end-of-sequence token, ends every decoder output (GPT-2: also its BOS and padding)
 
     def __post_init__(self) -> None:
         if self.arch in SINGLE_STREAM and self.vocab_size == 0 and self.src_vocab_size == self.tgt_vocab_size:
@@ -197,8 +205,8 @@ class ModelConfig:
                 f"target {self.tgt_vocab_size}); train one shared tokenizer or turn shared_vocab off"
             )
         specials = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-        if len(set(specials.values())) != 3:
-            p.append(f"pad_id, bos_id and eos_id must differ (got {specials})")
+        if self.arch != "decoder_only" and self.eos_id in (self.pad_id, self.bos_id):
+            p.append(f"eos_id must differ from pad_id and bos_id (got {specials})")
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
         for name, value in specials.items():
             if not 0 <= value < smallest:
@@ -244,6 +252,11 @@ class ModelConfig:
     def n_layers(self) -> int:
         """Layers of a single-stream model (decoder-only: decoder layers; encoder-only: encoder layers)."""
         return self.n_encoder_layers if self.arch == "encoder_only" else self.n_decoder_layers
+
+    @property
+    def never_emitted(self) -> list[int]:
+        """Tokens decoding never chooses: padding and the start token, unless one is also the end token."""
+        return sorted({self.pad_id, self.bos_id} - {self.eos_id})
 
     @property
     def moe(self) -> bool:

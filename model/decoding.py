@@ -99,9 +99,9 @@ def output_budget(n_source: int, max_len: int) -> int:
 
 
 def _forbidden_bias(model: Transformer) -> Tensor:
-    """Added to logits so that PAD and BOS are never chosen."""
+    """Added to logits so that PAD and BOS are never chosen (unless one of them is also EOS, as in GPT-2)."""
     bias = torch.zeros(model.cfg.tgt_vocab_size, device=model.device)
-    bias[[model.cfg.pad_id, model.cfg.bos_id]] = float("-inf")
+    bias[model.cfg.never_emitted] = float("-inf")
     return bias
 
 

@@ -1,4 +1,4 @@
-"""Measure a checkpoint on a split of its data: loss, exact match and BLEU (sacrebleu).
+"""Measure a checkpoint (or a Hugging Face model folder) on a split of its data: loss and the family's scores.
 
 python -m model.evaluate --checkpoint resources/models/grammar-en-zh-small.ckpt --split test
 """
@@ -19,7 +19,9 @@ from model.session import Session
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-evaluate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument(
+        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
+    )
     ap.add_argument("--split", choices=("train", "valid", "test"), default="test")
     ap.add_argument("--max-sentences", type=int, help="decode only the first N sentences (default: all)")
     ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
@@ -39,11 +41,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(
-            f"{session.data_spec.name}, {args.split} split ({result['sentences']} sentences), step {session.step}: "
-            f"exact match {100 * result['exact_match']:.1f}%, BLEU {result['bleu']:.1f}, loss {result['loss']:.3f}"
-        )
+        print(f"{session.data_spec.name}, {args.split} split ({result['sentences']} sentences), step {session.step}: "
+              f"{_scores(result)}, loss {result['loss']:.3f}")  # fmt: skip
     return 0
+
+
+def _scores(result: dict) -> str:
+    """The family's scores in words: a translator's exact match and BLEU, a GPT's perplexity, a BERT's
+    masked-token accuracy."""
+    if "perplexity" in result:
+        return f"perplexity {result['perplexity']:.1f}"
+    if "mlm_accuracy" in result:
+        return f"masked-token accuracy {100 * result['mlm_accuracy']:.1f}%"
+    return f"exact match {100 * result['exact_match']:.1f}%, BLEU {result['bleu']:.1f}"
 
 
 if __name__ == "__main__":

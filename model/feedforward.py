@@ -17,11 +17,23 @@ load gives 1, the minimum when the loads are balanced; the training loss adds ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+
+def _gelu_tanh(x: Tensor) -> Tensor:
+    """GELU with the tanh approximation (GPT-2's "gelu_new")."""
+    return F.gelu(x, approximate="tanh")
+
+
+# the FFN non-linearities by configuration name (model.config.Activation)
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu, "gelu": F.gelu, "silu": F.silu, "gelu_tanh": _gelu_tanh,
+}  # fmt: skip
 
 
 class FeedForward(nn.Module):
@@ -32,7 +44,7 @@ class FeedForward(nn.Module):
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
-        self.activation = F.gelu if activation == "gelu" else F.relu
+        self.activation = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(self.activation(self.linear1(x))))

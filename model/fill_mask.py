@@ -18,7 +18,9 @@ from model.device import DEVICE_CHOICES
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-fill-mask", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument(
+        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
+    )
     ap.add_argument("--top-k", type=int, default=5, help="fillers shown per mask (default 5)")
     ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
     ap.add_argument("--threads", type=int)

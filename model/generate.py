@@ -21,7 +21,9 @@ from model.session import GENERATE_TOKENS, Session
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="transformer-explorer-generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument(
+        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
+    )
     ap.add_argument("--max-new-tokens", type=int, default=GENERATE_TOKENS, help=f"default {GENERATE_TOKENS}")
     ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     ap.add_argument("--top-k", type=int, help="sample only among the k most probable tokens")

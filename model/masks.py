@@ -26,6 +26,17 @@ def causal_mask(length: int, device: torch.device | str | None = None) -> Tensor
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
 
 
+def target_tokens(tgt: Tensor, pad_id: int) -> Tensor:
+    """Which positions of a decoder input ``tgt [B, T]`` are real tokens → ``[B, T]``: all but the padding,
+    and always the first position (the start token, which is the padding token itself in Marian's models)."""
+    real = tgt != pad_id
+    real[:, 0] = True
+    return real
+
+
 def decoder_self_mask(tgt: Tensor, pad_id: int) -> Tensor:
-    """Causal and padding combined for decoder self-attention. ``tgt [B, T]`` → ``[B, 1, T, T]``."""
-    return causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, pad_id)
+    """Causal and padding combined for decoder self-attention. ``tgt [B, T]`` → ``[B, 1, T, T]``.
+
+    The first position (the start token) is always a key; decoder inputs are right-padded, so the causal
+    mask alone already keeps every real position from the padding after it."""
+    return causal_mask(tgt.shape[1], tgt.device) & target_tokens(tgt, pad_id)[:, None, None, :]

@@ -20,7 +20,6 @@ from torch import Tensor
 
 from model.data.batching import Batch
 from model.data.text_batching import IGNORE, EncodedTexts, LMBatch, MLMBatch, text_batches_in_order
-from model.tokenization import PAD_ID
 from model.transformer import Extras, Transformer
 
 AnyBatch = Batch | LMBatch | MLMBatch
@@ -47,10 +46,10 @@ def run_batch(model: Transformer, batch: AnyBatch, label_smoothing: float, plain
     nsp_loss, nsp_correct, nsp_total = None, 0, 0
     if isinstance(batch, Batch):
         logits, extras = model(batch.src, batch.tgt_in, return_extras=True)
-        targets, ignore = batch.tgt_out, PAD_ID
+        targets, ignore = batch.tgt_out, IGNORE
     elif isinstance(batch, LMBatch):
         logits, extras = model(batch.ids, return_extras=True)
-        targets, ignore = batch.targets, PAD_ID
+        targets, ignore = batch.targets, IGNORE
     else:
         logits, extras = model(batch.ids, segments=batch.segments, return_extras=True)
         targets, ignore = batch.labels, IGNORE

@@ -11,18 +11,26 @@ import torch
 from torch import Tensor, nn
 
 
-def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
+def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> Tensor:
     """The paper's encoding, section 3.5. → ``[max_len, d_model]``.
 
     PE(pos, 2i)   = sin(pos / 10000^(2i/d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
+
+    With ``layout="split"`` (Marian's) the same sines fill the first half of the dimensions and the
+    cosines the second half: PE(pos, i) = sin(pos·ω_i), PE(pos, ⌈d/2⌉ + i) = cos(pos·ω_i).
     """
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # [L, 1]
     omega = inverse_frequencies(d_model)  # [ceil(d/2)]
     angles = position * omega  # [L, ceil(d/2)]
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angles)
-    pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    if layout == "split":
+        half = angles.shape[1]
+        pe[:, :half] = torch.sin(angles)
+        pe[:, half:] = torch.cos(angles[:, : d_model // 2])
+    else:
+        pe[:, 0::2] = torch.sin(angles)
+        pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])
     return pe.float()
 
 
@@ -56,9 +64,9 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     pe: Tensor  # [max_len, d_model], a buffer (not saved: it is recomputed)
 
-    def __init__(self, d_model: int, max_len: int) -> None:
+    def __init__(self, d_model: int, max_len: int, layout: str = "interleaved") -> None:
         super().__init__()
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model, layout), persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         # x: [B, L, d]

@@ -30,7 +30,7 @@ from model.checkpoint import (
     save_checkpoint,
 )
 from model.config import SINGLE_STREAM, ModelConfig
-from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, encode_pairs, load_corpus
+from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, Specials, encode_pairs, load_corpus
 from model.data.corpus import is_monolingual
 from model.data.text_batching import EncodedTexts, TextStream, encode_texts
 from model.decoding import (
@@ -44,6 +44,7 @@ from model.decoding import (
     output_budget,
 )
 from model.device import resolve_device, without_collector_pauses
+from model.hf_tokenizers import AnyTokenizer, tokenizer_from_json
 from model.masks import decoder_self_mask, padding_mask
 from model.objectives import evaluate_text
 from model.positional import LearnedPositionalEncoding
@@ -57,13 +58,12 @@ from model.snapshots import (  # torch-free; still importable from here
     Translation,
 )
 from model.tokenization import (
-    BOS_ID,
-    EOS_ID,
     MASK,
     SPECIAL_TOKENS,
     Encoded,
     TextTokenizer,
     TokenizerSpec,
+    Tokenizing,
     normalize_text,
 )
 from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
@@ -145,17 +145,26 @@ def check_family(arch: str, data: DataSpec, train: TrainConfig) -> None:
         )
 
 
-def whole_words(tok: TextTokenizer) -> tuple[str, ...]:
+def whole_words(tok: Tokenizing) -> tuple[str, ...]:
     """The pieces of ``tok`` that a person types as words, sorted without regard to case: for ``word`` and
     ``wordpiece`` every piece with a letter or digit except the special ones and word continuations (``##…``);
     for ``bpe`` and ``byte_bpe`` the pieces that begin a word (``▁cat``, `` cat``), without that mark; for
     ``char`` none (completing one character completes nothing)."""
     if tok.kind == "char":
         return ()
-    mark = {"bpe": "▁", "byte_bpe": " "}.get(tok.kind)
+    # a model's own tokenizer: Marian's SentencePiece marks word starts with ▁, GPT-2's bytes with a space;
+    # BERT's WordPiece marks continuations with ## and has [unusedN] rows
+    mark = {"bpe": "▁", "byte_bpe": " ", "marian_spm": "▁"}.get(tok.kind)
+    if tok.kind == "hf_json" and getattr(tok, "model_type", "") == "gpt2":
+        mark = " "
     words = set()
+    specials = tok.special_ids
     for i in range(len(SPECIAL_TOKENS), tok.vocab_size):
+        if i in specials:
+            continue
         piece = tok.display_token(i)
+        if piece.startswith("[unused"):
+            continue
         if mark is not None:
             if not piece.startswith(mark):
                 continue
@@ -202,8 +211,8 @@ class Session:
         train_cfg: TrainConfig,
         data_spec: DataSpec,
         tokenizer_spec: TokenizerSpec,
-        src_tok: TextTokenizer,
-        tgt_tok: TextTokenizer,
+        src_tok: AnyTokenizer,
+        tgt_tok: AnyTokenizer,
         device: torch.device,
         preset: str = "custom",
         corpus: Corpus | None = None,
@@ -293,12 +302,20 @@ class Session:
             with without_collector_pauses():
                 if cfg.single_stream:  # LM: BOS + text (or text + EOS); MLM: BOS text EOS
                     reserve = 1 if cfg.arch == "decoder_only" else 2
-                    self._encoded[split] = encode_texts(self.corpus.texts(split), self.tgt_tok, cfg.max_len, reserve)
+                    self._encoded[split] = encode_texts(
+                        self.corpus.texts(split), self.tgt_tok, cfg.max_len, reserve, self.specials
+                    )
                 else:
                     self._encoded[split] = encode_pairs(
-                        self.corpus.split(split), self.src_tok, self.tgt_tok, cfg.max_len
+                        self.corpus.split(split), self.src_tok, self.tgt_tok, cfg.max_len, self.specials
                     )
         return self._encoded[split]
+
+    @property
+    def specials(self) -> Specials:
+        """The model's padding, start and end token ids, with which its batches are laid out."""
+        cfg = self.model_cfg
+        return Specials(cfg.pad_id, cfg.bos_id, cfg.eos_id)
 
     @property
     def text_kind(self) -> str:
@@ -438,7 +455,8 @@ class Session:
             room = self.model_cfg.max_len - 2  # BOS before, at least one generated token after
             return encoded, encoded.ids[:room], len(encoded.ids) > room
         encoded = self.src_tok.encode(text)
-        ids = encoded.ids[: self.model_cfg.max_len - 1] + [EOS_ID]  # what the encoder reads (as in training)
+        # what the encoder reads (as in training)
+        ids = encoded.ids[: self.model_cfg.max_len - 1] + [self.model_cfg.eos_id]
         return encoded, ids, len(encoded.ids) > self.model_cfg.max_len - 1
 
     def default_max_len(self, n_source: int) -> int:
@@ -519,14 +537,14 @@ class Session:
                 else self.tgt_tok.encode_ids(tgt_text)
             )
         # the decoder reads BOS + y, so y may use all positions but one
-        y = [t for t in tgt_ids if t != EOS_ID][: self.model_cfg.max_len - 1]
         cfg = self.model_cfg
+        y = [t for t in tgt_ids if t != cfg.eos_id][: cfg.max_len - 1]
         tgt_in = torch.tensor([[cfg.bos_id, *y]], device=self.device)
-        out = [*y, EOS_ID]
+        out = [*y, cfg.eos_id]
         self.model.eval()
         logits, maps = self.model(src, tgt_in, return_attention=True)
         logits = logits[0].float()
-        logits[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")  # as in decoding: PAD and BOS are never emitted
+        logits[:, cfg.never_emitted] = float("-inf")  # as in decoding: PAD and BOS are never emitted
         probs = logits.softmax(-1)[torch.arange(len(out)), torch.tensor(out, device=self.device)]
 
         def stack(ws: list[torch.Tensor]) -> np.ndarray:
@@ -572,14 +590,14 @@ class Session:
                 if tgt_text is not None
                 else generate(self.model, ids, self.default_max_len(len(ids)))
             )
-        y = [t for t in tgt_ids if t != EOS_ID][: cfg.max_len - 1 - len(ids)]
+        y = [t for t in tgt_ids if t != cfg.eos_id][: cfg.max_len - 1 - len(ids)]
         seq = [cfg.bos_id, *ids, *y]
-        out = [*ids, *y, EOS_ID]
+        out = [*ids, *y, cfg.eos_id]
         x = torch.tensor([seq], device=self.device)
         self.model.eval()
         logits, maps = self.model(x, return_attention=True)
         logits = logits[0].float()
-        logits[:, [cfg.pad_id, cfg.bos_id]] = float("-inf")
+        logits[:, cfg.never_emitted] = float("-inf")
         probs = logits.softmax(-1)[torch.arange(len(out)), torch.tensor(out, device=self.device)]
         show = self.tgt_tok.display_token
         tokens = [show(i) for i in seq]
@@ -599,8 +617,11 @@ class Session:
         into the input — replaced by <mask>), EOS; and the pieces that were replaced."""
         if not normalize_text(text):
             raise ValueError("Type a sentence; write <mask> where the model should fill a word in.")
-        ids = [BOS_ID, *self.src_tok.encode_ids(text)[: self.model_cfg.max_len - 2], EOS_ID]
+        cfg = self.model_cfg
         mask_id = self.src_tok.mask_id
+        if mask_id is not None and self.src_tok.id_to_token(mask_id) != MASK:  # BERT's [MASK]: <mask> works too
+            text = text.replace(MASK, f" {self.src_tok.id_to_token(mask_id)} ")
+        ids = [cfg.bos_id, *self.src_tok.encode_ids(text)[: cfg.max_len - 2], cfg.eos_id]
         originals: list[str | None] = [None] * len(ids)
         for p in mask_positions:
             if 0 < p < len(ids) - 1 and mask_id is not None and ids[p] != mask_id:
@@ -727,7 +748,7 @@ class Session:
             ids = self._masked_input(src_text, ())[0]
             return [torch.tensor([ids], device=self.device)], [show_src(i) for i in ids], []
         _, ids, _ = self._source(src_text)
-        y = [t for t in (tgt_ids or []) if t != EOS_ID]
+        y = [t for t in (tgt_ids or []) if t != cfg.eos_id]
         if cfg.arch == "decoder_only":
             seq = [cfg.bos_id, *ids, *y[: cfg.max_len - 1 - len(ids)]]
             return [torch.tensor([seq], device=self.device)], [], [show_tgt(i) for i in seq]
@@ -787,12 +808,21 @@ class Session:
         self.dirty = False
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "auto") -> Session:
+    def load(
+        cls, path: str | Path, device: str = "auto", progress: Callable[[str, float], None] | None = None
+    ) -> Session:
         """Open a checkpoint. Raises :class:`CheckpointError` (and changes nothing) when it is unusable.
 
         Everything in the file is checked before the model is built: the configuration against the shapes
         of the stored weights, so a file that claims a huge model is refused without allocating it.
+
+        ``path`` may also be a Hugging Face model folder (Marian, GPT-2, BERT: see :mod:`model.hf_import`);
+        ``progress`` is then called with what is being done and the fraction done.
         """
+        if Path(path).is_dir():
+            from model.hf_import import open_folder
+
+            return open_folder(path, device, progress)
         data = load_checkpoint(path)
         saved = _read_saved_state(path, data)
         model_cfg, train_cfg = saved["model_cfg"], saved["train_cfg"]
@@ -832,6 +862,17 @@ class Session:
             except (RuntimeError, TypeError, ValueError):
                 pass  # another number of GPUs, or another kind: the CUDA generators keep their state
         return session
+
+    def with_data(self, data: DataSpec, corpus: Corpus | None = None) -> None:
+        """Train this model on other data from here on (fine-tuning: the model, its tokenizers and the
+        optimizer's state stay; the new data is read with the model's own tokenizers; its batches start at its
+        beginning). ``corpus``: the data already read, else it is read on first use. Raises a DataError a
+        person can act on when the data does not suit the family."""
+        check_family(self.model_cfg.arch, data, self.train_cfg)
+        state = self._trainer.state_dict() if self._trainer is not None else (self._pending or {})
+        self._pending = {"optimizer": state.get("optimizer"), "stream": {"epoch": 0, "position": 0}}
+        self._trainer = None
+        self.data_spec, self._corpus, self._encoded = data, corpus, {}
 
     # -- description -------------------------------------------------------------------
     def with_train_config(self, **changes: Any) -> None:
@@ -892,11 +933,14 @@ def _read_tokenizers(path: str | Path, meta: dict[str, Any], data: dict[str, Any
     if not isinstance(shared, bool):
         raise damaged(f"its shared_tokenizer setting ({shared!r}) is not true or false")
     try:
-        src_tok = TextTokenizer.from_json(data["src_tokenizer"])
-        tgt_tok = src_tok if shared else TextTokenizer.from_json(data["tgt_tokenizer"])
+        src_tok = tokenizer_from_json(data["src_tokenizer"])
+        tgt_tok = src_tok if shared else tokenizer_from_json(data["tgt_tokenizer"])
     except Exception as exc:  # noqa: BLE001 — the tokenizers library raises plain Exception for bad JSON
         raise CheckpointError(f"{path}: its tokenizers cannot be read ({exc}); {DAMAGED}") from None
-    if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
+    sizes, rows = (src_tok.vocab_size, tgt_tok.vocab_size), (cfg.src_vocab_size, cfg.tgt_vocab_size)
+    # a model opened from elsewhere may have more embedding rows than tokens, never fewer
+    own = isinstance(src_tok, TextTokenizer)
+    if (sizes != rows) if own else (sizes[0] > rows[0] or sizes[1] > rows[1]):
         raise CheckpointError(f"{path}: its tokenizers do not match its model; the file is inconsistent")
     return {"src_tok": src_tok, "tgt_tok": tgt_tok}
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from model.snapshots import Candidate, DecodeSettings, DecodeStep, DecodeView, Inspection
-from model.tokenization import EOS_ID, UNK_ID
 
 if TYPE_CHECKING:
     from model.decoding import DecoderRows
@@ -160,12 +159,12 @@ class DecodeDriver:
             best, t, i = ranked[0]
             focus = best.tokens
             # cut at max_len (no EOS): it would be read at a position the search never computes
-            end = (t, _finished_candidate(shown[t], i).parent) if focus[-1] == EOS_ID else None
+            end = (t, _finished_candidate(shown[t], i).parent) if focus[-1] == session.model_cfg.eos_id else None
         return DecodeView(
             decode_id=self.decode_id,
             settings=self._settings,
             source_tokens=tuple(d.source_tokens),
-            unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == UNK_ID),
+            unknown=frozenset(i for i, t in enumerate(d.source_ids) if t == session.src_tok.unk_id),
             source_length=len(d.source.ids),
             source_read=len(d.source_ids) - (not generating),  # a translator's EOS is added after the cut
             reference=d.reference,
@@ -188,7 +187,8 @@ class DecodeDriver:
         if end is None:
             return session.inspect(self._settings.text, tgt_ids=focus)
         stepper = d.stepper
-        y = [t for t in focus if t != EOS_ID]
+        eos = session.model_cfg.eos_id
+        y = [t for t in focus if t != eos]
         chain = _back_pointers(stepper.history, end)  # the focus's row at positions 0 … len(y)
         if len(stepper.rows) < len(chain):
             stepper.lookahead()  # the position after the last step: its one decoder call
@@ -201,7 +201,7 @@ class DecodeDriver:
         return Inspection(
             src_tokens=list(d.source_tokens),
             tgt_tokens=[show(t) for t in [bos, *y]],
-            out_tokens=[show(t) for t in [*y, EOS_ID]],
+            out_tokens=[show(t) for t in [*y, eos]],
             encoder=stepper.encoder_attention,
             decoder_self=decoder_self,
             cross=cross,

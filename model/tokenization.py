@@ -26,7 +26,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
@@ -110,6 +110,22 @@ class Encoded:
         return [self.text[a:b] for a, b in self.unknown]
 
 
+class Tokenizing(Protocol):
+    """What the data pipeline and the evaluation need of a tokenizer: :class:`TextTokenizer`, or a model's own
+    tokenizer read from a Hugging Face folder (:mod:`model.hf_tokenizers`)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def special_ids(self) -> frozenset[int]: ...
+    def display_token(self, i: int) -> str: ...
+    def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+    def decode(self, ids: Iterable[int]) -> str: ...
+    def normal_form(self, text: str) -> str: ...
+
+
 def _build(kind: str) -> tuple[Tokenizer, Callable[..., trainers.Trainer]]:
     """An untrained tokenizer of ``kind`` and the trainer class to fit it."""
     if kind in ("word", "wordpiece"):
@@ -141,6 +157,9 @@ def _build(kind: str) -> tuple[Tokenizer, Callable[..., trainers.Trainer]]:
 
 class TextTokenizer:
     """A trained tokenizer with the project's fixed special tokens and normal forms."""
+
+    # the fixed special ids, named as the tokenizers of Hugging Face model folders name theirs
+    pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
 
     def __init__(self, tokenizer: Tokenizer, kind: str) -> None:
         for i, special in enumerate(SPECIAL_TOKENS):
@@ -183,6 +202,12 @@ class TextTokenizer:
     def mask_id(self) -> int | None:
         """The id of ``<mask>`` (a masked-language-model tokenizer's), else None."""
         return MASK_ID if self.hf.token_to_id(MASK) == MASK_ID else None
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """The ids of the special tokens: pad, bos, eos, unk and, when there is one, mask."""
+        specials = {PAD_ID, BOS_ID, EOS_ID, UNK_ID}
+        return frozenset(specials if self.mask_id is None else specials | {self.mask_id})
 
     @property
     def first_regular_id(self) -> int:

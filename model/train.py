@@ -93,6 +93,20 @@ def _add_data_flags(src: argparse._ArgumentGroup) -> None:
     src.add_argument("--data-seed", type=int, default=0, help="seed of data generation and splits")
 
 
+def _data_spec(args: argparse.Namespace, arch: str) -> DataSpec:
+    if (args.task is None) == (args.data is None):
+        raise DataError("give exactly one of --task NAME or --data FILE")
+    data = DataSpec(
+        task=args.task, path=args.data, target_path=args.data_target, file_format=args.format,
+        src_key=args.src_key, tgt_key=args.tgt_key, swap=args.swap, seed=args.data_seed, length=args.length,
+        min_length=args.min_length or args.length, alphabet=args.alphabet,
+        **({"n_train": args.n_train} if args.n_train else {}),
+    )  # fmt: skip
+    if args.data and args.format == "auto" and arch in SINGLE_STREAM:
+        data = replace(data, file_format="text")  # a single-stream model reads plain text, a line each
+    return data
+
+
 def make_session(args: argparse.Namespace) -> Session:
     if args.resume:
         fixed = sorted(given_flags(args, ModelConfig))
@@ -105,19 +119,13 @@ def make_session(args: argparse.Namespace) -> Session:
         if changes:  # e.g. a lower learning rate after a diverging run
             session.with_train_config(**changes)
             print(f"training settings changed on resume: {changes}", file=sys.stderr)
+        if args.task is not None or args.data is not None:  # fine-tuning on other data
+            session.with_data(_data_spec(args, session.model_cfg.arch))
+            print(f"training on {session.data_spec.name} from here on", file=sys.stderr)
         return session
-    if (args.task is None) == (args.data is None):
-        raise DataError("give exactly one of --task NAME or --data FILE")
-    data = DataSpec(
-        task=args.task, path=args.data, target_path=args.data_target, file_format=args.format,
-        src_key=args.src_key, tgt_key=args.tgt_key, swap=args.swap, seed=args.data_seed, length=args.length,
-        min_length=args.min_length or args.length, alphabet=args.alphabet,
-        **({"n_train": args.n_train} if args.n_train else {}),
-    )  # fmt: skip
+    data = _data_spec(args, args.arch)
     train = train_config_for(args.preset, **given_settings(args, TrainConfig))
     tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
-    if args.data and args.format == "auto" and args.arch in SINGLE_STREAM:
-        data = replace(data, file_format="text")  # a single-stream model reads plain text, a line each
     return Session.create(
         data, args.preset, train, tokenizer, shared_tokenizer=args.shared_vocab, device=args.device,
         **given_settings(args, ModelConfig),

@@ -13,12 +13,12 @@ import sacrebleu
 import torch
 from torch import nn
 
-from model.data.batching import BatchStream, EncodedPairs, batches_in_order, collate
+from model.data.batching import IGNORE, BatchStream, EncodedPairs, batches_in_order, collate
 from model.data.text_batching import TextStream
 from model.decoding import greedy_decode, output_budget
 from model.device import prepare_optimizers, training_autocast
 from model.objectives import mean_load, run_batch
-from model.tokenization import PAD_ID, TextTokenizer
+from model.tokenization import Tokenizing
 from model.train_config import (  # noqa: F401 — the settings, re-exported where they were
     OPTIMIZERS,
     SCHEDULES,
@@ -218,7 +218,7 @@ def evaluate(
     model: Transformer,
     data: EncodedPairs,
     references: list[str],
-    tgt_tok: TextTokenizer,
+    tgt_tok: Tokenizing,
     tgt_lang: str,
     label_smoothing: float,
     max_sentences: int | None = None,
@@ -234,7 +234,7 @@ def evaluate(
     """
     model.eval()
     device = model.device
-    loss_fn = nn.CrossEntropyLoss(ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+    loss_fn = nn.CrossEntropyLoss(ignore_index=IGNORE, label_smoothing=label_smoothing, reduction="sum")
     total, tokens, aux, loads = 0.0, 0, [], []
     for batch in batches_in_order(data, batch_size):
         batch = batch.to(device)
@@ -248,7 +248,7 @@ def evaluate(
     hyps: list[str] = []
     for k in range(0, n, batch_size):
         chunk = data.src[k : min(n, k + batch_size)]
-        src = collate(chunk, [[0]] * len(chunk)).src.to(device)
+        src = collate(chunk, [[0]] * len(chunk), data.specials).src.to(device)
         longest = max(len(s) for s in chunk)
         max_len = output_budget(longest, model.cfg.max_len)
         hyps.extend(tgt_tok.decode(ids) for ids in greedy_decode(model, src, max_len))

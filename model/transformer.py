@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from model.config import ModelConfig
 from model.feedforward import Routing
 from model.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
-from model.masks import decoder_self_mask, padding_mask
+from model.masks import decoder_self_mask, padding_mask, target_tokens
 from model.positional import (
     LearnedPositionalEncoding,
     RotaryEmbedding,
@@ -119,17 +119,18 @@ class Transformer(nn.Module):
         self.cfg = cfg
         d, arch = cfg.d_model, cfg.arch
         has_encoder, has_decoder = arch != "decoder_only", arch != "encoder_only"
-        self.embed_scale = math.sqrt(d)  # the paper multiplies embeddings by √d_model
+        self.embed_scale = math.sqrt(d) if cfg.scale_embedding else 1.0  # the paper multiplies by √d_model
         self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
         self.tgt_embed = self.src_embed if cfg.shared_vocab else nn.Embedding(cfg.tgt_vocab_size, d)
         # BERT's segment (token type) embedding: sentence A or B of a pair
         self.segment_embed = nn.Embedding(2, d) if arch == "encoder_only" else None
+        self.embed_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if cfg.embed_norm else None  # BERT's
 
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_len) if cfg.positional == "rope" else None
         self.src_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
         self.tgt_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
         if cfg.positional == "sinusoidal":
-            self.src_pos = self.tgt_pos = SinusoidalPositionalEncoding(d, cfg.max_len)
+            self.src_pos = self.tgt_pos = SinusoidalPositionalEncoding(d, cfg.max_len, cfg.sinusoid_layout)
         elif cfg.positional == "learned":
             self.src_pos = LearnedPositionalEncoding(d, cfg.max_len)
             self.tgt_pos = LearnedPositionalEncoding(d, cfg.max_len) if arch == "encoder_decoder" else self.src_pos
@@ -158,7 +159,12 @@ class Transformer(nn.Module):
         self.classifier = nn.Linear(d, cfg.n_classes) if cfg.n_classes else None
         self.generator = nn.Linear(d, cfg.tgt_vocab_size)  # output projection to logits
         self._reset_parameters()
-        if cfg.tie_embeddings:
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Make the output projection share the target embedding's matrix (``tie_embeddings``), again after
+        weights were assigned rather than copied."""
+        if self.cfg.tie_embeddings:
             self.generator.weight = self.tgt_embed.weight
 
     def _reset_parameters(self) -> None:
@@ -193,6 +199,8 @@ class Transformer(nn.Module):
             x = pos(x, offset)
         if self.segment_embed is not None:
             x = x + self.segment_embed(torch.zeros_like(tokens) if segments is None else segments)
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
         return self.dropout(x)
 
     # -- the stacks ------------------------------------------------------------
@@ -221,7 +229,7 @@ class Transformer(nn.Module):
         x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos)
         T = tgt_in.shape[1]
         bias = None if self.decoder_bias is None else self.decoder_bias(T, T)
-        real = tgt_in != self.cfg.pad_id
+        real = target_tokens(tgt_in, self.cfg.pad_id)
         found = _Pass()
         for layer in self.decoder_layers:
             if memory is None:  # a decoder-only block
@@ -411,6 +419,8 @@ class Transformer(nn.Module):
         x = F.embedding(tokens[:, None], self.tgt_embed.weight) * self.embed_scale  # [B, 1, d]
         if self.tgt_pos is not None:
             x = x + self.tgt_pos.table()[t]
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
         bias = None if self.decoder_bias is None else self.decoder_bias(1, t + 1, offset=t)
         self_maps: list[Tensor] = []
         cross_maps: list[Tensor] = []
@@ -459,6 +469,7 @@ class Transformer(nn.Module):
             "src_embed": "token embedding" if single else "source embedding",
             "tgt_embed": "target embedding",
             "segment_embed": "segment embedding",
+            "embed_norm": "embedding norm",
             "src_pos": "positions (learned)" if single else "source positions (learned)",
             "tgt_pos": "target positions (learned)",
             "encoder_bias": "encoder relative bias (T5)",

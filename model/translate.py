@@ -18,7 +18,9 @@ from model.device import DEVICE_CHOICES
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-translate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True, metavar="FILE")
+    ap.add_argument(
+        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
+    )
     ap.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
     ap.add_argument("--max-len", type=int, help="longest translation in tokens (default: from the source)")
     ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α of beam search (default 0.6)")

@@ -22,7 +22,7 @@ def test_presets_build_and_round_trip(name):
         (dict(activation="tanh"), "activation must be one of"),
         (dict(dropout=1.0), "dropout"),
         (dict(shared_vocab=True), "shared_vocab needs equal vocabulary sizes"),
-        (dict(pad_id=1), "must differ"),
+        (dict(eos_id=0), "must differ"),
         (dict(n_encoder_layers=0), "at least 1"),
     ],
 )

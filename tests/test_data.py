@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from model.data import BatchStream, DataError, DataSpec, collate, encode_pairs, load_corpus, load_pairs_file
+from model.data.batching import IGNORE, Specials
 from model.data.grammar import generate_grammar, vocabulary
 from model.tokenization import BOS_ID, EOS_ID, PAD_ID, TextTokenizer, TokenizerSpec
 
@@ -217,18 +218,30 @@ def test_shift_right_and_padding():
     a, b, c, d, e, f, g = (tok.encode_ids(x)[0] for x in "abcdefg")
     assert batch.src.tolist() == [[a, b, c, EOS_ID], [a, EOS_ID, PAD_ID, PAD_ID]]
     assert batch.tgt_in.tolist() == [[BOS_ID, d, e, PAD_ID, PAD_ID], [BOS_ID, f, g, a, b]]
-    assert batch.tgt_out.tolist() == [[d, e, EOS_ID, PAD_ID, PAD_ID], [f, g, a, b, EOS_ID]]
+    assert batch.tgt_out.tolist() == [[d, e, EOS_ID, -100, -100], [f, g, a, b, EOS_ID]]  # not predicted
     assert batch.n_tokens == 3 + 5
+
+
+def test_batches_take_the_models_own_special_ids():
+    """A model opened from elsewhere (Marian: start = pad = 9, end = 0) gets its batches laid out with its ids."""
+    tok = toks()
+    specials = Specials(pad=9, bos=9, eos=0)
+    enc = encode_pairs([("a b", "d"), ("a", "f g")], tok, tok, max_len=16, specials=specials)
+    batch = collate(enc.src, enc.tgt, enc.specials)
+    a, b, d, f, g = (tok.encode_ids(x)[0] for x in "abdfg")
+    assert batch.src.tolist() == [[a, b, 0], [a, 0, 9]]
+    assert batch.tgt_in.tolist() == [[9, d, 9], [9, f, g]]
+    assert batch.tgt_out.tolist() == [[d, 0, -100], [f, g, 0]]
 
 
 def test_pad_positions_do_not_count_in_the_loss():
     tok = toks()
     batch = collate(*(lambda e: (e.src, e.tgt))(encode_pairs([("a", "b c d e f"), ("a", "b")], tok, tok, 16)))
     logits = torch.randn(*batch.tgt_out.shape, tok.vocab_size)
-    loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=PAD_ID)
+    loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch.tgt_out, ignore_index=IGNORE)
     changed = logits.clone()
-    changed[batch.tgt_out == PAD_ID] = 1e3  # garbage where the pads are
-    again = torch.nn.functional.cross_entropy(changed.transpose(1, 2), batch.tgt_out, ignore_index=PAD_ID)
+    changed[batch.tgt_in == PAD_ID] = 1e3  # garbage where the pads are
+    again = torch.nn.functional.cross_entropy(changed.transpose(1, 2), batch.tgt_out, ignore_index=IGNORE)
     assert torch.allclose(loss, again)
 
 

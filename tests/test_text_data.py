@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from model.data import (
+    IGNORE,
     DataError,
     DataSpec,
     EncodedTexts,
@@ -124,14 +125,14 @@ def test_lm_batches_predict_the_next_token():
     data = EncodedTexts([[7, 8, 9], [10], [11, 12, 13, 14, 15], [16, 17]], 0)
     (batch,) = text_batches_in_order(data, 8, "lm")
     assert isinstance(batch, LMBatch) and batch.ids.shape == batch.targets.shape == (4, 6)
-    real = batch.targets != PAD_ID
+    real = batch.targets != IGNORE
     assert batch.n_tokens == int(real.sum()) == 3 + 1 + 5 + 2 + 4
     for row, text in zip(range(4), sorted(data.ids, key=len)):
         n = len(text) + 1
         assert batch.ids[row, :n].tolist() == [BOS_ID, *text]
         assert batch.targets[row, :n].tolist() == [*text, EOS_ID]
         assert batch.ids[row, 1:n].tolist() == batch.targets[row, : n - 1].tolist()  # shifted by one
-        assert (batch.ids[row, n:] == PAD_ID).all() and (batch.targets[row, n:] == PAD_ID).all()
+        assert (batch.ids[row, n:] == PAD_ID).all() and (batch.targets[row, n:] == IGNORE).all()
     assert (real == (batch.ids != PAD_ID)).all()  # a target for every real input, none for padding
 
 

@@ -6,6 +6,8 @@ Route: it asks for nothing; the main window hands it each run the engine describ
 
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
@@ -14,10 +16,18 @@ from explorer.widgets import named
 from explorer.worker import RunInfo
 from model.config import ModelConfig
 
+TOKENIZER_OF = {"marian": "SentencePiece", "gpt2": "byte-level BPE", "bert": "WordPiece"}  # an opened model's
+
 
 def tokenizer_text(info: RunInfo) -> str:
-    """The tokenizer's kind and the vocabulary sizes (one for a single-stream model), in the interface language."""
+    """The tokenizer's kind and the vocabulary sizes (one for a single-stream model), in the interface language;
+    a model opened from a folder reads with the tokenizer it came with."""
     src, tgt = info.vocab_sizes
+    if info.model_origin is not None:
+        kind = TOKENIZER_OF.get(info.model_origin.model_type, info.model_origin.model_type)
+        if info.model_config.single_stream or src == tgt:
+            return tr("the model's own {kind} ({n} pieces)").format(kind=kind, n=f"{src:,}")
+        return tr("the model's own {kind} ({src} / {tgt} pieces)").format(kind=kind, src=f"{src:,}", tgt=f"{tgt:,}")
     if info.model_config.single_stream:
         return tr("{kind} ({n} pieces, one vocabulary)").format(kind=info.tokenizer.kind, n=src)
     return tr("{kind} ({src} / {tgt} pieces)").format(kind=info.tokenizer.kind, src=src, tgt=tgt)
@@ -28,6 +38,14 @@ FAMILY_TITLES = {
     "decoder_only": N_("Decoder-only Transformer (GPT: predicts the next token)"),
     "encoder_only": N_("Encoder-only Transformer (BERT: fills in masked tokens)"),
 }
+
+
+def origin_text(info: RunInfo) -> str:
+    """Where the model came from: "Opened from Hugging Face: marian · opus-mt-en-zh", or its preset."""
+    o = info.model_origin
+    if o is None:
+        return f"{tr('preset')} <i>{escape(info.preset)}</i>"
+    return tr("Opened from Hugging Face: {what}").format(what=f"<i>{escape(o.model_type)} · {escape(o.name)}</i>")
 
 
 def stacks_text(m: ModelConfig) -> str:
@@ -100,16 +118,25 @@ class ModelPanel(QWidget):
         if m.tie_embeddings:
             tied.append(tr("output projection tied to the token embedding") if m.single_stream else
                         tr("output projection tied to the target embedding"))  # fmt: skip
+        positional: str = m.positional
+        if m.positional == "sinusoidal" and m.sinusoid_layout == "split":
+            positional += " " + tr("(sines in the first half of the dimensions, cosines in the second)")
+        if not m.scale_embedding:
+            positional += "; " + tr("embeddings not scaled by √d_model")
+        if m.embed_norm:
+            positional += "; " + tr("LayerNorm over the summed embeddings")
         lines = [
-            f"<b>{tr(FAMILY_TITLES[m.arch])}</b> — {tr('preset')} <i>{info.preset}</i>",
+            f"<b>{tr(FAMILY_TITLES[m.arch])}</b> — {origin_text(info)}",
             f"{stacks_text(m)}; d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} (d_k = d_v = {m.head_dim}), "
             f"d_ff = {m.d_ff}, P_drop = {m.dropout:g}",
-            f"{norm}; {tr('positional encoding')}: {m.positional}; {tr('activation')}: {m.activation}; "
+            f"{norm}; {tr('positional encoding')}: {positional}; {tr('activation')}: {m.activation}; "
             f"max_len = {m.max_len}",
             f"{tr('Tokenizer')}: {tokenizer_text(info)}" + (f"; {', '.join(tied)}" if tied else ""),
             parameters_text(info),
         ]
         self.summary.setText("<br>".join(lines))
+        origin = info.model_origin
+        self.summary.setToolTip(tr("Read from the folder {folder}").format(folder=origin.folder) if origin else "")
         rows = sorted(info.parameters.items(), key=lambda kv: -kv[1])
         self.table.setRowCount(len(rows))
         for r, (name, count) in enumerate(rows):

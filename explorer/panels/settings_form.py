@@ -8,6 +8,7 @@ experts' rows beyond "Experts" show only for a Mixture-of-Experts model (more th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -507,6 +508,14 @@ class SettingsForm(QWidget):
         self.tokenizer_combo.setCurrentText(info.tokenizer.kind)
         if info.preset in PRESETS:
             self.preset_combo.setCurrentText(info.preset)
+
+
+def only_the_data_differs(form_spec: NewModelSpec, info: RunInfo | None) -> bool:
+    """True when the form asks for other data and nothing else that needs a new model: a model opened from a
+    Hugging Face folder then learns it with its own weights and tokenizers."""
+    if info is None or form_spec.data == info.data:
+        return False
+    return not needs_new_model(replace(form_spec, data=info.data), info)
 
 
 def needs_new_model(form_spec: NewModelSpec, info: RunInfo | None) -> bool:

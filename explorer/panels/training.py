@@ -33,10 +33,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.commands import ChangeTraining, Command, NewModel, Pause, PauseAt, Resume, Start, Step, Stop
+from explorer.commands import ChangeData, ChangeTraining, Command, NewModel, Pause, PauseAt, Resume, Start, Step, Stop
 from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
-from explorer.panels.settings_form import SettingsForm, float_spin, int_spin, needs_new_model
+from explorer.panels.settings_form import (
+    SettingsForm,
+    float_spin,
+    int_spin,
+    needs_new_model,
+    only_the_data_differs,
+)
 from explorer.widgets import named
 from explorer.widgets.metric_plot import MetricPlot
 from explorer.worker import (
@@ -351,8 +357,14 @@ class TrainingPanel(QWidget):
             self._send(NewModel(spec))
             go()
 
-        if info is None or needs_new_model(spec, info):
-            if info is not None and self.status.step > 0:
+        if info is not None and info.model_origin is not None and only_the_data_differs(spec, info):
+            self._send(ChangeData(spec.data))  # an opened model learns the new data with its own vocabulary
+        elif info is None or needs_new_model(spec, info):
+            if info is not None and info.model_origin is not None:
+                question = tr("These settings need a new model: the opened model {name} will be replaced by one "
+                              "with fresh weights.").format(name=info.model_origin.name)  # fmt: skip
+                self.confirm_replace(build_and_go, question, True)
+            elif info is not None and self.status.step > 0:
                 question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
                 self.confirm_replace(build_and_go, question.format(step=self.status.step), True)
             else:
@@ -373,8 +385,9 @@ class TrainingPanel(QWidget):
             return
         self.acted.emit()
         question = tr("Reset starts a new model with fresh weights. The current model (step {step}) will be replaced.")
+        opened = self.current is not None and self.current.model_origin is not None  # never lost without asking
         self.confirm_replace(lambda: self._send(NewModel(spec)), question.format(step=self.status.step),
-                             self.status.step > 0)  # fmt: skip
+                             self.status.step > 0 or opened)  # fmt: skip
 
     def _on_pause_at(self) -> None:
         step, loss = self.pause_at_step.value(), self.pause_at_loss.value()

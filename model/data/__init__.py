@@ -18,7 +18,16 @@ from model.data.errors import DataError
 from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file, load_text_file
 
 if TYPE_CHECKING:
-    from model.data.batching import Batch, BatchStream, EncodedPairs, batches_in_order, collate, encode_pairs
+    from model.data.batching import (
+        IGNORE,
+        Batch,
+        BatchStream,
+        EncodedPairs,
+        Specials,
+        batches_in_order,
+        collate,
+        encode_pairs,
+    )
     from model.data.text_batching import (
         EncodedTexts,
         LMBatch,
@@ -31,7 +40,16 @@ if TYPE_CHECKING:
         text_batches_in_order,
     )
 
-_BATCHING = {"Batch", "BatchStream", "EncodedPairs", "batches_in_order", "collate", "encode_pairs"}
+_BATCHING = {
+    "IGNORE",
+    "Specials",
+    "Batch",
+    "BatchStream",
+    "EncodedPairs",
+    "batches_in_order",
+    "collate",
+    "encode_pairs",
+}
 _TEXT_BATCHING = {
     "EncodedTexts",
     "LMBatch",
@@ -59,6 +77,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FILE_FORMATS",
+    "IGNORE",
+    "Specials",
     "MONOLINGUAL_TASKS",
     "TASKS",
     "TASK_DESCRIPTIONS",

@@ -34,10 +34,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from model.data.batching import bucketed_plan
-from model.tokenization import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, TextTokenizer
+from model.data.batching import DEFAULT_SPECIALS, IGNORE, Specials, bucketed_plan
+from model.tokenization import SPECIAL_TOKENS, Tokenizing
 
-IGNORE = -100  # label of positions that are not predicted (PyTorch's cross_entropy ignore_index)
 KINDS = ("lm", "mlm")
 IS_NEXT, NOT_NEXT = 0, 1  # NSP labels, Hugging Face's convention: 0 = sentence B continues sentence A
 
@@ -48,9 +47,12 @@ class EncodedTexts:
 
     ids: list[list[int]]  # each: tokens only, at most max_len − reserve
     truncated: int  # texts that had to be cut
+    specials: Specials = Specials()  # the model's special ids
 
 
-def encode_texts(texts: list[str], tok: TextTokenizer, max_len: int, reserve: int = 2) -> EncodedTexts:
+def encode_texts(
+    texts: list[str], tok: Tokenizing, max_len: int, reserve: int = 2, specials: Specials = DEFAULT_SPECIALS
+) -> EncodedTexts:
     """Token ids of ``texts``, each cut to ``max_len − reserve`` tokens, leaving room for the specials that the
     batch adds (``"lm"``: 1, BOS or EOS; ``"mlm"``: 2, BOS and EOS)."""
     limit = max_len - reserve
@@ -58,14 +60,14 @@ def encode_texts(texts: list[str], tok: TextTokenizer, max_len: int, reserve: in
         raise ValueError(f"max_len {max_len} leaves no room for text after {reserve} special tokens")
     ids = tok.encode_batch(texts)
     truncated = sum(len(t) > limit for t in ids)
-    return EncodedTexts([t[:limit] for t in ids], truncated)
+    return EncodedTexts([t[:limit] for t in ids], truncated, specials)
 
 
 @dataclass(frozen=True)
 class LMBatch:
     ids: Tensor  # [B, T] BOS + tokens, right-padded
-    targets: Tensor  # [B, T] tokens + EOS, right-padded (PAD is not predicted)
-    n_tokens: int  # real (non-PAD) targets
+    targets: Tensor  # [B, T] tokens + EOS, right-padded with IGNORE (not predicted)
+    n_tokens: int  # real (predicted) targets
 
     def to(self, device: torch.device) -> LMBatch:
         return LMBatch(self.ids.to(device), self.targets.to(device), self.n_tokens)
@@ -84,15 +86,15 @@ class MLMBatch:
         return MLMBatch(self.ids.to(device), self.segments.to(device), self.labels.to(device), nsp, self.n_tokens)
 
 
-def collate_lm(texts: list[list[int]]) -> LMBatch:
+def collate_lm(texts: list[list[int]], specials: Specials = DEFAULT_SPECIALS) -> LMBatch:
     """Pad token lists into a language-model batch with shifted targets."""
     B, T = len(texts), max(len(t) for t in texts) + 1
-    ids = torch.full((B, T), PAD_ID, dtype=torch.long)
-    targets = torch.full((B, T), PAD_ID, dtype=torch.long)
+    ids = torch.full((B, T), specials.pad, dtype=torch.long)
+    targets = torch.full((B, T), IGNORE, dtype=torch.long)
     for i, t in enumerate(texts):
-        ids[i, : len(t) + 1] = torch.tensor([BOS_ID, *t], dtype=torch.long)
-        targets[i, : len(t) + 1] = torch.tensor([*t, EOS_ID], dtype=torch.long)
-    return LMBatch(ids, targets, int((targets != PAD_ID).sum()))
+        ids[i, : len(t) + 1] = torch.tensor([specials.bos, *t], dtype=torch.long)
+        targets[i, : len(t) + 1] = torch.tensor([*t, specials.eos], dtype=torch.long)
+    return LMBatch(ids, targets, int((targets != IGNORE).sum()))
 
 
 def mask_tokens(
@@ -149,6 +151,7 @@ class _Options:
     nsp: bool = False
     max_len: int | None = None
     mask_prob: float = 0.15
+    specials: Specials = Specials()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -187,19 +190,21 @@ def _fit(example: Example, max_len: int | None, kind: str) -> Example:
 def collate_mlm(examples: list[Example], options: _Options, generator: torch.Generator) -> MLMBatch:
     """Lay out ``examples`` BERT-style (BOS a EOS [b EOS]), right-padded, and mask them with ``generator``."""
     rows = []
+    bos, eos = options.specials.bos, options.specials.eos
     for a, b, _ in examples:
-        tokens, segments = [BOS_ID, *a, EOS_ID], [0] * (len(a) + 2)
+        tokens, segments = [bos, *a, eos], [0] * (len(a) + 2)
         if b is not None:
-            tokens, segments = tokens + [*b, EOS_ID], segments + [1] * (len(b) + 1)
+            tokens, segments = tokens + [*b, eos], segments + [1] * (len(b) + 1)
         rows.append((tokens, segments))
     B, T = len(rows), max(len(t) for t, _ in rows)
-    ids = torch.full((B, T), PAD_ID, dtype=torch.long)
+    ids = torch.full((B, T), options.specials.pad, dtype=torch.long)
     segs = torch.zeros((B, T), dtype=torch.long)
     for i, (tokens, segments) in enumerate(rows):
         ids[i, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         segs[i, : len(segments)] = torch.tensor(segments, dtype=torch.long)
     assert options.mask_id is not None and options.first_regular_id is not None  # checked by _Options
-    maskable = (ids >= options.first_regular_id) & (ids != options.mask_id)
+    maskable = (ids >= options.first_regular_id) & (ids != options.mask_id) & (ids != options.specials.pad)
+    maskable &= (ids != bos) & (ids != eos)
     masked, labels = mask_tokens(
         ids, maskable, options.vocab_size, options.mask_id, options.first_regular_id, generator, options.mask_prob
     )
@@ -229,7 +234,7 @@ def _generator(*numbers: int) -> torch.Generator:
 
 def _collate(examples: list[Example], options: _Options, generator: torch.Generator) -> LMBatch | MLMBatch:
     if options.kind == "lm":
-        return collate_lm([a for a, _, _ in examples])
+        return collate_lm([a for a, _, _ in examples], options.specials)
     return collate_mlm(examples, options, generator)
 
 
@@ -264,7 +269,7 @@ class TextStream:
     ):
         if not data.ids:
             raise ValueError("no training texts to make batches from")
-        self.options = _Options(kind, vocab_size, mask_id, first_regular_id, nsp, max_len, mask_prob)
+        self.options = _Options(kind, vocab_size, mask_id, first_regular_id, nsp, max_len, mask_prob, data.specials)
         self.data, self.batch_size, self.seed = data, batch_size, seed
         self.epoch, self.position = epoch, position
         self._examples, self._plan = self._epoch_plan(epoch)
@@ -306,7 +311,7 @@ def text_batches_in_order(
     """Evaluation batches: every text once (with NSP: every text but the last as sentence A), sorted by length
     for less padding. The NSP pairs and the masks come from ``seed`` alone, so every call gives the same
     batches."""
-    options = _Options(kind, vocab_size, mask_id, first_regular_id, nsp, max_len, mask_prob)
+    options = _Options(kind, vocab_size, mask_id, first_regular_id, nsp, max_len, mask_prob, data.specials)
     examples = _examples(data, options, random.Random(f"nsp-eval:{seed}"))
     order = sorted(range(len(examples)), key=lambda i: _length(examples[i]))
     generator = _generator(1, seed)  # one generator for the whole pass, in order
