@@ -47,6 +47,7 @@ from explorer.recent_files import RecentFiles
 from explorer.widgets import named
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import (
+    DATA_STAGES,
     TRAINING,
     Engine,
     EngineStatus,
@@ -583,7 +584,10 @@ class MainWindow(QMainWindow):
     def _on_load_progress(self, p: LoadProgress) -> None:
         """What the engine is reading of the model being opened, and how far it has come."""
         self._opening = (p.request_id, p.name)
-        if p.fraction < 1.0:
+        if p.stage in DATA_STAGES:  # a big data file for a new model: its reading, then its tokenizers
+            text = tr("Preparing {name} — {stage}…") + (f" {100 * p.fraction:.0f}% ({p.detail})" if p.detail else "")
+            self.note_about(p.name, text.replace("{stage}", tr(p.stage)))
+        elif p.fraction < 1.0:
             text = tr("Opening {name} — {stage}… {percent}%")
             self.note_about(
                 p.name, text.replace("{stage}", tr(p.stage)).replace("{percent}", f"{100 * p.fraction:.0f}")

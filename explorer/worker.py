@@ -164,8 +164,17 @@ class ModelOrigin:
                    architectures)  # fmt: skip
 
 
-# What the engine says it is doing while it opens a model folder (Session.load's progress): the window translates it.
+# What the engine says it is doing while it opens a model folder (Session.load's progress) or prepares a big data
+# file read as a stream (Session.create's): the window translates it.
 LOAD_STAGES = (N_("reading the tokenizers"), N_("reading the weights"), N_("building the model"), N_("ready"))
+DATA_STAGES = (N_("reading"), N_("training the tokenizers"))
+
+
+def data_cache_dir() -> Path:
+    """Where the window keeps what it learnt of big data files read as streams (their scans, their token ids)."""
+    from PySide6.QtCore import QStandardPaths
+
+    return Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.CacheLocation)) / "data-cache"
 
 
 @dataclass(frozen=True)
@@ -174,8 +183,9 @@ class LoadProgress:
 
     request_id: int  # the Load it belongs to
     name: str  # the folder's (or file's) name
-    stage: str  # untranslated, one of LOAD_STAGES: the window translates it
+    stage: str  # untranslated, one of LOAD_STAGES or DATA_STAGES: the window translates it
     fraction: float  # 0…1
+    detail: str = ""  # a data file's: megabytes read, rate, time left (numbers and units)
 
 
 @dataclass(frozen=True)
@@ -646,15 +656,21 @@ class Engine(QThread):
         self._state = IDLE
         from model.session import Session
 
+        name = Path(spec.data.path).name if spec.data.path else spec.data.name
+
+        def report(stage: str, fraction: float | None, detail: str) -> None:  # a big file, read as a stream
+            self.load_progressed.emit(LoadProgress(c.request_id, name, stage, fraction or 0.0, detail))
+
         with without_collector_pauses():  # the corpus, tokenizers and weights live as long as the run
             session = Session.create(
                 spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
-                **spec.model_overrides,
+                data_cache=data_cache_dir(), progress=report, **spec.model_overrides,
             )  # fmt: skip
         self._install(session, path=None, origin=c.request_id)
         self._first_probe()  # a new model has its corpus in memory already: the timeline starts at step 0
 
     def _install(self, session: Session, path: str | None, origin: int = 0) -> None:
+        session.data_cache = session.data_cache or data_cache_dir()
         self._flush_metrics(force=True)  # the old run's last steps belong to the old run
         # the model, its data and tokenizers live long: keep them out of the collector's full walks, which
         # a fast-training model triggers often and which hold the GIL (the window's too) while they walk
@@ -735,9 +751,10 @@ class Engine(QThread):
         try:
             corpus = s.corpus
             info = CorpusSummary(
-                s.data_spec.name, TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"), len(corpus.train),
+                s.data_spec.name, TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"), corpus.n_train,
                 len(corpus.valid), len(corpus.test), corpus.src_lang, corpus.tgt_lang,
-                corpus.report.summary() if corpus.report else "", s.encoded("train").truncated,
+                corpus.report.summary() if corpus.report else "",
+                s.chunk_encoder().truncated if corpus.stream else s.encoded("train").truncated,
             )  # fmt: skip
             samples = tuple((_pieces(s.src_tok.encode(src)), _pieces(s.tgt_tok.encode(tgt)))
                             for src, tgt in corpus.train[:40])  # fmt: skip
@@ -819,7 +836,7 @@ class Engine(QThread):
         from model.session import check_family
 
         check_family(s.model_cfg.arch, c.data, s.train_cfg)
-        corpus = load_corpus(c.data)  # a DataError before anything changes
+        corpus = load_corpus(c.data, s.data_cache)  # a DataError before anything changes
         s.with_data(c.data, corpus)
         self.run_described.emit(self._run_info(s))  # same run id: the label and the data rows update
         self._describe_data()

@@ -32,6 +32,8 @@ from model.checkpoint import (
 from model.config import SINGLE_STREAM, ModelConfig
 from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, Specials, encode_pairs, load_corpus
 from model.data.corpus import is_monolingual
+from model.data.stream import ChunkEncoder, StreamedBatches, line_parser
+from model.data.stream import Progress as StreamProgress
 from model.data.text_batching import EncodedTexts, TextStream, encode_texts
 from model.decoding import (
     BeamStepper,
@@ -229,6 +231,10 @@ class Session:
         self.notes: dict[str, Any] = {}  # free-form provenance: command, data, purpose
         self._corpus = corpus
         self._encoded: dict[str, EncodedPairs | EncodedTexts] = {}
+        self.data_cache: Path | None = None  # where a streamed file's scan and encoded chunks are kept
+        self.data_progress: StreamProgress | None = None  # hears how reading a streamed file goes
+        self.rank, self.world = 0, 1  # this process's place among the ranks of a distributed run
+        self._chunks: ChunkEncoder | None = None
         self._trainer: Trainer | None = None
         self._pending: dict[str, Any] | None = None  # optimizer/stream state from a checkpoint
         self._clock: float | None = None
@@ -243,17 +249,34 @@ class Session:
         tokenizer: TokenizerSpec | None = None,
         shared_tokenizer: bool = False,
         device: str = "auto",
+        data_cache: Path | None = None,
+        progress: StreamProgress | None = None,
         **model_overrides: Any,
     ) -> Session:
         """Load the data, train tokenizers on its training split, and build a fresh model.
 
-        ``model_overrides`` are :class:`ModelConfig` fields (``d_model=…``, ``norm="pre"``…).
+        ``model_overrides`` are :class:`ModelConfig` fields (``d_model=…``, ``norm="pre"``…). A streamed file
+        (see :mod:`model.data.stream`) trains the tokenizers on its sample; ``data_cache`` keeps its scan and
+        encoded chunks, ``progress`` hears how reading it goes.
         """
         train = train or TrainConfig()
         tokenizer = tokenizer or TokenizerSpec()
         arch = model_overrides.get("arch", "encoder_decoder")
         check_family(arch, data, train)
-        corpus = load_corpus(data)
+        corpus = load_corpus(data, data_cache, progress)
+        session = cls._with_tokenizers(data, preset, train, tokenizer, shared_tokenizer, device, corpus,
+                                       progress, model_overrides)  # fmt: skip
+        session.data_cache, session.data_progress = data_cache, progress
+        return session
+
+    @classmethod
+    def _with_tokenizers(
+        cls, data: DataSpec, preset: str, train: TrainConfig, tokenizer: TokenizerSpec, shared_tokenizer: bool,
+        device: str, corpus: Corpus, progress: StreamProgress | None, model_overrides: dict[str, Any],
+    ) -> Session:  # fmt: skip
+        arch = model_overrides.get("arch", "encoder_decoder")
+        if progress is not None and corpus.stream is not None:
+            progress("training the tokenizers", None, f"on a sample of {len(corpus.train):,} pairs")
         if arch in SINGLE_STREAM:  # one stream of text, one tokenizer
             src_tok = tgt_tok = TextTokenizer.train(corpus.texts("train"), tokenizer, masking=arch == "encoder_only")
             if train.nsp:
@@ -289,8 +312,19 @@ class Session:
     def corpus(self) -> Corpus:
         """The sentence pairs (generated or read on first use; raises DataError if unavailable)."""
         if self._corpus is None:
-            self._corpus = load_corpus(self.data_spec)
+            self._corpus = load_corpus(self.data_spec, self.data_cache, self.data_progress)
         return self._corpus
+
+    def chunk_encoder(self) -> ChunkEncoder:
+        """A streamed file's chunks as token ids (see :mod:`model.data.stream`)."""
+        scan = self.corpus.stream
+        if scan is None:
+            raise DataError(f"{self.data_spec.name} is not read as a stream")
+        if self._chunks is None or self._chunks.scan is not scan:
+            parse = line_parser(scan.fmt, self.data_spec.src_key, self.data_spec.tgt_key, self.data_spec.swap)
+            self._chunks = ChunkEncoder(scan, parse, self.src_tok, self.tgt_tok, self.model_cfg.max_len,
+                                        self.specials, self.data_cache)  # fmt: skip
+        return self._chunks
 
     def encoded(self, split: str) -> EncodedPairs | EncodedTexts:
         """A split as ids: sentence pairs (encoder–decoder), or texts (single-stream families)."""
@@ -332,8 +366,13 @@ class Session:
             nsp=self.train_cfg.nsp, max_len=self.model_cfg.max_len,
         )  # fmt: skip
 
-    def _make_stream(self, epoch: int = 0, position: int = 0) -> BatchStream | TextStream:
+    def _make_stream(
+        self, epoch: int = 0, position: int = 0, chunk: int = 0
+    ) -> BatchStream | TextStream | StreamedBatches:
         cfg = self.train_cfg
+        if self.corpus.stream is not None:
+            return StreamedBatches(self.chunk_encoder(), cfg.batch_size, cfg.seed, epoch, chunk, position,
+                                   self.rank, self.world)  # fmt: skip
         data = self.encoded("train")
         if isinstance(data, EncodedTexts):
             return TextStream(
@@ -961,7 +1000,8 @@ def _read_progress(meta: dict[str, Any], damaged: Callable[[str], CheckpointErro
     if not isinstance(out["notes"], dict):
         raise damaged("its notes are not a table of named values")
     stream = meta.get("stream") or {"epoch": 0, "position": 0}
-    if not (isinstance(stream, dict) and set(stream) == {"epoch", "position"} and all(map(_whole, stream.values()))):
+    keys = set(stream) if isinstance(stream, dict) else set()
+    if not (keys in ({"epoch", "position"}, {"epoch", "chunk", "position"}) and all(map(_whole, stream.values()))):
         raise damaged(f"its position in the training data ({stream!r}) is not an epoch and a batch number")
     out["stream"] = dict(stream)
     evals = meta.get("evals") or []

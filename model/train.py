@@ -91,6 +91,16 @@ def _add_data_flags(src: argparse._ArgumentGroup) -> None:
     src.add_argument("--alphabet", type=int, default=10, help="symbol tasks: number of symbols (default 10)")
     src.add_argument("--n-train", type=int, help="generated tasks: training pairs (default 20000)")
     src.add_argument("--data-seed", type=int, default=0, help="seed of data generation and splits")
+    src.add_argument(
+        "--stream",
+        action="store_true",
+        help="read --data as a stream (automatic from 64 MB on): held-out pairs chosen by a hash of "
+        "the line, the tokenizers trained on a sample, token ids cached in OUT/data-cache",
+    )
+    src.add_argument("--valid-size", type=int, default=0, help="streamed data: valid pairs (default 1000)")
+    src.add_argument("--test-size", type=int, default=0, help="streamed data: test pairs (default 1000)")
+    src.add_argument("--tokenizer-sample", type=int, default=200_000, metavar="N",
+                     help="streamed data: training pairs the tokenizers learn from (default 200000)")  # fmt: skip
 
 
 def _data_spec(args: argparse.Namespace, arch: str) -> DataSpec:
@@ -99,7 +109,8 @@ def _data_spec(args: argparse.Namespace, arch: str) -> DataSpec:
     data = DataSpec(
         task=args.task, path=args.data, target_path=args.data_target, file_format=args.format,
         src_key=args.src_key, tgt_key=args.tgt_key, swap=args.swap, seed=args.data_seed, length=args.length,
-        min_length=args.min_length or args.length, alphabet=args.alphabet,
+        min_length=args.min_length or args.length, alphabet=args.alphabet, stream=args.stream,
+        valid_size=args.valid_size, test_size=args.test_size, tokenizer_sample=args.tokenizer_sample,
         **({"n_train": args.n_train} if args.n_train else {}),
     )  # fmt: skip
     if args.data and args.format == "auto" and arch in SINGLE_STREAM:
@@ -115,6 +126,7 @@ def make_session(args: argparse.Namespace) -> Session:
                 f"--resume continues a saved model, whose architecture cannot change: drop {', '.join(fixed)}"
             )
         session = Session.load(args.resume, device=args.device)
+        session.data_cache, session.data_progress = Path(args.out) / "data-cache", StreamPrinter()
         changes = given_settings(args, TrainConfig)
         if changes:  # e.g. a lower learning rate after a diverging run
             session.with_train_config(**changes)
@@ -128,8 +140,27 @@ def make_session(args: argparse.Namespace) -> Session:
     tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
     return Session.create(
         data, args.preset, train, tokenizer, shared_tokenizer=args.shared_vocab, device=args.device,
-        **given_settings(args, ModelConfig),
+        data_cache=Path(args.out) / "data-cache", progress=StreamPrinter(), **given_settings(args, ModelConfig),
     )  # fmt: skip
+
+
+class StreamPrinter:
+    """Says on stderr how reading a streamed file goes: a line now and then (in place on a terminal)."""
+
+    def __init__(self) -> None:
+        self.last, self.stage = 0.0, ""
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, stage: str, fraction: float | None, detail: str) -> None:
+        now = time.monotonic()
+        done = fraction is not None and fraction >= 1.0
+        if stage == self.stage and not done and now - self.last < (0.25 if self.tty else 5.0):
+            return
+        self.last, self.stage = now, stage
+        share = f" {100 * fraction:3.0f}%" if fraction is not None else ""
+        line = f"{stage}{share}: {detail}"
+        sys.stderr.write(("\r" + line[:160].ljust(160) + ("\n" if done else "")) if self.tty else line + "\n")
+        sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +200,7 @@ def _note_run(session: Session, argv: list[str] | None) -> None:
     try:
         c = session.corpus
         session.notes["data"] = (
-            f"{session.data_spec.name} (seed {session.data_spec.seed}): {len(c.train):,} train / {len(c.valid):,} "
+            f"{session.data_spec.name} (seed {session.data_spec.seed}): {c.n_train:,} train / {len(c.valid):,} "
             f"valid / {len(c.test):,} test pairs, {c.src_lang} → {c.tgt_lang}"
         )
     except (DataError, ValueError):
@@ -190,10 +221,13 @@ def _describe_run(session: Session, args: argparse.Namespace) -> None:
     )
     corpus = session.corpus
     what = f"texts ({corpus.src_lang})" if corpus.monolingual else f"pairs ({corpus.src_lang} → {corpus.tgt_lang})"
-    print(f"data: {len(corpus.train):,} training, {len(corpus.valid):,} valid, {len(corpus.test):,} test {what}",
-          file=sys.stderr)  # fmt: skip
+    streamed = f" (streamed; the tokenizers learnt from {len(corpus.train):,})" if corpus.stream else ""
+    print(f"data: {corpus.n_train:,} training{streamed}, {len(corpus.valid):,} valid, {len(corpus.test):,} test "
+          f"{what}", file=sys.stderr)  # fmt: skip
     if corpus.report is not None:
         print(corpus.report.summary(), file=sys.stderr)
+    if corpus.stream is not None:
+        return  # training pairs that are cut are counted as their chunks are read
     cut = session.encoded("train").truncated
     if cut:
         what = "texts" if corpus.monolingual else "pairs"

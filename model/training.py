@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from model.data.batching import IGNORE, BatchStream, EncodedPairs, batches_in_order, collate
+from model.data.stream import StreamedBatches
 from model.data.text_batching import TextStream
 from model.decoding import greedy_decode, output_budget
 from model.device import prepare_optimizers, training_autocast
@@ -85,15 +86,15 @@ class Trainer:
         self,
         model: Transformer,
         cfg: TrainConfig,
-        stream: BatchStream | TextStream,
+        stream: BatchStream | TextStream | StreamedBatches,
         step: int = 0,
         snapshot_every: int = 0,
-        remake_stream: Callable[..., BatchStream | TextStream] | None = None,
+        remake_stream: Callable[..., BatchStream | TextStream | StreamedBatches] | None = None,
     ) -> None:
         self.model, self.cfg, self.stream = model, cfg, stream
         # the stream at a saved position (epoch=…, position=…), for going back after a divergence
         self.remake_stream = remake_stream or (
-            lambda **at: BatchStream(stream.data, stream.batch_size, stream.seed, **at)  # type: ignore[arg-type]
+            lambda **at: BatchStream(stream.data, stream.batch_size, stream.seed, **at)  # type: ignore[arg-type,union-attr]
         )
         self.optimizer = make_optimizer(model, cfg)
         self.step = step  # updates done so far

@@ -6,12 +6,14 @@ import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from model.data.errors import DataError
 from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file, load_text_file
 from model.data.grammar import generate_grammar
 from model.data.hsk import load_hsk_pairs
+from model.data.stream import DEFAULT_HELD_OUT, Progress, Scan, load_scan, stream_wanted
 from model.data.synthetic import SYMBOL_TASKS, generate_symbol_task
 from model.plain_data import from_plain, to_plain
 from model.tokenization import contains_cjk
@@ -55,6 +57,11 @@ class DataSpec:
     n_valid: int = 500
     n_test: int = 500
     held_out_fraction: float = 0.05  # files: share of pairs for valid and for test (each)
+    # files read as a stream (see model.data.stream): forced, or automatic from 64 MB on
+    stream: bool = False
+    valid_size: int = 0  # streamed files: valid pairs (0: the default, 1,000)
+    test_size: int = 0  # streamed files: test pairs (0: the default, 1,000)
+    tokenizer_sample: int = 200_000  # streamed files: training pairs the tokenizers learn from
 
     def __post_init__(self) -> None:
         wrong = _wrong_kinds(self)
@@ -117,7 +124,13 @@ class Corpus:
     tgt_lang: str
     report: LoadReport | None = None  # for files: kept/skipped lines
     monolingual: bool = False  # single texts, each stored as the pair (text, text); src_lang == tgt_lang
+    stream: Scan | None = None  # a streamed file: ``train`` holds only the tokenizer sample
     _lookup: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_train(self) -> int:
+        """Training pairs (of a streamed file: its lines less the held-out ones, blank and bad ones included)."""
+        return self.stream.n_train if self.stream is not None else len(self.train)
 
     def split(self, name: str) -> list[Pair]:
         if name not in ("train", "valid", "test"):
@@ -141,9 +154,15 @@ def is_monolingual(spec: DataSpec) -> bool:
     return spec.task in MONOLINGUAL_TASKS or (spec.task is None and spec.file_format == "text")
 
 
-def load_corpus(spec: DataSpec) -> Corpus:
-    """Generate or read the pairs (or, see :func:`is_monolingual`, the single texts) that ``spec`` describes."""
+def load_corpus(spec: DataSpec, cache_dir: Path | None = None, progress: Progress | None = None) -> Corpus:
+    """Generate or read the pairs (or, see :func:`is_monolingual`, the single texts) that ``spec`` describes.
+
+    A big file (or with ``spec.stream``) is only scanned (:mod:`model.data.stream`): its held-out splits and
+    the tokenizer sample are read, the training pairs streamed later; ``cache_dir`` keeps the scan and the
+    encoded chunks; ``progress`` hears how the reading goes."""
     task = spec.task
+    if stream_wanted(spec.path, spec.stream, spec.file_format, spec.target_path):
+        return _load_streamed(spec, cache_dir, progress)
     if is_monolingual(spec):
         return _load_monolingual(spec)
     if task in SYMBOL_TASKS:
@@ -171,6 +190,23 @@ def load_corpus(spec: DataSpec) -> Corpus:
     test = [pairs[i] for i in order[n_held : 2 * n_held]]
     train = [pairs[i] for i in order[2 * n_held :]]
     return Corpus(spec, train, valid, test, _language(p[0] for p in pairs), _language(p[1] for p in pairs), report)
+
+
+def stream_settings(spec: DataSpec) -> dict[str, Any]:
+    """What a streamed file's scan depends on."""
+    return {
+        "file_format": spec.file_format, "src_key": spec.src_key, "tgt_key": spec.tgt_key, "swap": spec.swap,
+        "valid_size": spec.valid_size or DEFAULT_HELD_OUT, "test_size": spec.test_size or DEFAULT_HELD_OUT,
+        "tokenizer_sample": max(1, spec.tokenizer_sample),
+    }  # fmt: skip
+
+
+def _load_streamed(spec: DataSpec, cache_dir: Path | None, progress: Progress | None) -> Corpus:
+    assert spec.path is not None
+    scan = load_scan(spec.path, stream_settings(spec), cache_dir, progress)
+    src_lang = _language(p[0] for p in scan.sample + scan.valid)
+    tgt_lang = _language(p[1] for p in scan.sample + scan.valid)
+    return Corpus(spec, scan.sample, scan.valid, scan.test, src_lang, tgt_lang, scan.report, stream=scan)
 
 
 def _load_monolingual(spec: DataSpec) -> Corpus:

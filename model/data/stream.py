@@ -1,0 +1,453 @@
+"""Pair files of any size, read as a stream.
+
+A file is read twice, never held:
+
+1. :func:`scan` reads it once as bytes, line by line: it notes where every chunk of :data:`CHUNK_LINES`
+   lines starts and hashes every line (BLAKE2b of its bytes). The ``valid_size + test_size`` lines with
+   the smallest hashes are held out (valid first, then test); the ``tokenizer_sample`` lines with the next
+   smallest hashes are the sample the tokenizers are trained on. A line's hash depends on its bytes only,
+   so the split is the same in every run and on every machine, and a line that occurs twice is held out
+   (or trained on) both times.
+2. :class:`ChunkEncoder` parses and tokenises one chunk at a time (lines whose hash is held out are
+   skipped), and :class:`StreamedBatches` makes length-bucketed batches of each chunk, the chunks of an
+   epoch in an order drawn from ``(seed, epoch)``. The next chunk is prepared on a thread while the
+   current one trains. Encoded chunks are kept in a cache folder (next to the run), so a resumed run
+   and later epochs do not parse or tokenise again; the scan is cached there too.
+
+Encodings: detected from the first megabytes by the rules of :mod:`model.data.files` (UTF-8, GB18030,
+byte-order marks); a line that does not decode is a bad line. Bad lines are skipped, counted and reported
+(:class:`~model.data.files.LoadReport`) as the stream reaches them: the held-out lines and the sample
+while scanning, the training lines while the first epoch is encoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from model.data.errors import DataError
+from model.data.files import NUL_PROBLEM, LoadReport, _decode, _parse_json, _parse_tsv, _Undecodable, _utf8_lines
+
+CHUNK_LINES = 8192  # lines per chunk: the unit of reading, encoding, caching and sharding
+SAMPLE_BYTES = 4 << 20  # what the encoding and the format are told from
+STREAM_FROM_BYTES = 64 << 20  # files from this size on are streamed unless asked otherwise
+DEFAULT_HELD_OUT = 1000  # valid and test pairs each, when not given
+SCAN_VERSION = 1  # of the cached scan's layout
+Progress = Callable[[str, float | None, str], None]  # (stage, fraction done or None, detail)
+
+
+def line_hash(line: bytes) -> int:
+    """The 64-bit hash a line is split by (its bytes without the line break)."""
+    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")
+
+
+def stream_wanted(path: str | None, forced: bool, file_format: str = "auto", target_path: str | None = None) -> bool:
+    """Whether the file at ``path`` is read as a stream: when asked, or from :data:`STREAM_FROM_BYTES` on."""
+    if path is None or target_path is not None or file_format in ("parallel", "text"):
+        return False  # two aligned files and single-text files are read whole
+    if forced:
+        return True
+    try:
+        return os.path.getsize(path) >= STREAM_FROM_BYTES
+    except OSError:
+        return False  # reading it whole gives the message
+
+
+@dataclass
+class Scan:
+    """What one pass over a file found: where its chunks start, what is held out, the tokenizer sample."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    encoding: str
+    fmt: str
+    lines: int  # all lines, blank ones included
+    offsets: list[int]  # byte offset of line k·CHUNK_LINES, for each chunk k
+    held_out: set[int]  # hashes of the valid and test lines
+    valid: list[tuple[str, str]]
+    test: list[tuple[str, str]]
+    sample: list[tuple[str, str]]  # training pairs the tokenizers learn from
+    report: LoadReport = field(repr=False, default_factory=lambda: LoadReport(""))
+
+    @property
+    def chunks(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def n_train(self) -> int:
+        """Training lines (an upper bound: blank and bad lines are found only when their chunk is read)."""
+        return max(0, self.lines - len(self.held_out))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": SCAN_VERSION, "path": self.path, "size": self.size, "mtime_ns": self.mtime_ns,
+            "encoding": self.encoding, "fmt": self.fmt, "lines": self.lines, "offsets": self.offsets,
+            "held_out": sorted(self.held_out), "valid": self.valid, "test": self.test, "sample": self.sample,
+            "skipped": self.report.skipped, "problems": self.report.problems,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Scan:
+        report = LoadReport(d["path"], d["encoding"], skipped=d["skipped"], problems=list(d["problems"]))
+        valid, test, sample = ([(str(p[0]), str(p[1])) for p in d[k]] for k in ("valid", "test", "sample"))
+        scan = cls(
+            d["path"], d["size"], d["mtime_ns"], d["encoding"], d["fmt"], d["lines"], list(d["offsets"]),
+            set(d["held_out"]), valid, test, sample, report,
+        )  # fmt: skip
+        scan.report.kept = scan.n_train + len(scan.valid) + len(scan.test)
+        return scan
+
+
+def detect(path: Path, file_format: str) -> tuple[str, str]:
+    """The encoding of the file at ``path`` and its format, told from its first megabytes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SAMPLE_BYTES)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a folder; choose a data file inside it") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(head) == SAMPLE_BYTES and b"\n" in head:
+        head = head[: head.rindex(b"\n") + 1]  # whole lines: no character cut in two
+    try:
+        text, encoding = _decode(path, head)
+    except _Undecodable as exc:  # damaged lines in a UTF-8 file: bad lines, as long as they are few
+        lines = _utf8_lines(head)
+        if sum(line is None for line in lines) * 2 > len(lines):
+            raise DataError(str(exc)) from None
+        text, encoding = "\n".join(line for line in lines if line is not None), "utf-8"
+    if encoding == "utf-16":
+        raise DataError(f"{path} is UTF-16 text, which cannot be streamed; save it as UTF-8 and try again")
+    if file_format == "auto":
+        from model.data.files import detect_format
+
+        file_format = detect_format(path, text)
+    return encoding, file_format
+
+
+def scan(
+    path: str | Path, file_format: str, valid_size: int, test_size: int, sample_size: int,
+    parse: Callable[[str], tuple[str, str] | str], progress: Progress | None = None,
+) -> Scan:  # fmt: skip
+    """One pass over the file at ``path`` (see the module's description); ``parse`` reads one line."""
+    path = Path(path)
+    encoding, fmt = detect(path, file_format)
+    stat = path.stat()
+    keep = valid_size + test_size + sample_size
+    heap: list[tuple[int, int, bytes]] = []  # (−hash, line number, bytes): the `keep` smallest hashes
+    offsets: list[int] = []
+    pos, n, t0, said = 0, 0, time.perf_counter(), 0.0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f):
+            if n % CHUNK_LINES == 0:
+                offsets.append(pos)
+                if progress is not None and time.perf_counter() - said > 0.25:
+                    said = time.perf_counter()
+                    progress("reading", pos / max(1, stat.st_size), _rate(pos, stat.st_size, n, said - t0))
+            pos += len(raw)
+            line = raw.rstrip(b"\r\n")
+            if not line.strip():
+                continue
+            h = line_hash(line)
+            if len(heap) < keep:
+                heapq.heappush(heap, (-h, n, line))
+            elif -heap[0][0] > h:
+                heapq.heapreplace(heap, (-h, n, line))
+    lines = n + 1 if offsets else 0
+    report = LoadReport(str(path), encoding)
+    chosen = sorted((-neg, n, line) for neg, n, line in heap)
+    pairs: list[tuple[int, tuple[str, str]]] = []
+    for h, line_no, line in chosen:
+        pair = _read_line(line, encoding, parse)
+        if isinstance(pair, str):
+            report.skip(line_no + 1, pair)
+        else:
+            pairs.append((h, pair))
+    held = pairs[: valid_size + test_size]
+    if len(held) < valid_size + test_size or len(pairs) - len(held) < 1:
+        raise DataError(
+            f"{path}: {len(pairs)} usable pairs are too few to hold out {valid_size} valid and {test_size} test "
+            "pairs and train on the rest; use a smaller --valid-size / --test-size, or a bigger file"
+        )
+    valid = [p for _, p in held[:valid_size]]
+    test = [p for _, p in held[valid_size:]]
+    sample = [p for _, p in pairs[len(held) :]]
+    result = Scan(
+        str(path), stat.st_size, stat.st_mtime_ns, encoding, fmt, lines, offsets, {h for h, _ in held},
+        valid, test, sample, report,
+    )  # fmt: skip
+    report.kept = result.n_train + len(valid) + len(test)
+    if progress is not None:
+        progress("reading", 1.0, _rate(pos, stat.st_size, lines, time.perf_counter() - t0))
+    return result
+
+
+def _rate(done: int, total: int, lines: int, seconds: float) -> str:
+    """ "412 MB of 1,024 MB, 2.9 M lines, 98 MB/s, 6 s left"."""
+    mb, rate = done / 1e6, done / 1e6 / max(seconds, 1e-6)
+    left = (total - done) / 1e6 / rate if rate > 0 else 0.0
+    return f"{mb:,.0f} MB of {total / 1e6:,.0f} MB, {lines / 1e6:.1f} M lines, {rate:.0f} MB/s, {left:.0f} s left"
+
+
+def _read_line(line: bytes, encoding: str, parse: Callable[[str], tuple[str, str] | str]) -> tuple[str, str] | str:
+    """A pair from a line's bytes, or why it is a bad line."""
+    try:
+        text = line.decode("utf-8" if encoding == "utf-8-sig" else encoding)
+    except UnicodeDecodeError:
+        return f"not valid {encoding.upper()} (undecodable bytes)"
+    pair = parse(text.lstrip("\ufeff"))
+    if not isinstance(pair, str) and ("\x00" in pair[0] or "\x00" in pair[1]):
+        return NUL_PROBLEM
+    return pair
+
+
+def line_parser(fmt: str, src_key: str, tgt_key: str, swap: bool) -> Callable[[str], tuple[str, str] | str]:
+    """How one line of a ``tsv`` or ``jsonl`` file becomes a pair (or the reason it does not)."""
+    if fmt not in ("tsv", "jsonl"):
+        raise DataError(f"a {fmt} file cannot be streamed; give tab-separated pairs or JSON lines")
+
+    def parse(text: str) -> tuple[str, str] | str:
+        pair = _parse_tsv(text) if fmt == "tsv" else _parse_json(text, src_key, tgt_key)
+        return pair if isinstance(pair, str) or not swap else (pair[1], pair[0])
+
+    return parse
+
+
+def load_scan(
+    path: str | Path, settings: dict[str, Any], cache_dir: Path | None, progress: Progress | None = None
+) -> Scan:
+    """The scan of ``path`` with ``settings`` (format, keys, swap, sizes): from the cache when the file has
+    not changed since, else made now and cached."""
+    path = Path(path)
+    fmt = settings["file_format"]
+    if fmt == "auto":
+        fmt = detect(path, fmt)[1]
+    parse = line_parser(fmt, settings["src_key"], settings["tgt_key"], settings["swap"])
+    cached = _scan_file(path, settings, cache_dir)
+    if cached is not None and cached.exists():
+        try:
+            scan_ = Scan.from_json(json.loads(cached.read_text("utf-8")))
+            stat = path.stat()
+            if (scan_.size, scan_.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+                return scan_
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # damaged or from another version: scanned again below
+    result = scan(path, fmt, settings["valid_size"], settings["test_size"], settings["tokenizer_sample"], parse,
+                  progress)  # fmt: skip
+    if cached is not None:
+        _write_atomically(cached, json.dumps(result.to_json(), ensure_ascii=False).encode("utf-8"))
+    return result
+
+
+def _scan_file(path: Path, settings: dict[str, Any], cache_dir: Path | None) -> Path | None:
+    if cache_dir is None:
+        return None
+    key = json.dumps({"path": str(path.resolve()), **settings}, sort_keys=True)
+    return cache_dir / f"scan-{hashlib.sha1(key.encode()).hexdigest()[:16]}.json"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file: a reader never sees half of it. A cache that cannot
+    be written is only slower next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+class ChunkEncoder:
+    """Chunk ``k`` of a scanned file as token ids (:class:`~model.data.batching.EncodedPairs`): parsed and
+    tokenised, or read back from the cache. Bad lines found on the way go into the scan's report."""
+
+    def __init__(self, scan_: Scan, parse: Callable[[str], tuple[str, str] | str], src_tok: Any, tgt_tok: Any,
+                 max_len: int, specials: Any, cache_dir: Path | None) -> None:  # fmt: skip
+        self.scan, self.parse = scan_, parse
+        self.src_tok, self.tgt_tok, self.max_len, self.specials = src_tok, tgt_tok, max_len, specials
+        self.cache_dir = cache_dir / self._key() if cache_dir is not None else None
+        self.truncated = 0
+        self._lock = threading.Lock()
+        self._counted: set[int] = set()  # chunks whose bad lines are in the report
+
+    def _key(self) -> str:
+        parts = [self.scan.path, self.scan.size, self.scan.mtime_ns, self.scan.fmt, self.max_len, list(self.specials),
+                 self.src_tok.to_json(), self.tgt_tok.to_json(), sorted(self.scan.held_out)[:50]]  # fmt: skip
+        return "chunks-" + hashlib.sha1(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+    def __call__(self, k: int) -> Any:
+        from model.data.batching import EncodedPairs
+
+        cached = self.cache_dir / f"{k:06d}.npz" if self.cache_dir is not None else None
+        if cached is not None and cached.exists():
+            try:
+                with np.load(cached) as z:
+                    src = np.split(z["src"], z["src_ends"][:-1])
+                    tgt = np.split(z["tgt"], z["tgt_ends"][:-1])
+                    return EncodedPairs([s.tolist() for s in src], [t.tolist() for t in tgt], 0, self.specials)
+            except (OSError, ValueError, KeyError):
+                pass  # damaged: encoded again
+        encoded = self._encode(k)
+        if cached is not None:
+            _write_atomically(cached, _npz_bytes(encoded))
+        return encoded
+
+    def _encode(self, k: int) -> Any:
+        from model.data.batching import encode_pairs
+
+        scan_ = self.scan
+        end = scan_.offsets[k + 1] if k + 1 < scan_.chunks else scan_.size
+        with open(scan_.path, "rb") as f:
+            f.seek(scan_.offsets[k])
+            raws = f.read(end - scan_.offsets[k]).split(b"\n")
+        pairs, bad = [], []
+        for i, raw in enumerate(raws):
+            line = raw.rstrip(b"\r")
+            if not line.strip() or line_hash(line) in scan_.held_out:
+                continue
+            pair = _read_line(line, scan_.encoding, self.parse)
+            if isinstance(pair, str):
+                bad.append((k * CHUNK_LINES + i + 1, pair))
+            else:
+                pairs.append(pair)
+        with self._lock:
+            if k not in self._counted:
+                self._counted.add(k)
+                for line_no, why in bad:
+                    scan_.report.skip(line_no, why)
+                scan_.report.kept -= len(bad)
+        encoded = encode_pairs(pairs, self.src_tok, self.tgt_tok, self.max_len, self.specials)
+        self.truncated += encoded.truncated
+        return encoded
+
+
+def _npz_bytes(encoded: Any) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    flat: dict[str, Any] = {}
+    for name, seqs in (("src", encoded.src), ("tgt", encoded.tgt)):
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+        flat[name] = np.fromiter((i for s in seqs for i in s), dtype=np.int32, count=int(lengths.sum()))
+        flat[name + "_ends"] = np.cumsum(lengths)
+    np.savez(buf, **flat)
+    return buf.getvalue()
+
+
+class StreamedBatches:
+    """Endless training batches from a streamed file: :class:`~model.data.batching.BatchStream`'s contract
+    (``next()``, ``state_dict()``) with the state ``(epoch, chunk, position)``.
+
+    An epoch visits the chunks in an order drawn from ``(seed, epoch)``; with ``world`` ranks, rank ``r``
+    takes the epoch's chunks ``r, r + world, …``. Within a chunk, batches are bucketed by length as in
+    :func:`~model.data.batching.bucketed_plan`. ``chunk`` counts the chunks this rank has finished in the
+    epoch; a resumed run with the same number of ranks continues with exactly the next batch; with another
+    number of ranks, each rank starts at the chunk the saved rank had reached.
+    """
+
+    POOL = 50  # batches per sorting pool, as BatchStream
+
+    def __init__(self, encoder: ChunkEncoder, batch_size: int, seed: int, epoch: int = 0, chunk: int = 0,
+                 position: int = 0, rank: int = 0, world: int = 1) -> None:  # fmt: skip
+        self.encoder, self.batch_size, self.seed = encoder, batch_size, seed
+        self.rank, self.world = rank, world
+        self.epoch, self.chunk, self.position = epoch, chunk // world, position
+        self._ahead: tuple[tuple[int, int], _Prefetch] | None = None
+        self._plan: list[np.ndarray] = []
+        self._data: Any = None
+        self._load()
+
+    def _order(self, epoch: int) -> np.ndarray:
+        return np.random.default_rng([self.seed, epoch, 1]).permutation(self.encoder.scan.chunks)
+
+    def _slot(self, epoch: int, chunk: int) -> tuple[int, int]:
+        """(epoch, file chunk index) of this rank's ``chunk``-th chunk of ``epoch``, moving on to the next
+        epoch past the last one."""
+        per_rank = max(1, -(-(self.encoder.scan.chunks - self.rank) // self.world))
+        epoch, chunk = epoch + chunk // per_rank, chunk % per_rank
+        order = self._order(epoch)
+        return epoch, int(order[min(len(order) - 1, chunk * self.world + self.rank)])
+
+    def _fetch(self, epoch: int, chunk: int) -> Any:
+        slot = self._slot(epoch, chunk)
+        if self._ahead is not None and self._ahead[0] == slot:
+            data = self._ahead[1].result()
+        else:
+            data = self.encoder(slot[1])
+        nxt = self._slot(epoch, chunk + 1)
+        self._ahead = (nxt, _Prefetch(self.encoder, nxt[1]))
+        return data
+
+    def _load(self) -> None:
+        """The chunk at (epoch, chunk) and its batch plan; empty chunks (all bad or held out) are passed over."""
+        from model.data.batching import bucketed_plan
+
+        for _ in range(self.encoder.scan.chunks * 2 + 2):
+            per_rank = max(1, -(-(self.encoder.scan.chunks - self.rank) // self.world))
+            if self.chunk >= per_rank:
+                self.epoch, self.chunk = self.epoch + 1, 0
+            data = self._fetch(self.epoch, self.chunk)
+            if data.src:
+                lengths = np.array([len(s) + len(t) for s, t in zip(data.src, data.tgt)])
+                file_chunk = self._slot(self.epoch, self.chunk)[1]
+                self._plan = bucketed_plan(lengths, self.batch_size, self.seed * 1_000_003 + file_chunk,
+                                           self.epoch, self.POOL)  # fmt: skip
+                self._data = data
+                if self.position < len(self._plan):
+                    return
+            self.chunk, self.position = self.chunk + 1, 0
+        raise DataError(f"{self.encoder.scan.path}: no usable training pairs")
+
+    def __iter__(self) -> StreamedBatches:
+        return self
+
+    def __next__(self) -> Any:
+        from model.data.batching import collate
+
+        if self.position >= len(self._plan):
+            self.chunk, self.position = self.chunk + 1, 0
+            self._load()
+        idx = self._plan[self.position]
+        self.position += 1
+        d = self._data
+        return collate([d.src[i] for i in idx], [d.tgt[i] for i in idx], d.specials)
+
+    def state_dict(self) -> dict[str, int]:
+        """``chunk``: the chunks all ranks have finished in the epoch (this rank's count × ranks)."""
+        return {"epoch": self.epoch, "chunk": self.chunk * self.world, "position": self.position}
+
+
+class _Prefetch:
+    """``fn(arg)`` computed on a thread of its own (a daemon: a run that ends does not wait for it)."""
+
+    def __init__(self, fn: Callable[[int], Any], arg: int) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, arg), name="chunk-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[int], Any], arg: int) -> None:
+        try:
+            self._value = fn(arg)
+        except BaseException as exc:  # handed to the reader, who raises it where it can be handled
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

@@ -1,0 +1,179 @@
+"""Streamed pair files: the hash split, chunks, bad lines, encodings, the cache and exact resumption."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from model.data import DataError, DataSpec, load_corpus
+from model.data import stream as st
+from model.data.batching import DEFAULT_SPECIALS
+from model.session import Session
+from model.tokenization import TextTokenizer, TokenizerSpec
+from model.training import TrainConfig
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(st, "CHUNK_LINES", 40)  # many chunks from a small file
+
+
+def pairs(n: int, start: int = 0) -> list[tuple[str, str]]:
+    return [(f"sentence number {i} is here", f"第{i}个句子在这里") for i in range(start, start + n)]
+
+
+def write_jsonl(path: Path, rows: list[tuple[str, str]], extra: dict[int, str] | None = None) -> Path:
+    lines = [json.dumps({"english": e, "chinese": z}, ensure_ascii=False) for e, z in rows]
+    for at, bad in sorted((extra or {}).items()):
+        lines.insert(at, bad)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def settings(**over) -> dict:
+    base = dict(file_format="auto", src_key="english", tgt_key="chinese", swap=False, valid_size=20, test_size=10,
+                tokenizer_sample=50)  # fmt: skip
+    return {**base, **over}
+
+
+def encoder_for(scan: st.Scan, cache: Path | None = None) -> st.ChunkEncoder:
+    texts = [e for e, _ in scan.sample] + [z for _, z in scan.sample]
+    tok = TextTokenizer.train(texts, TokenizerSpec("char", 500))
+    parse = st.line_parser(scan.fmt, "english", "chinese", False)
+    return st.ChunkEncoder(scan, parse, tok, tok, 64, DEFAULT_SPECIALS, cache)
+
+
+def test_the_hash_split_is_exact_stable_and_independent_of_line_order(tmp_path):
+    rows = pairs(1000)
+    a = st.load_scan(write_jsonl(tmp_path / "a.jsonl", rows), settings(), None)
+    b = st.load_scan(write_jsonl(tmp_path / "b.jsonl", rows[::-1]), settings(), None)
+    assert (len(a.valid), len(a.test), len(a.sample)) == (20, 10, 50)
+    assert set(a.valid) == set(b.valid) and set(a.test) == set(b.test)  # by the line, not its place
+    assert not set(a.valid) & set(a.test) and not (set(a.valid) | set(a.test)) & set(a.sample)
+    # the held-out lines are those with the smallest hashes: recompute them independently
+    line = {p: json.dumps({"english": p[0], "chinese": p[1]}, ensure_ascii=False).encode() for p in rows}
+    ranked = sorted(rows, key=lambda p: int.from_bytes(__import__("hashlib").blake2b(line[p], digest_size=8).digest(),
+                                                       "little"))  # fmt: skip
+    assert a.valid == ranked[:20] and a.test == ranked[20:30] and a.sample == ranked[30:80]
+    assert a.lines == 1000 and a.chunks == 25 and a.offsets[1] == sum(len(line[p]) + 1 for p in rows[:40])
+
+
+def test_an_epoch_trains_on_every_other_line_once_and_ranks_share_it(tmp_path):
+    rows = pairs(1000)
+    scan = st.load_scan(write_jsonl(tmp_path / "a.jsonl", rows), settings(), None)
+    enc = encoder_for(scan)
+    held = set(scan.valid) | set(scan.test)
+    expected = Counter(tuple(enc.src_tok.encode_ids(e)[:63]) for e, z in rows if (e, z) not in held)
+
+    def epoch_sources(world: int) -> Counter:
+        seen: Counter = Counter()
+        for rank in range(world):
+            s = st.StreamedBatches(enc, 16, seed=3, rank=rank, world=world)
+            while s.epoch == 0:
+                batch = next(s)
+                if s.epoch == 0:
+                    for row in batch.src.tolist():
+                        seen[tuple(i for i in row if i != DEFAULT_SPECIALS.pad)[:-1]] += 1
+        return seen
+
+    assert epoch_sources(1) == expected
+    assert epoch_sources(2) == expected  # two ranks: disjoint shares that make up the epoch
+
+
+def test_a_resumed_stream_gives_exactly_the_next_batches(tmp_path):
+    scan = st.load_scan(write_jsonl(tmp_path / "a.jsonl", pairs(600)), settings(), None)
+    enc = encoder_for(scan)
+    s = st.StreamedBatches(enc, 8, seed=1)
+    for _ in range(23):  # past a chunk's end
+        next(s)
+    state = s.state_dict()
+    ahead = [next(s).src.tolist() for _ in range(40)]  # across chunks and into the next epoch
+    resumed = st.StreamedBatches(enc, 8, seed=1, **state)
+    assert [next(resumed).src.tolist() for _ in range(40)] == ahead
+    other_epoch = st.StreamedBatches(enc, 8, seed=1, epoch=1)
+    assert next(other_epoch).src.tolist() != next(st.StreamedBatches(enc, 8, seed=1)).src.tolist()
+
+
+def test_bad_lines_are_counted_with_their_line_numbers_as_the_stream_reaches_them(tmp_path):
+    rows = pairs(300)
+    path = write_jsonl(tmp_path / "a.jsonl", rows, {5: "not json at all", 100: '{"english": "x"}', 201: ""})
+    scan = st.load_scan(path, settings(valid_size=5, test_size=5), None)
+    enc = encoder_for(scan)
+    for k in range(scan.chunks):
+        enc(k)
+        enc(k)  # a chunk read twice is counted once
+    assert scan.report.skipped == 2  # the blank line is not a bad line
+    assert any(p.startswith("line 6: not valid JSON") for p in scan.report.problems)
+    assert any(p.startswith("line 101: no 'chinese' key") for p in scan.report.problems)
+
+
+def test_encodings_a_gb18030_file_and_a_damaged_utf8_line(tmp_path):
+    rows = pairs(200)
+    gb = tmp_path / "gb.tsv"
+    gb.write_bytes("".join(f"{e}\t{z}\n" for e, z in rows).encode("gb18030"))
+    scan = st.load_scan(gb, settings(valid_size=5, test_size=5), None)
+    assert scan.encoding == "gb18030" and scan.fmt == "tsv"
+    assert set(scan.valid) <= set(rows)
+    broken = tmp_path / "broken.tsv"
+    data = "".join(f"{e}\t{z}\n" for e, z in rows).encode("utf-8").split(b"\n")
+    data[150] = data[150][:-2] + b"\xff\xfe"
+    broken.write_bytes(b"\n".join(data))
+    scan = st.load_scan(broken, settings(valid_size=5, test_size=5), None)
+    enc = encoder_for(scan)
+    for k in range(scan.chunks):
+        enc(k)
+    assert scan.report.skipped == 1 and "line 151: not valid UTF-8" in scan.report.problems[0]
+
+
+def test_the_cache_gives_the_same_ids_without_reading_the_file_again(tmp_path, monkeypatch):
+    path = write_jsonl(tmp_path / "a.jsonl", pairs(400))
+    cache = tmp_path / "cache"
+    scan = st.load_scan(path, settings(), cache)
+    enc = encoder_for(scan, cache)
+    first = [enc(k) for k in range(scan.chunks)]
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the file was scanned again")
+
+    monkeypatch.setattr(st, "scan", no_reading)
+    again = st.load_scan(path, settings(), cache)
+    assert again.valid == scan.valid and again.offsets == scan.offsets
+    enc2 = encoder_for(again, cache)
+    monkeypatch.setattr(enc2, "_encode", no_reading)
+    assert [(c.src, c.tgt) for c in (enc2(k) for k in range(scan.chunks))] == [(c.src, c.tgt) for c in first]
+    path.write_text(path.read_text("utf-8") + '{"english": "one more", "chinese": "再一个"}\n', "utf-8")
+    with pytest.raises(AssertionError, match="scanned again"):  # a changed file is scanned again
+        st.load_scan(path, settings(), cache)
+
+
+def test_too_small_a_file_and_unstreamable_formats_get_messages(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", pairs(25))
+    with pytest.raises(DataError, match="too few to hold out 20 valid and 10 test"):
+        st.load_scan(path, settings(), None)
+    (tmp_path / "u16.tsv").write_bytes("a\tb\n".encode("utf-16"))
+    with pytest.raises(DataError, match="UTF-16 .* save it as UTF-8"):
+        st.load_scan(tmp_path / "u16.tsv", settings(), None)
+    with pytest.raises(DataError, match="no such file"):
+        st.load_scan(tmp_path / "missing.tsv", settings(), None)
+
+
+def test_a_session_trains_saves_and_resumes_on_a_streamed_file(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", pairs(700))
+    spec = DataSpec(task=None, path=str(path), stream=True, valid_size=30, test_size=30, tokenizer_sample=100)
+    corpus = load_corpus(spec)
+    assert corpus.stream is not None and corpus.n_train == 640 and len(corpus.train) == 100
+    train = TrainConfig(batch_size=16, eval_every=0, seed=2)
+    s = Session.create(spec, "tiny", train, TokenizerSpec("char", 300), data_cache=tmp_path / "cache")
+    s.train_steps(30)
+    s.save(tmp_path / "m.ckpt")
+    s.train_steps(10)
+    after = [p.detach().clone() for p in s.model.parameters()]
+    r = Session.load(tmp_path / "m.ckpt")
+    r.data_cache = tmp_path / "cache"
+    r.train_steps(10)
+    for a, b in zip(after, r.model.parameters()):
+        assert (a - b).abs().max() < 1e-5  # the same ten batches, from the same place in the stream
+    assert r.evaluate("valid", 5)["sentences"] == 5
