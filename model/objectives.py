@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -40,18 +41,22 @@ class Outcome:
     plain_sum: float = 0.0  # with ``plain``: Σ −log P(target) over the counted targets, no label smoothing
 
 
-def run_batch(model: Transformer, batch: AnyBatch, label_smoothing: float, plain: bool = False) -> Outcome:
+def run_batch(
+    model: Transformer, batch: AnyBatch, label_smoothing: float, plain: bool = False, forward: Any = None
+) -> Outcome:
     """Forward ``batch`` through ``model`` with its family's objective (no backward); with ``plain`` also the
-    summed cross-entropy without label smoothing (a perplexity's numerator), from the same logits."""
+    summed cross-entropy without label smoothing (a perplexity's numerator), from the same logits. ``forward``:
+    what to call instead of ``model`` (the model under DistributedDataParallel)."""
+    call = forward if forward is not None else model
     nsp_loss, nsp_correct, nsp_total = None, 0, 0
     if isinstance(batch, Batch):
-        logits, extras = model(batch.src, batch.tgt_in, return_extras=True)
+        logits, extras = call(batch.src, batch.tgt_in, return_extras=True)
         targets, ignore = batch.tgt_out, IGNORE
     elif isinstance(batch, LMBatch):
-        logits, extras = model(batch.ids, return_extras=True)
+        logits, extras = call(batch.ids, return_extras=True)
         targets, ignore = batch.targets, IGNORE
     else:
-        logits, extras = model(batch.ids, segments=batch.segments, return_extras=True)
+        logits, extras = call(batch.ids, segments=batch.segments, return_extras=True)
         targets, ignore = batch.labels, IGNORE
         nsp_loss, nsp_correct, nsp_total = _nsp(extras, batch)
     logits = logits.float()

@@ -46,6 +46,7 @@ from model.decoding import (
     output_budget,
 )
 from model.device import resolve_device, without_collector_pauses
+from model.distributed import Sharded
 from model.hf_tokenizers import AnyTokenizer, tokenizer_from_json
 from model.masks import decoder_self_mask, padding_mask
 from model.objectives import evaluate_text
@@ -374,11 +375,16 @@ class Session:
             return StreamedBatches(self.chunk_encoder(), cfg.batch_size, cfg.seed, epoch, chunk, position,
                                    self.rank, self.world)  # fmt: skip
         data = self.encoded("train")
+        stream: BatchStream | TextStream
         if isinstance(data, EncodedTexts):
-            return TextStream(
+            stream = TextStream(
                 data, cfg.batch_size, cfg.seed, self.text_kind, epoch=epoch, position=position, **self.text_options()
             )
-        return BatchStream(data, cfg.batch_size, cfg.seed, epoch=epoch, position=position)
+        else:
+            stream = BatchStream(data, cfg.batch_size, cfg.seed, epoch=epoch, position=position)
+        if self.world > 1:  # every rank draws the same batches and keeps its share
+            return Sharded(stream, self.rank, self.world)  # type: ignore[return-value]
+        return stream
 
     def sample_source(self, split: SplitName, rng: random.Random) -> tuple[str, str, SplitName]:
         """A random pair of ``split``, or of the next split that has sentences (test → valid → train): its
@@ -440,7 +446,7 @@ class Session:
             self.history.add_step(record)
             records.append(record)
             every = self.train_cfg.eval_every
-            if every and self.step % every == 0:
+            if every and self.step % every == 0 and self.rank == 0:  # (other ranks' results would go nowhere)
                 records.append(self.evaluate("valid", self.train_cfg.eval_sentences))
         self.elapsed = time.perf_counter() - self._clock
         return records

@@ -22,7 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import shlex
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -31,6 +34,7 @@ from typing import IO
 
 import torch
 
+from model import distributed
 from model.checkpoint import CheckpointError, write_atomically
 from model.cli_common import Progress, add_setting_flags, given_flags, given_settings
 from model.config import PRESETS, SINGLE_STREAM, ModelConfig
@@ -167,12 +171,29 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = Path(args.out)
+    rank, _, world = distributed.world()
+    if world == 1:
+        return _run(args, argv, rank, world)
+    args.device = distributed.start(args.device)  # torchrun: join the other ranks
+    signal.signal(signal.SIGTERM, _interrupted)  # torchrun ends the others so when one rank fails: save first
     try:
-        session = make_session(args)
-    except (DataError, CheckpointError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        return _run(args, argv, rank, world)
+    finally:
+        distributed.stop()
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None, rank: int, world: int) -> int:
+    out = Path(args.out)
+    session = _session(args, rank, world)
+    if session is None:
         return 2
+    if rank != 0:  # only rank 0 writes: the log, the checkpoint and what is said on stderr
+        with open(os.devnull, "w", encoding="utf-8") as log:
+            return _train(session, args, log, None)
     _note_run(session, argv)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -188,9 +209,41 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with open(metrics, "a" if args.resume else "w", encoding="utf-8") as log:
         status = _train(session, args, log, ckpt)
+    if world > 1:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # torchrun ending the ranks must not cut the last save short
     session.save(ckpt, include_optimizer=not args.lean)
     print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
+    report = session.corpus.report if session._corpus is not None else None
+    if session._corpus is not None and session.corpus.stream is not None and report is not None and report.skipped:
+        print(report.summary(), file=sys.stderr)  # bad lines found while streaming
     return status
+
+
+def _session(args: argparse.Namespace, rank: int, world: int) -> Session | None:
+    """The session to train; with several ranks, rank 0 makes it and the others load what it saved (the same
+    tokenizers and weights everywhere). None after an error (said on stderr by rank 0)."""
+    error, session = None, None
+    if rank == 0:
+        try:
+            session = make_session(args)
+            if world > 1 and not args.resume:
+                Path(args.out).mkdir(parents=True, exist_ok=True)
+                session.save(Path(args.out) / "model.ckpt")  # step 0, for the other ranks to start from
+        except (DataError, CheckpointError, ValueError, OSError) as exc:
+            error = str(exc)
+            print(f"error: {exc}", file=sys.stderr)
+    if world > 1:
+        error = distributed.share(error)
+        if error is None and rank != 0:
+            if args.resume:
+                session = make_session(args)
+            else:
+                session = Session.load(Path(args.out) / "model.ckpt", device=args.device)
+                session.data_cache = Path(args.out) / "data-cache"
+    if session is None or error is not None:
+        return None
+    session.rank, session.world = rank, world
+    return session
 
 
 def _note_run(session: Session, argv: list[str] | None) -> None:
@@ -244,9 +297,10 @@ def _trim_own_log(session: Session, args: argparse.Namespace, metrics: Path) -> 
               "dropped", file=sys.stderr)  # fmt: skip
 
 
-def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path) -> int:
-    """Train up to ``args.steps``, logging to ``log`` and saving every ``--save-every``; → the exit status."""
-    progress = Progress(args.steps, session.step)
+def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path | None) -> int:
+    """Train up to ``args.steps``, logging to ``log`` and saving every ``--save-every`` (to ``ckpt``, on rank 0:
+    the other ranks have None); → the exit status."""
+    progress = Progress(args.steps, session.step) if ckpt is not None else Silent()
     deadline = time.monotonic() + 60 * args.minutes if args.minutes else math.inf
     try:
         while session.step < args.steps and time.monotonic() < deadline:
@@ -263,22 +317,42 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path)
                 f"loss {r['loss'][-1]:.3f} acc {r['token_accuracy'][-1]:.3f} lr {r['lr'][-1]:.2e} "
                 f"{r['tokens_per_s'][-1] / 1000:.0f}k tok/s",
             )
-            if args.save_every and session.step % args.save_every == 0:
+            if args.save_every and session.step % args.save_every == 0 and ckpt is not None:
                 session.save(ckpt)
         progress.close()
-        _final_evaluations(session, args, log)
+        if ckpt is not None:
+            _final_evaluations(session, args, log)
     except KeyboardInterrupt:
         progress.close()
         print(f"interrupted at step {session.step}; saving", file=sys.stderr)
         return 130
     except TrainingDiverged as exc:
         progress.close()
-        print(f"error: {exc}", file=sys.stderr)
-        rate = "--noam-factor" if session.train_cfg.schedule == "noam" else "--lr"
-        print(f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out "
-              f"{shlex.quote(str(ckpt.parent))} --steps {args.steps} {rate} <lower>", file=sys.stderr)  # fmt: skip
+        if ckpt is not None:  # every rank saw it (the check is over all ranks' losses); rank 0 says it
+            print(f"error: {exc}", file=sys.stderr)
+            rate = "--noam-factor" if session.train_cfg.schedule == "noam" else "--lr"
+            print(f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out "
+                  f"{shlex.quote(str(ckpt.parent))} --steps {args.steps} {rate} <lower>", file=sys.stderr)  # fmt: skip
+        return 1
+    except RuntimeError as exc:
+        if session.world == 1:
+            raise
+        progress.close()  # a collective failed: another rank stopped or crashed
+        if ckpt is not None:
+            reason = re.sub(r"^\[[^\]]*\] ", "", str(exc).splitlines()[0]).split(". ")[0]  # gloo: "[file:line] why. …"
+            print(f"error: another rank stopped ({reason}); saving step {session.step}", file=sys.stderr)
         return 1
     return 0
+
+
+class Silent:
+    """The progress bar of a rank that says nothing."""
+
+    def update(self, step: int, text: str, force: bool = False) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _final_evaluations(session: Session, args: argparse.Namespace, log: IO[str]) -> None:

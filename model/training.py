@@ -13,6 +13,7 @@ import sacrebleu
 import torch
 from torch import nn
 
+from model import distributed
 from model.data.batching import IGNORE, BatchStream, EncodedPairs, batches_in_order, collate
 from model.data.stream import StreamedBatches
 from model.data.text_batching import TextStream
@@ -97,6 +98,8 @@ class Trainer:
             lambda **at: BatchStream(stream.data, stream.batch_size, stream.seed, **at)  # type: ignore[arg-type,union-attr]
         )
         self.optimizer = make_optimizer(model, cfg)
+        # several ranks (torchrun): gradients averaged by DistributedDataParallel, losses weighted by all tokens
+        self.ddp = distributed.wrap(model) if distributed.active() else None
         self.step = step  # updates done so far
         self.snapshot_every = snapshot_every or self.SNAPSHOT_EVERY
         self.loss_limit = 2 * math.log(model.cfg.tgt_vocab_size) + 1
@@ -130,12 +133,12 @@ class Trainer:
         batch = next(self.stream).to(device)
         model.train()
         with training_autocast(device):
-            out = run_batch(model, batch, self.cfg.label_smoothing)
-        loss = out.loss
-        if not torch.isfinite(out.objective):
+            out = run_batch(model, batch, self.cfg.label_smoothing, forward=self.ddp)
+        loss_value, acc_value, n_tokens, finite, objective = self._totals(out, batch.n_tokens)
+        if not finite:
             self._diverged(step, "loss", lr)
         self.optimizer.zero_grad(set_to_none=True)
-        out.objective.backward()
+        objective.backward()
         clip = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         if not torch.isfinite(grad_norm):
@@ -143,8 +146,6 @@ class Trainer:
             self._diverged(step, "gradient", lr)
         self.optimizer.step()
         self.step = step
-        loss_value = loss.item()  # note: CPU–GPU sync points
-        acc_value = float(out.correct) / out.counted if out.counted else float("nan")
         grad_value = float(grad_norm)
         seconds = time.perf_counter() - t0
         self._watch(loss_value, grad_value)
@@ -154,10 +155,25 @@ class Trainer:
             "lr": lr,
             "token_accuracy": acc_value,
             "grad_norm": grad_value,
-            "tokens_per_s": batch.n_tokens / seconds,
+            "tokens_per_s": n_tokens / seconds,
             "aux_loss": float(out.aux),
             "expert_load": mean_load(out.load),
         }
+
+    def _totals(self, out: Any, n_tokens: int) -> tuple[float, float, int, bool, torch.Tensor]:
+        """(loss, token accuracy, tokens, all finite, the objective to differentiate) of this step's batch, or
+        with several ranks of all their batches: the objective is then weighted so that DistributedDataParallel's
+        average of the gradients is the gradient of the loss over all ranks' tokens."""
+        loss, finite = out.loss.item(), bool(torch.isfinite(out.objective))  # note: CPU–GPU sync points
+        if self.ddp is None:
+            accuracy = float(out.correct) / out.counted if out.counted else float("nan")
+            return loss, accuracy, n_tokens, finite, out.objective
+        counted, loss_sum, broken, correct, all_tokens = distributed.sums(
+            out.counted, loss * out.counted, float(not finite), float(out.correct), n_tokens
+        )  # one collective: what all ranks' batches hold, and whether any of them diverged
+        weight = out.counted * torch.distributed.get_world_size() / max(1.0, counted)
+        accuracy = correct / counted if counted else float("nan")
+        return loss_sum / max(1.0, counted), accuracy, int(all_tokens), broken == 0, out.objective * weight
 
     # -- divergence guard ----------------------------------------------------------------------------------------
     def _watch(self, loss: float, grad_norm: float) -> None:
