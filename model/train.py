@@ -40,6 +40,7 @@ from model.cli_common import Progress, add_setting_flags, given_flags, given_set
 from model.config import PRESETS, SINGLE_STREAM, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
 from model.device import DEVICE_CHOICES, device_description
+from model.follow import write_probe
 from model.session import Session
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
 from model.training import TrainConfig, TrainingDiverged, train_config_for
@@ -69,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
     o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     o.add_argument("--save-every", type=int, default=500)
+    o.add_argument("--probe", metavar="SENTENCE",
+                   help="record this sentence's attention over training in OUT/probe/ (for a window following the run)")
+    o.add_argument("--probe-target", metavar="TEXT", help="the probe's target, teacher-forced (default: the model's "
+                   "own greedy output)")
+    o.add_argument("--probe-every", type=int, default=100, metavar="K", help="steps between probe snapshots")
     o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
     o.add_argument("--lean", action="store_true",
                    help="leave the optimizer state out of the final checkpoint (a third of the size; "
@@ -226,9 +232,9 @@ def _session(args: argparse.Namespace, rank: int, world: int) -> Session | None:
     if rank == 0:
         try:
             session = make_session(args)
-            if world > 1 and not args.resume:
+            if not args.resume:  # step 0: for the other ranks to start from, and for a window following the run
                 Path(args.out).mkdir(parents=True, exist_ok=True)
-                session.save(Path(args.out) / "model.ckpt")  # step 0, for the other ranks to start from
+                session.save(Path(args.out) / "model.ckpt")
         except (DataError, CheckpointError, ValueError, OSError) as exc:
             error = str(exc)
             print(f"error: {exc}", file=sys.stderr)
@@ -302,7 +308,10 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
     the other ranks have None); → the exit status."""
     progress = Progress(args.steps, session.step) if ckpt is not None else Silent()
     deadline = time.monotonic() + 60 * args.minutes if args.minutes else math.inf
+    probing = bool(args.probe) and ckpt is not None
     try:
+        if probing:
+            _probe(session, args, ckpt)
         while session.step < args.steps and time.monotonic() < deadline:
             for record in session.train_steps(1):
                 if not session.model_cfg.moe:  # a dense model has no experts to report on
@@ -319,6 +328,8 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
             )
             if args.save_every and session.step % args.save_every == 0 and ckpt is not None:
                 session.save(ckpt)
+            if probing and args.probe_every and session.step % args.probe_every == 0:
+                _probe(session, args, ckpt)
         progress.close()
         if ckpt is not None:
             _final_evaluations(session, args, log)
@@ -343,6 +354,21 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
             print(f"error: another rank stopped ({reason}); saving step {session.step}", file=sys.stderr)
         return 1
     return 0
+
+
+def _probe(session: Session, args: argparse.Namespace, ckpt: Path | None) -> None:
+    """The probe sentence's attention now, into OUT/probe/ (see :mod:`model.follow`)."""
+    assert ckpt is not None
+    target = args.probe_target
+    if target is None and session.model_cfg.single_stream:
+        target = ""  # the text alone
+    try:
+        inspection = session.inspect(args.probe, target)
+    except ValueError as exc:
+        print(f"warning: the probe sentence cannot be recorded ({exc})", file=sys.stderr)
+        args.probe = None
+        return
+    write_probe(ckpt.parent / "probe", inspection)
 
 
 class Silent:
