@@ -36,6 +36,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="add Transformer Explorer to this user's application menu (Linux), with its icon, "
                          "and let checkpoints open by double-click; then exit")  # fmt: skip
     ap.add_argument("--new", action="store_true", help="start with a fresh model instead of the bundled one")
+    ap.add_argument(
+        "--follow",
+        metavar="DIR",
+        help="follow a training run that another process writes into DIR "
+        "(python -m model.train … --out DIR): its curves, its newest checkpoint, its probe snapshots",
+    )
     ap.add_argument("--measure-startup", action="store_true", help=argparse.SUPPRESS)  # start-up measurement
     return ap.parse_args(argv)
 
@@ -161,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     lang = settings.value("language", "en")
     language.set(lang if lang in ("en", "zh") else "en")
     window = MainWindow(engine=Engine(args.device, args.threads, wait_for_window=True), settings=settings,
-                        open_path=args.open_path or args.checkpoint, start_default=not args.new)  # fmt: skip
+                        open_path=args.open_path or args.checkpoint, start_default=not (args.new or args.follow),
+                        follow_path=args.follow)  # fmt: skip
     opener = FileOpenForwarder(window)
     app.installEventFilter(opener)
     window.show()

@@ -57,6 +57,16 @@ class Save(Command):
     path: str
 
 
+@dataclass(frozen=True)
+class Follow(Command):
+    """Show a training run that another process writes into ``folder`` (``python -m model.train … --out``, torchrun
+    on a cluster with the folder shared or synced): its metrics live, its newest checkpoint as the model, its probe
+    snapshots. The engine never writes into the folder; what the person does next (a new model, opening one,
+    training) ends the following."""
+
+    folder: str
+
+
 # -- training --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Start(Command):

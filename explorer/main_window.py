@@ -26,6 +26,7 @@ from explorer import dialogs
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
 from explorer.autosave import Autosave
 from explorer.commands import (
+    Follow,
     Load,
     NewModel,
     Save,
@@ -51,10 +52,12 @@ from explorer.worker import (
     TRAINING,
     Engine,
     EngineStatus,
+    FollowStatus,
     LoadProgress,
     MetricsBatch,
     RunInfo,
 )
+from model.follow import RunFolderError, check_run_folder
 from resources import default_model, resource_path
 
 Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel
@@ -63,6 +66,9 @@ ATTENTION_OF_PART = {"encoder_self_attention": "encoder", "decoder_self_attentio
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
 FOLDER_TIP = N_("A model downloaded from the Hugging Face Hub (huggingface-cli download NAME --local-dir DIR): "
                 "a Marian translator (opus-mt-…), GPT-2 or BERT")  # fmt: skip
+FOLLOW_TIP = N_("Watch a run that another process writes into a folder (python -m model.train … --out DIR, or "
+                "torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe "
+                "snapshots. Nothing is written into the folder.")  # fmt: skip
 STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
 DEFAULT_SIZE = (1500, 920)  # the window on a screen that has room for it
 SIDE_BY_SIDE_WIDTH = 1200  # narrower screens show the decoding panel and the attention map as tabs
@@ -100,6 +106,7 @@ class MainWindow(QMainWindow):
         device: str = "auto",
         open_path: str | None = None,
         start_default: bool = True,
+        follow_path: str | None = None,
     ) -> None:
         super().__init__()
         self.setObjectName("main_window")
@@ -132,6 +139,8 @@ class MainWindow(QMainWindow):
         self._restore_window(training_first=not start_default and not open_path)
         self.retranslate()
         self._begin(open_path, start_default)
+        if follow_path:
+            QTimer.singleShot(0, lambda: self.follow_run(follow_path))
 
     # -- building the window ---------------------------------------------------------------------------
     def _create_panels(self) -> None:
@@ -206,6 +215,7 @@ class MainWindow(QMainWindow):
         e.data_described.connect(self.data_panel.on_data)
         e.engine_failed.connect(self._on_failed)
         e.load_progressed.connect(self._on_load_progress)
+        e.follow_changed.connect(self._on_follow)
         e.saved.connect(self._on_saved)
         e.paused_at.connect(self._on_paused_at)
 
@@ -422,6 +432,7 @@ class MainWindow(QMainWindow):
         self.file_menu.addAction(action("new", self.new_model, QKeySequence.StandardKey.New))
         self.file_menu.addAction(action("open", lambda: self.open_checkpoint(), QKeySequence.StandardKey.Open))
         self.file_menu.addAction(action("open_folder", lambda: self.open_model_folder()))
+        self.file_menu.addAction(action("follow", lambda: self.follow_run()))
         self.file_menu.addAction(action("open_bundled", self.open_bundled))
         self.file_menu.addAction(action("save", self.save, QKeySequence.StandardKey.Save))
         self.file_menu.addAction(action("save_as", self.save_as, QKeySequence.StandardKey.SaveAs))
@@ -525,7 +536,7 @@ class MainWindow(QMainWindow):
         self.scenes_menu.setTitle(tr("Scenes"))
         self.presenter.bar.retranslate()
         names = {"new": N_("New model…"), "open": N_("Open checkpoint…"), "save": N_("Save"),
-                 "open_folder": N_("Open model folder…"),
+                 "open_folder": N_("Open model folder…"), "follow": N_("Follow a training run…"),
                  "open_bundled": N_("Open the bundled model"),
                  "save_as": N_("Save as…"), "quit": N_("Quit"), "reset_layout": N_("Reset layout"),
                  "about": N_("About Transformer Explorer"), "theme_light": N_("Light"), "theme_dark": N_("Dark"),
@@ -533,6 +544,7 @@ class MainWindow(QMainWindow):
         for key, text in names.items():
             self.menu_actions[key].setText(tr(text))
         self.menu_actions["open_folder"].setToolTip(tr(FOLDER_TIP))
+        self.menu_actions["follow"].setToolTip(tr(FOLLOW_TIP))
         self.file_menu.setToolTipsVisible(True)
         self._update_title()
         self._update_status_labels()
@@ -728,6 +740,40 @@ class MainWindow(QMainWindow):
             if not path:
                 return
         self.open_checkpoint(path)
+
+    def follow_run(self, path: str | None = None) -> None:
+        """Show a training run another process writes into a folder: its curves live, its newest checkpoint as
+        the model, its probe snapshots. Nothing is written into the folder."""
+        if path is None:
+            path = QFileDialog.getExistingDirectory(self, tr("Follow a training run"), self.recent.last_folder())
+            if not path:
+                return
+        try:
+            check_run_folder(path)
+        except RunFolderError as exc:
+            self.show_message(str(exc), "error")
+            return
+        self.first_launch.person_takes_over()
+        folder = str(path)
+        self._when_discarded(
+            lambda: self.engine.submit(Follow(folder)), tr("Following a run replaces the current model.")
+        )
+
+    def _on_follow(self, f: FollowStatus) -> None:
+        """How fresh the followed run is, in the status bar (its folder in the tooltip)."""
+        if not f.folder:
+            self.note("")
+            return
+        name = Path(f.folder).name
+        if f.waiting:
+            text = tr("Following {name} — waiting for its first checkpoint").replace("{name}", name)
+        else:
+            ago = f"{f.idle_s:.0f} s" if f.idle_s < 120 else f"{f.idle_s / 60:.0f} min"
+            text = tr("Following {name} — step {step}, last update {ago} ago")
+            text = text.replace("{name}", name).replace("{step}", f"{f.step:,}").replace("{ago}", ago)
+        if f.bad_lines:
+            text += " · " + tr("{n} lines of its log are not records").replace("{n}", f"{f.bad_lines:,}")
+        self.note(text, tip=f.folder)
 
     def open_bundled(self) -> None:
         """The bundled, trained model again (asking first if unsaved work would be replaced)."""

@@ -24,7 +24,7 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -41,6 +41,7 @@ from explorer.commands import (
     ExplainWorkedExample,
     FailOnPurpose,
     FillMask,
+    Follow,
     Inspect,
     Load,
     NewModel,
@@ -62,8 +63,9 @@ from model.config import ModelConfig
 from model.config import Positional as PositionalKind
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device, without_collector_pauses
+from model.follow import RunWatcher
 from model.plain_data import SettingValue
-from model.snapshots import FillMaskView, StepColumns
+from model.snapshots import TRAIN_METRICS, FillMaskView, StepColumns
 from model.stepping import DecodeDriver, DecodeError
 from model.tokenization import Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
@@ -72,6 +74,8 @@ if TYPE_CHECKING:
     from model.session import AttentionExplanation, Inspection, Session
     from model.snapshots import DecodeView
 
+# what ends following a run: the person makes, opens or trains a model of their own
+ENDS_FOLLOWING = (NewModel, Load, Start, Resume, Step, ChangeData)
 EngineState = Literal["idle", "training", "paused", "error"]
 IDLE: Final = "idle"
 TRAINING: Final = "training"
@@ -170,6 +174,52 @@ LOAD_STAGES = (N_("reading the tokenizers"), N_("reading the weights"), N_("buil
 DATA_STAGES = (N_("reading"), N_("training the tokenizers"))
 
 
+@dataclass
+class RunFollowing:
+    """The engine's record of a run it follows: the log so far, the probe snapshots not yet sent."""
+
+    watcher: RunWatcher
+    request_id: int
+    run_id: int = -1  # the run id its model was given in the window
+    records: list[dict[str, Any]] = field(default_factory=list)  # training steps, in the log's order
+    evals: list[dict[str, Any]] = field(default_factory=list)
+    probes: list[Path] = field(default_factory=list)
+    polled: float = 0.0
+    said: float = 0.0
+
+    @property
+    def last_step(self) -> int:
+        return int(self.records[-1]["step"]) if self.records else 0
+
+    def take(self, records: list[dict[str, Any]], reset: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Keep the log's new lines (all of them again after a reset); → the new training steps and evaluations."""
+        steps = [step for step in map(_step_record, (r for r in records if "split" not in r)) if step is not None]
+        evals = [r for r in records if "split" in r and isinstance(r.get("loss"), (int, float))]
+        if reset:
+            self.records, self.evals = [], []
+        self.records.extend(steps)
+        self.evals.extend(evals)
+        return steps, evals
+
+    def steps(self) -> StepColumns:
+        return StepColumns.of(self.records)
+
+    def evaluations(self) -> tuple[Evaluation, ...]:
+        return tuple(Evaluation.of(e) for e in self.evals)
+
+
+def _step_record(record: dict[str, Any]) -> dict[str, Any] | None:
+    """A training line of a metrics log with every number the plots take (a dense model's log has no aux_loss);
+    None for a line without them."""
+    out = {"aux_loss": 0.0, "expert_load": record.get("expert_load", []), "time": math.nan}
+    for key in TRAIN_METRICS:
+        value = record.get(key, out.get(key))
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        out[key] = float(value)
+    return out
+
+
 def data_cache_dir() -> Path:
     """Where the window keeps what it learnt of big data files read as streams (their scans, their token ids)."""
     from PySide6.QtCore import QStandardPaths
@@ -186,6 +236,17 @@ class LoadProgress:
     stage: str  # untranslated, one of LOAD_STAGES or DATA_STAGES: the window translates it
     fraction: float  # 0…1
     detail: str = ""  # a data file's: megabytes read, rate, time left (numbers and units)
+
+
+@dataclass(frozen=True)
+class FollowStatus:
+    """The run the window follows (see :class:`explorer.commands.Follow`), for the status bar."""
+
+    folder: str  # "" when the window follows no run (any more)
+    step: int = 0  # the newest step in its log
+    idle_s: float = 0.0  # seconds since anything in the folder changed
+    waiting: bool = False  # no checkpoint read yet: the plots show the log, the panels wait for a model
+    bad_lines: int = 0  # lines of the log that were not JSON records
 
 
 @dataclass(frozen=True)
@@ -417,6 +478,7 @@ class Engine(QThread):
     saved = Signal(int, str)  # request id, path
     engine_failed = Signal(int, str)  # request id, message a person can act on
     load_progressed = Signal(LoadProgress)  # a model folder being opened: what is being read, how far
+    follow_changed = Signal(FollowStatus)  # the run being followed: how fresh it is (about once a second)
 
     def __init__(
         self, device: str = "auto", threads: int | None = None, parent=None, wait_for_window: bool = False
@@ -446,6 +508,7 @@ class Engine(QThread):
         self._probe: dict[str, Any] = {"source": None, "target": None, "every": 50}
         self._pause_at: dict[str, float | None] = {"step": None, "loss": None}  # presenter's auto-pause
         self.device_label = "…"
+        self._follow: RunFollowing | None = None  # a run another process writes (Follow)
         LIVE_ENGINES.add(self)
 
     # -- GUI side ----------------------------------------------------------------------------
@@ -495,6 +558,8 @@ class Engine(QThread):
                     self._train_one()
                 else:
                     self._flush_metrics(force=True)
+                if self._follow is not None:
+                    self._poll_run()
                 quiet_since = time.perf_counter() if commands else quiet_since
                 quiet = time.perf_counter() - quiet_since
                 if self._later and quiet > QUIET_S:
@@ -530,7 +595,11 @@ class Engine(QThread):
 
     def _dispatch(self, c: Command) -> None:  # noqa: C901 — one line per command
         """The one place a command meets its handler."""
+        if self._follow is not None and isinstance(c, ENDS_FOLLOWING):
+            self._unfollow()  # what the person does wins: the model is theirs from here on
         match c:
+            case Follow():
+                self._start_following(c)
             case NewModel():
                 self._new(c)
             case Load():
@@ -763,7 +832,7 @@ class Engine(QThread):
         self.data_described.emit(RunData(self._run_id, info, samples))
 
     def _run_info(self, s: Session) -> RunInfo:
-        t = s.train_cfg
+        t, f = s.train_cfg, self._follow  # a followed run's history is its log
         horizon = max(2 * s.step, 5 * t.warmup_steps, 2000, t.total_steps if t.schedule == "cosine" else 0)
         return RunInfo(
             run_id=self._run_id,
@@ -781,8 +850,8 @@ class Engine(QThread):
             src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
             tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
             src_words=s.source_words(),
-            history_steps=StepColumns.from_history(s.history.train),
-            history_evals=tuple(Evaluation.of(e) for e in s.history.evals),
+            history_steps=f.steps() if f else StepColumns.from_history(s.history.train),
+            history_evals=f.evaluations() if f else tuple(Evaluation.of(e) for e in s.history.evals),
             model_origin=ModelOrigin.of(s.notes),
         )
 
@@ -902,6 +971,80 @@ class Engine(QThread):
             self.sentence_sampled.emit(SentenceSampled(c.request_id, self._run_id, c.split, error=str(exc)))
             return
         self.sentence_sampled.emit(SentenceSampled(c.request_id, self._run_id, c.split, split, source, reference))
+
+    # -- following a run another process writes ---------------------------------------------------------------
+    def _start_following(self, c: Follow) -> None:
+        following = RunFollowing(RunWatcher(Path(c.folder)), c.request_id)  # RunFolderError: not a run
+        self._state = IDLE
+        self._follow = following
+        self._poll_run(force=True)
+
+    def _unfollow(self) -> None:
+        self._follow = None
+        self.follow_changed.emit(FollowStatus(""))
+
+    def _poll_run(self, force: bool = False) -> None:
+        """Take in what the followed run wrote since the last look (four times a second)."""
+        f = self._follow
+        assert f is not None
+        now = time.monotonic()
+        if not force and now - f.polled < 0.25:
+            return
+        f.polled = now
+        poll = f.watcher.poll()
+        fresh_steps, fresh_evals = f.take(poll.records, poll.reset)
+        if poll.checkpoint:
+            self._read_followed_checkpoint(f)
+        elif self.session is not None and (fresh_steps or fresh_evals) and not poll.reset:
+            self.metrics_logged.emit(
+                MetricsBatch(self._run_id, StepColumns.of(fresh_steps), tuple(map(Evaluation.of, fresh_evals)))
+            )
+        elif self.session is not None and poll.reset:  # a rewritten log (a resume dropped lines): drawn anew
+            self.run_described.emit(self._run_info(self.session))
+        f.probes.extend(poll.probes)
+        if self.session is not None:
+            self._emit_followed_probes(f)
+        if force or now - f.said > 1.0:
+            f.said = now
+            self.follow_changed.emit(FollowStatus(
+                str(f.watcher.folder), f.last_step, now - f.watcher.last_change, self.session is None,
+                f.watcher.tail.bad,
+            ))  # fmt: skip
+
+    def _read_followed_checkpoint(self, f: RunFollowing) -> None:
+        """The run's checkpoint is new or was replaced: its model becomes the one every panel shows."""
+        from model.checkpoint import CheckpointError
+        from model.session import Session
+
+        try:
+            session = Session.load(f.watcher.checkpoint_path, device=self._device.type)
+        except (CheckpointError, OSError, ValueError, EOFError, RuntimeError):
+            f.watcher.retry_checkpoint()  # being copied by a sync tool, say: read it at the next look
+            return
+        if self.session is None or f.run_id != self._run_id:
+            self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
+            f.run_id = self._run_id
+            self._later = [self._describe_data, prepare_optimizers]  # (the probes are the trainer's)
+        else:  # the same run, newer weights: the panels ask again as they need
+            session.data_cache = self.session.data_cache
+            self.session, self._decoder = session, None
+            self.run_described.emit(self._run_info(session))
+            self._publish_status()
+
+    def _emit_followed_probes(self, f: RunFollowing) -> None:
+        from model.follow import read_probe
+
+        while f.probes:
+            path = f.probes.pop(0)
+            try:
+                inspection = read_probe(path)
+            except (OSError, ValueError, KeyError):
+                continue  # thinned out by the trainer meanwhile, or damaged: the next one will do
+            entropy = {k: attention_entropy(getattr(inspection, k)) for k in ("encoder", "decoder_self", "cross")}
+            target = None if not inspection.teacher_forced else "".join(inspection.out_tokens[:-1])
+            self.probe_recorded.emit(
+                ProbeSnapshot(self._run_id, inspection.step, inspection.source, target, inspection, entropy)
+            )
 
     def _do_shutdown(self, autosave: str | None) -> None:
         """Stop; unsaved work goes to ``autosave`` (never over an autosave nobody has answered for)."""

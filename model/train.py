@@ -70,10 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
     o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     o.add_argument("--save-every", type=int, default=500)
-    o.add_argument("--probe", metavar="SENTENCE",
-                   help="record this sentence's attention over training in OUT/probe/ (for a window following the run)")
-    o.add_argument("--probe-target", metavar="TEXT", help="the probe's target, teacher-forced (default: the model's "
-                   "own greedy output)")
+    o.add_argument(
+        "--probe",
+        metavar="SENTENCE",
+        help="record this sentence's attention over training in OUT/probe/ (for a window following the run)",
+    )
+    o.add_argument(
+        "--probe-target",
+        metavar="TEXT",
+        help="the probe's target, teacher-forced (default: the model's own greedy output)",
+    )
     o.add_argument("--probe-every", type=int, default=100, metavar="K", help="steps between probe snapshots")
     o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
     o.add_argument("--lean", action="store_true",
