@@ -13,8 +13,8 @@ On a machine where PyTorch sees a CUDA GPU it:
 4. times greedy decoding with the key/value cache against recomputing the prefix;
 5. trains the grammar task (small preset, as the window does) until ≥ 95% exact match on the
    held-out-combination test split, and says how long it took (at most 120 s of training);
-6. trains 100 steps with the command-line trainer, and with ``torchrun --nproc_per_node <GPUs>``
-   where the trainer supports it.
+6. trains 100 steps with the command-line trainer, and with ``torchrun --nproc_per_node <GPUs>`` (nccl),
+   checking that rank 0 logged every step once, and prints the tokens/s of all ranks together.
 
 Without CUDA it says so and exits 0. Each part is bounded in time; a part that fails is reported and
 the others still run; the exit status is 1 if any part failed.
@@ -147,17 +147,21 @@ def command_line_training(timeout: float) -> None:
 
 
 def torchrun_training(timeout: float) -> None:
-    import model.train
+    """100 steps under ``torchrun --nproc_per_node <GPUs>`` (nccl): every step logged once, by rank 0."""
+    import json
 
-    if not getattr(model.train, "SUPPORTS_TORCHRUN", False):
-        print("  not run: model.train has no distributed (torchrun) mode yet")
-        return
     gpus = torch.cuda.device_count()
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus),
                "-m", "model.train", "--task", "copy", "--preset", "tiny", "--steps", "100", "--device", "cuda",
-               "--out", out]  # fmt: skip
+               "--eval-every", "0", "--out", out]  # fmt: skip
         _timed(cmd, timeout, f"torchrun, {gpus} process(es), 100 steps")
+        records = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+        steps = [r["step"] for r in records if "tokens_per_s" in r]
+        if steps != list(range(1, 101)):
+            raise RuntimeError(f"expected steps 1..100 logged once each, got {len(steps)} lines")
+        rates = sorted(r["tokens_per_s"] for r in records if "tokens_per_s" in r and r["step"] > 10)
+        print(f"  {gpus} rank(s): median {rates[len(rates) // 2]:,.0f} target tokens/s over all ranks")
 
 
 def _timed(cmd: list[str], timeout: float, what: str) -> None:

@@ -24,7 +24,7 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -174,18 +174,17 @@ LOAD_STAGES = (N_("reading the tokenizers"), N_("reading the weights"), N_("buil
 DATA_STAGES = (N_("reading"), N_("training the tokenizers"))
 
 
-@dataclass
 class RunFollowing:
-    """The engine's record of a run it follows: the log so far, the probe snapshots not yet sent."""
+    """The engine's record of a run it follows: the log so far, the probe snapshots not yet sent (engine thread
+    only; what reaches the window are MetricsBatch, RunInfo, ProbeSnapshot and FollowStatus)."""
 
-    watcher: RunWatcher
-    request_id: int
-    run_id: int = -1  # the run id its model was given in the window
-    records: list[dict[str, Any]] = field(default_factory=list)  # training steps, in the log's order
-    evals: list[dict[str, Any]] = field(default_factory=list)
-    probes: list[Path] = field(default_factory=list)
-    polled: float = 0.0
-    said: float = 0.0
+    def __init__(self, watcher: RunWatcher, request_id: int) -> None:
+        self.watcher, self.request_id = watcher, request_id
+        self.run_id = -1  # the run id its model was given in the window
+        self.records: list[dict[str, Any]] = []  # training steps, in the log's order
+        self.evals: list[dict[str, Any]] = []
+        self.probes: list[Path] = []
+        self.polled = self.said = 0.0
 
     @property
     def last_step(self) -> int:
