@@ -38,6 +38,12 @@ def main() -> None:
                     "(random weights) opened in the window at this X screen's size; TAG names the files")  # fmt: skip
     ap.add_argument("--classroom", metavar="TAG", help="the default layout at this X screen's size, presenter "
                     "mode and the model map, after a fresh install; TAG names the files (e.g. 1366x768)")  # fmt: skip
+    ap.add_argument(
+        "--follow",
+        metavar="TAG",
+        help="the window following a run that python -m model.train writes in "
+        "another process (small preset, grammar, with a probe sentence); TAG names the file",
+    )
     args = ap.parse_args()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -61,6 +67,9 @@ def main() -> None:
         return
     if args.real_model:
         real_model(app, folder, args.real_model)
+        return
+    if args.follow:
+        following(app, folder, args.follow, args.seconds)
         return
     window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
                         data_dir=folder, start_default=False)  # fmt: skip
@@ -166,6 +175,38 @@ def classroom(app, folder: Path, tag: str, sentence: str) -> None:
         window.grab().save(str(OUT / f"presenter-{name}-{tag}.png"))
     window.set_presenter(False)
     window.close()
+
+
+def following(app, folder: Path, tag: str, seconds: float) -> None:
+    """The command-line trainer in another process (grammar, small preset, a probe every 25 steps) and the
+    window following its folder, in the default layout; shot after ``seconds`` of its training."""
+    import subprocess
+    import sys
+
+    from PySide6.QtCore import QSettings
+
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    run = folder / "grammar-run"
+    trainer = subprocess.Popen([sys.executable, "-m", "model.train", "--task", "grammar-en-zh", "--preset", "small",
+                                "--steps", "100000", "--eval-every", "100", "--save-every", "100", "--threads", "1",
+                                "--probe", "I read a book in the library yesterday.", "--probe-every", "25",
+                                "--out", str(run)], stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for(app, lambda: (run / "model.ckpt").exists(), 120)
+        window = MainWindow(engine=Engine("cpu", threads=1), settings=QSettings(str(folder / "f.ini"),
+                            QSettings.IniFormat), data_dir=folder / "f", start_default=False)  # fmt: skip
+        window.show()
+        window.follow_run(str(run))
+        wait_for(app, lambda: window.training.current is not None, 60)
+        window.docks["training"].raise_()
+        pump(app, seconds)
+        window.grab().save(str(OUT / f"follow-run-{tag}.png"))
+        window.close()
+    finally:
+        trainer.terminate()
+        trainer.wait()
 
 
 def real_model(app, folder: Path, tag: str) -> None:

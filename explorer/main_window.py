@@ -768,7 +768,8 @@ class MainWindow(QMainWindow):
         if f.waiting:
             text = tr("Following {name} — waiting for its first checkpoint").replace("{name}", name)
         else:
-            ago = f"{f.idle_s:.0f} s" if f.idle_s < 120 else f"{f.idle_s / 60:.0f} min"
+            idle = max(0, round(f.idle_s))
+            ago = f"{idle} s" if idle < 120 else f"{idle // 60} min"
             text = tr("Following {name} — step {step}, last update {ago} ago")
             text = text.replace("{name}", name).replace("{step}", f"{f.step:,}").replace("{ago}", ago)
         if f.bad_lines:

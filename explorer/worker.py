@@ -992,14 +992,15 @@ class Engine(QThread):
         f.polled = now
         poll = f.watcher.poll()
         fresh_steps, fresh_evals = f.take(poll.records, poll.reset)
-        if poll.checkpoint:
-            self._read_followed_checkpoint(f)
-        elif self.session is not None and (fresh_steps or fresh_evals) and not poll.reset:
+        installed = poll.checkpoint and self._read_followed_checkpoint(f)  # a new run: its history is the log
+        if self.session is None or installed:
+            pass
+        elif poll.reset:  # a rewritten log (a resume dropped lines): drawn anew
+            self.run_described.emit(self._run_info(self.session))
+        elif fresh_steps or fresh_evals:
             self.metrics_logged.emit(
                 MetricsBatch(self._run_id, StepColumns.of(fresh_steps), tuple(map(Evaluation.of, fresh_evals)))
             )
-        elif self.session is not None and poll.reset:  # a rewritten log (a resume dropped lines): drawn anew
-            self.run_described.emit(self._run_info(self.session))
         f.probes.extend(poll.probes)
         if self.session is not None:
             self._emit_followed_probes(f)
@@ -1010,8 +1011,9 @@ class Engine(QThread):
                 f.watcher.tail.bad,
             ))  # fmt: skip
 
-    def _read_followed_checkpoint(self, f: RunFollowing) -> None:
-        """The run's checkpoint is new or was replaced: its model becomes the one every panel shows."""
+    def _read_followed_checkpoint(self, f: RunFollowing) -> bool:
+        """The run's checkpoint is new or was replaced: its model becomes the one every panel shows. → whether it
+        was installed as a new run (whose history, the log so far, the window then draws whole)."""
         from model.checkpoint import CheckpointError
         from model.session import Session
 
@@ -1019,16 +1021,17 @@ class Engine(QThread):
             session = Session.load(f.watcher.checkpoint_path, device=self._device.type)
         except (CheckpointError, OSError, ValueError, EOFError, RuntimeError):
             f.watcher.retry_checkpoint()  # being copied by a sync tool, say: read it at the next look
-            return
+            return False
         if self.session is None or f.run_id != self._run_id:
             self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
             f.run_id = self._run_id
             self._later = [self._describe_data, prepare_optimizers]  # (the probes are the trainer's)
-        else:  # the same run, newer weights: the panels ask again as they need
-            session.data_cache = self.session.data_cache
-            self.session, self._decoder = session, None
-            self.run_described.emit(self._run_info(session))
-            self._publish_status()
+            return True
+        session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need
+        self.session, self._decoder = session, None
+        self.run_described.emit(self._run_info(session))
+        self._publish_status()
+        return False
 
     def _emit_followed_probes(self, f: RunFollowing) -> None:
         from model.follow import read_probe

@@ -128,10 +128,17 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
     qtbot.waitUntil(lambda: "step 8" in window.note_label.text(), timeout=30000)
     assert "Following run" in window.note_label.text()
     session.train_steps(2)
-    session.save(run / "model.ckpt")  # the trainer saves newer weights
+    with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:  # the torn line ends; an evaluation follows
+        f.write(record(9)[15:] + "\n" + json.dumps({"step": 9, "split": "valid", "loss": 2.0, "exact_match": 0.25,
+                                                    "bleu": 30.0, "sentences": 10}) + "\n")  # fmt: skip
+    session.save(run / "model.ckpt")  # the trainer saves newer weights, seen in the same look as the log lines
     run_id = window.training.current.run_id
     qtbot.waitUntil(lambda: window.status.step == 5, timeout=30000)
     assert window.training.current.run_id == run_id  # the same run, newer weights
+    qtbot.waitUntil(
+        lambda: len(window.training.plots["quality_plot"].data(run_id, "exact_match")[0]) == 1, timeout=30000
+    )
+    assert list(window.training.plots["loss_plot"].data(run_id, "train")[0]) == list(range(1, 10))
     after = _files(run)
     written_by_the_test = ("model.ckpt", "metrics.jsonl")
     assert {k: v for k, v in after.items() if k not in written_by_the_test} == {
