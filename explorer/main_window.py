@@ -597,8 +597,12 @@ class MainWindow(QMainWindow):
         """What the engine is reading of the model being opened, and how far it has come."""
         self._opening = (p.request_id, p.name)
         if p.stage in DATA_STAGES:  # a big data file for a new model: its reading, then its tokenizers
-            text = tr("Preparing {name} — {stage}…") + (f" {100 * p.fraction:.0f}% ({p.detail})" if p.detail else "")
-            self.note_about(p.name, text.replace("{stage}", tr(p.stage)))
+            text = tr("Preparing {name} — {stage}…").replace("{stage}", tr(p.stage))
+            short = text + (f" {100 * p.fraction:.0f}%" if p.fraction >= 0 else "")
+            if p.stage == "reading":  # the rate and the time left; megabytes and lines in the tooltip
+                short += f" ({', '.join(p.detail.split(', ')[-2:])})"
+            self.note_about(p.name, short)
+            self.note_label.setToolTip(text.replace("{name}", p.name) + f" {p.detail}")
         elif p.fraction < 1.0:
             text = tr("Opening {name} — {stage}… {percent}%")
             self.note_about(

@@ -233,7 +233,7 @@ class LoadProgress:
     request_id: int  # the Load it belongs to
     name: str  # the folder's (or file's) name
     stage: str  # untranslated, one of LOAD_STAGES or DATA_STAGES: the window translates it
-    fraction: float  # 0…1
+    fraction: float  # 0…1 (−1: how far is not known)
     detail: str = ""  # a data file's: megabytes read, rate, time left (numbers and units)
 
 
@@ -727,7 +727,9 @@ class Engine(QThread):
         name = Path(spec.data.path).name if spec.data.path else spec.data.name
 
         def report(stage: str, fraction: float | None, detail: str) -> None:  # a big file, read as a stream
-            self.load_progressed.emit(LoadProgress(c.request_id, name, stage, fraction or 0.0, detail))
+            self.load_progressed.emit(
+                LoadProgress(c.request_id, name, stage, -1.0 if fraction is None else fraction, detail)
+            )
 
         with without_collector_pauses():  # the corpus, tokenizers and weights live as long as the run
             session = Session.create(

@@ -39,6 +39,7 @@ from model.checkpoint import CheckpointError, write_atomically
 from model.cli_common import Progress, add_setting_flags, given_flags, given_settings
 from model.config import PRESETS, SINGLE_STREAM, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
+from model.data.stream import StreamedBatches
 from model.device import DEVICE_CHOICES, device_description
 from model.follow import write_probe
 from model.session import Session
@@ -330,7 +331,7 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
             progress.update(
                 session.step,
                 f"loss {r['loss'][-1]:.3f} acc {r['token_accuracy'][-1]:.3f} lr {r['lr'][-1]:.2e} "
-                f"{r['tokens_per_s'][-1] / 1000:.0f}k tok/s",
+                f"{r['tokens_per_s'][-1] / 1000:.0f}k tok/s{_stream_position(session)}",
             )
             if args.save_every and session.step % args.save_every == 0 and ckpt is not None:
                 session.save(ckpt)
@@ -360,6 +361,15 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
             print(f"error: another rank stopped ({reason}); saving step {session.step}", file=sys.stderr)
         return 1
     return 0
+
+
+def _stream_position(session: Session) -> str:
+    """Where a streamed file's training is: " epoch 0, chunk 12/641" (this rank's chunks); else ""."""
+    stream = session.trainer.stream
+    if not isinstance(stream, StreamedBatches):
+        return ""
+    per_rank = -(-stream.encoder.scan.chunks // stream.world)
+    return f" epoch {stream.epoch}, chunk {stream.chunk + 1}/{per_rank}"
 
 
 def _probe(session: Session, args: argparse.Namespace, ckpt: Path | None) -> None:

@@ -177,3 +177,29 @@ def test_a_session_trains_saves_and_resumes_on_a_streamed_file(tmp_path):
     for a, b in zip(after, r.model.parameters()):
         assert (a - b).abs().max() < 1e-5  # the same ten batches, from the same place in the stream
     assert r.evaluate("valid", 5)["sentences"] == 5
+
+
+def test_the_window_streams_a_big_file_with_its_progress_in_the_status_bar(make_window, qtbot, tmp_path, monkeypatch):
+    pytest.importorskip("pytestqt")
+    from explorer.commands import Pause
+
+    monkeypatch.setattr(st, "STREAM_FROM_BYTES", 10_000)  # this file counts as big
+    monkeypatch.setattr("explorer.worker.data_cache_dir", lambda: tmp_path / "cache")
+    path = write_jsonl(tmp_path / "big.jsonl", pairs(2600))
+    window = make_window()
+    notes = []
+    window.engine.load_progressed.connect(lambda p: notes.append((p.stage, window.note_label.toolTip())))
+    window.training.form.set_data_file(str(path))
+    window.train_from_scratch()
+    qtbot.waitUntil(lambda: window.status.step >= 3, timeout=60000)
+    window.engine.submit(Pause())
+    assert any(stage == "reading" and note.startswith("Preparing big.jsonl — reading…") and "MB/s" in note
+               for stage, note in notes), notes  # fmt: skip
+    assert (
+        "training the tokenizers",
+        "Preparing big.jsonl — training the tokenizers… on a sample of 600 pairs",
+    ) in notes
+    qtbot.waitUntil(lambda: window.data_panel.data is not None, timeout=30000)
+    info = window.data_panel.data.corpus
+    assert (info.train, info.valid, info.test) == (600, 1000, 1000)  # held out by the hash, 1,000 each
+    assert list((tmp_path / "cache").glob("scan-*.json")) and list((tmp_path / "cache").glob("chunks-*/*.npz"))

@@ -60,15 +60,20 @@ class LoadReport:
 def read_text(path: str | Path) -> tuple[str, str]:
     """The file's text and the encoding it was in. Refuses missing, empty and binary files."""
     path = Path(path)
+    return _decode(path, read_bytes(path))
+
+
+def read_bytes(path: Path, limit: int = -1) -> bytes:
+    """The file's bytes (the first ``limit`` of them, if given); a DataError that says why it cannot be read."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read(limit)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DataError(f"{path} is a folder; choose a data file inside it") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
-    return _decode(path, data)
 
 
 class _Undecodable(DataError):

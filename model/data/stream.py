@@ -36,7 +36,16 @@ from typing import Any
 import numpy as np
 
 from model.data.errors import DataError
-from model.data.files import NUL_PROBLEM, LoadReport, _decode, _parse_json, _parse_tsv, _Undecodable, _utf8_lines
+from model.data.files import (
+    NUL_PROBLEM,
+    LoadReport,
+    _decode,
+    _parse_json,
+    _parse_tsv,
+    _Undecodable,
+    _utf8_lines,
+    read_bytes,
+)
 
 CHUNK_LINES = 8192  # lines per chunk: the unit of reading, encoding, caching and sharding
 SAMPLE_BYTES = 4 << 20  # what the encoding and the format are told from
@@ -111,15 +120,7 @@ class Scan:
 
 def detect(path: Path, file_format: str) -> tuple[str, str]:
     """The encoding of the file at ``path`` and its format, told from its first megabytes."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SAMPLE_BYTES)
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path} is a folder; choose a data file inside it") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    head = read_bytes(path, SAMPLE_BYTES)
     if len(head) == SAMPLE_BYTES and b"\n" in head:
         head = head[: head.rindex(b"\n") + 1]  # whole lines: no character cut in two
     try:
