@@ -323,8 +323,10 @@ class Session:
             raise DataError(f"{self.data_spec.name} is not read as a stream")
         if self._chunks is None or self._chunks.scan is not scan:
             parse = line_parser(scan.fmt, self.data_spec.src_key, self.data_spec.tgt_key, self.data_spec.swap)
-            self._chunks = ChunkEncoder(scan, parse, self.src_tok, self.tgt_tok, self.model_cfg.max_len,
-                                        self.specials, self.data_cache)  # fmt: skip
+            cfg = self.model_cfg
+            reserve = (1 if cfg.arch == "decoder_only" else 2) if cfg.single_stream else None  # as encoded()
+            self._chunks = ChunkEncoder(scan, parse, self.src_tok, self.tgt_tok, cfg.max_len, self.specials,
+                                        self.data_cache, reserve)  # fmt: skip
         return self._chunks
 
     def encoded(self, split: str) -> EncodedPairs | EncodedTexts:
@@ -372,8 +374,9 @@ class Session:
     ) -> BatchStream | TextStream | StreamedBatches:
         cfg = self.train_cfg
         if self.corpus.stream is not None:
+            texts = {"kind": self.text_kind, **self.text_options()} if self.model_cfg.single_stream else None
             return StreamedBatches(self.chunk_encoder(), cfg.batch_size, cfg.seed, epoch, chunk, position,
-                                   self.rank, self.world)  # fmt: skip
+                                   self.rank, self.world, texts)  # fmt: skip
         data = self.encoded("train")
         stream: BatchStream | TextStream
         if isinstance(data, EncodedTexts):

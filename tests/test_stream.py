@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from model.data import DataError, DataSpec, load_corpus
@@ -203,3 +204,31 @@ def test_the_window_streams_a_big_file_with_its_progress_in_the_status_bar(make_
     info = window.data_panel.data.corpus
     assert (info.train, info.valid, info.test) == (600, 1000, 1000)  # held out by the hash, 1,000 each
     assert list((tmp_path / "cache").glob("scan-*.json")) and list((tmp_path / "cache").glob("chunks-*/*.npz"))
+
+
+def test_a_text_file_streams_for_the_single_stream_families(tmp_path):
+    path = tmp_path / "lines.txt"
+    lines = [f"line {i} of the text" for i in range(500)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = DataSpec(task=None, path=str(path), file_format="text", stream=True, valid_size=20, test_size=20,
+                    tokenizer_sample=100)  # fmt: skip
+    train = TrainConfig(batch_size=8, eval_every=0, seed=4)
+    gpt = Session.create(spec, "tiny", train, TokenizerSpec("word"), arch="decoder_only")
+    corpus = gpt.corpus
+    assert corpus.monolingual and corpus.n_train == 460 and not set(corpus.texts("valid")) & set(corpus.texts("train"))
+    held = set(corpus.texts("valid")) | set(corpus.texts("test"))
+    stream = gpt._make_stream()
+    seen = []
+    while stream.epoch == 0:
+        batch = next(stream)
+        if stream.epoch == 0:
+            seen += [tuple(i for i in row[1:] if i != gpt.specials.pad) for row in batch.ids.tolist()]
+    want = [tuple(gpt.tgt_tok.encode_ids(t)) for t in lines if t not in held]
+    assert sorted(seen) == sorted(want)  # every training line once, each after BOS (language-model batches)
+    state = stream.state_dict()
+    ahead = [next(stream).ids.tolist() for _ in range(5)]
+    assert [next(gpt._make_stream(**state)).ids.tolist()] == ahead[:1]
+    bert = Session.create(spec, "tiny", TrainConfig(batch_size=8, eval_every=0, nsp=True), TokenizerSpec("word"),
+                          arch="encoder_only")  # fmt: skip
+    records = bert.train_steps(3)
+    assert all(np.isfinite(r["loss"]) for r in records) and "nsp_accuracy" in bert.evaluate("valid", 5)

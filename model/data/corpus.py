@@ -206,7 +206,10 @@ def _load_streamed(spec: DataSpec, cache_dir: Path | None, progress: Progress | 
     scan = load_scan(spec.path, stream_settings(spec), cache_dir, progress)
     src_lang = _language(p[0] for p in scan.sample + scan.valid)
     tgt_lang = _language(p[1] for p in scan.sample + scan.valid)
-    return Corpus(spec, scan.sample, scan.valid, scan.test, src_lang, tgt_lang, scan.report, stream=scan)
+    if spec.file_format == "text":  # single texts, held out and sampled by the hash as pairs are
+        scan.report.unit = "lines"
+    return Corpus(spec, scan.sample, scan.valid, scan.test, src_lang, tgt_lang, scan.report,
+                  monolingual=spec.file_format == "text", stream=scan)  # fmt: skip
 
 
 def _load_monolingual(spec: DataSpec) -> Corpus:

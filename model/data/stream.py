@@ -62,8 +62,8 @@ def line_hash(line: bytes) -> int:
 
 def stream_wanted(path: str | None, forced: bool, file_format: str = "auto", target_path: str | None = None) -> bool:
     """Whether the file at ``path`` is read as a stream: when asked, or from :data:`STREAM_FROM_BYTES` on."""
-    if path is None or target_path is not None or file_format in ("parallel", "text"):
-        return False  # two aligned files and single-text files are read whole
+    if path is None or target_path is not None or file_format == "parallel":
+        return False  # two aligned files are read whole
     if forced:
         return True
     try:
@@ -217,8 +217,10 @@ def _read_line(line: bytes, encoding: str, parse: Callable[[str], tuple[str, str
 
 def line_parser(fmt: str, src_key: str, tgt_key: str, swap: bool) -> Callable[[str], tuple[str, str] | str]:
     """How one line of a ``tsv`` or ``jsonl`` file becomes a pair (or the reason it does not)."""
-    if fmt not in ("tsv", "jsonl"):
-        raise DataError(f"a {fmt} file cannot be streamed; give tab-separated pairs or JSON lines")
+    if fmt not in ("tsv", "jsonl", "text"):
+        raise DataError(f"a {fmt} file cannot be streamed; give tab-separated pairs, JSON lines or plain text")
+    if fmt == "text":  # one text per line, kept as the pair (text, text)
+        return lambda text: (text.strip(), text.strip())
 
     def parse(text: str) -> tuple[str, str] | str:
         pair = _parse_tsv(text) if fmt == "tsv" else _parse_json(text, src_key, tgt_key)
@@ -277,9 +279,10 @@ class ChunkEncoder:
     tokenised, or read back from the cache. Bad lines found on the way go into the scan's report."""
 
     def __init__(self, scan_: Scan, parse: Callable[[str], tuple[str, str] | str], src_tok: Any, tgt_tok: Any,
-                 max_len: int, specials: Any, cache_dir: Path | None) -> None:  # fmt: skip
+                 max_len: int, specials: Any, cache_dir: Path | None, reserve: int | None = None) -> None:  # fmt: skip
         self.scan, self.parse = scan_, parse
         self.src_tok, self.tgt_tok, self.max_len, self.specials = src_tok, tgt_tok, max_len, specials
+        self.reserve = reserve  # single texts (a ``text`` file): positions kept free for specials; None: pairs
         self.cache_dir = cache_dir / self._key() if cache_dir is not None else None
         self.truncated = 0
         self._lock = threading.Lock()
@@ -287,25 +290,36 @@ class ChunkEncoder:
 
     def _key(self) -> str:
         parts = [self.scan.path, self.scan.size, self.scan.mtime_ns, self.scan.fmt, self.max_len, list(self.specials),
+                 self.reserve,
                  self.src_tok.to_json(), self.tgt_tok.to_json(), sorted(self.scan.held_out)[:50]]  # fmt: skip
         return "chunks-" + hashlib.sha1(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
     def __call__(self, k: int) -> Any:
-        from model.data.batching import EncodedPairs
-
+        """Chunk ``k``: :class:`~model.data.batching.EncodedPairs`, or for single texts
+        :class:`~model.data.text_batching.EncodedTexts`."""
         cached = self.cache_dir / f"{k:06d}.npz" if self.cache_dir is not None else None
         if cached is not None and cached.exists():
             try:
-                with np.load(cached) as z:
-                    src = np.split(z["src"], z["src_ends"][:-1])
-                    tgt = np.split(z["tgt"], z["tgt_ends"][:-1])
-                    return EncodedPairs([s.tolist() for s in src], [t.tolist() for t in tgt], 0, self.specials)
+                return self._read(cached)
             except (OSError, ValueError, KeyError):
                 pass  # damaged: encoded again
         encoded = self._encode(k)
         if cached is not None:
             _write_atomically(cached, _npz_bytes(encoded))
         return encoded
+
+    def _read(self, cached: Path) -> Any:
+        from model.data.batching import EncodedPairs
+        from model.data.text_batching import EncodedTexts
+
+        def lists(z: Any, name: str) -> list[list[int]]:
+            ends = z[name + "_ends"]
+            return [part.tolist() for part in np.split(z[name], ends[:-1])] if len(ends) else []
+
+        with np.load(cached) as z:
+            if self.reserve is not None:
+                return EncodedTexts(lists(z, "ids"), 0, self.specials)
+            return EncodedPairs(lists(z, "src"), lists(z, "tgt"), 0, self.specials)
 
     def _encode(self, k: int) -> Any:
         from model.data.batching import encode_pairs
@@ -331,6 +345,12 @@ class ChunkEncoder:
                 for line_no, why in bad:
                     scan_.report.skip(line_no, why)
                 scan_.report.kept -= len(bad)
+        if self.reserve is not None:
+            from model.data.text_batching import encode_texts
+
+            texts = encode_texts([t for t, _ in pairs], self.tgt_tok, self.max_len, self.reserve, self.specials)
+            self.truncated += texts.truncated
+            return texts
         encoded = encode_pairs(pairs, self.src_tok, self.tgt_tok, self.max_len, self.specials)
         self.truncated += encoded.truncated
         return encoded
@@ -341,7 +361,8 @@ def _npz_bytes(encoded: Any) -> bytes:
 
     buf = io.BytesIO()
     flat: dict[str, Any] = {}
-    for name, seqs in (("src", encoded.src), ("tgt", encoded.tgt)):
+    fields = (("ids", encoded.ids),) if hasattr(encoded, "ids") else (("src", encoded.src), ("tgt", encoded.tgt))
+    for name, seqs in fields:
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)
         flat[name] = np.fromiter((i for s in seqs for i in s), dtype=np.int32, count=int(lengths.sum()))
         flat[name + "_ends"] = np.cumsum(lengths)
@@ -363,12 +384,17 @@ class StreamedBatches:
     POOL = 50  # batches per sorting pool, as BatchStream
 
     def __init__(self, encoder: ChunkEncoder, batch_size: int, seed: int, epoch: int = 0, chunk: int = 0,
-                 position: int = 0, rank: int = 0, world: int = 1) -> None:  # fmt: skip
+                 position: int = 0, rank: int = 0, world: int = 1, text_options: dict[str, Any] | None = None,
+                 ) -> None:  # fmt: skip
         self.encoder, self.batch_size, self.seed = encoder, batch_size, seed
+        # single texts: TextStream's kind and options (the batches of each chunk are a TextStream's); None: pairs
+        self.text_options = text_options
+        self._batches = 0
+        self._plan: list[np.ndarray] = []
+        self._texts: Any = None
         self.rank, self.world = rank, world
         self.epoch, self.chunk, self.position = epoch, chunk // world, position
         self._ahead: tuple[tuple[int, int], _Prefetch] | None = None
-        self._plan: list[np.ndarray] = []
         self._data: Any = None
         self._load()
 
@@ -395,23 +421,38 @@ class StreamedBatches:
 
     def _load(self) -> None:
         """The chunk at (epoch, chunk) and its batch plan; empty chunks (all bad or held out) are passed over."""
-        from model.data.batching import bucketed_plan
-
         for _ in range(self.encoder.scan.chunks * 2 + 2):
             per_rank = max(1, -(-(self.encoder.scan.chunks - self.rank) // self.world))
             if self.chunk >= per_rank:
                 self.epoch, self.chunk = self.epoch + 1, 0
             data = self._fetch(self.epoch, self.chunk)
-            if data.src:
-                lengths = np.array([len(s) + len(t) for s, t in zip(data.src, data.tgt)])
-                file_chunk = self._slot(self.epoch, self.chunk)[1]
-                self._plan = bucketed_plan(lengths, self.batch_size, self.seed * 1_000_003 + file_chunk,
-                                           self.epoch, self.POOL)  # fmt: skip
-                self._data = data
-                if self.position < len(self._plan):
-                    return
+            seed = self.seed * 1_000_003 + self._slot(self.epoch, self.chunk)[1]  # the chunk's own order
+            if self._plan_chunk(data, seed) and self.position < self._batches:
+                return
             self.chunk, self.position = self.chunk + 1, 0
-        raise DataError(f"{self.encoder.scan.path}: no usable training pairs")
+        raise DataError(f"{self.encoder.scan.path}: no usable training examples")
+
+    def _plan_chunk(self, data: Any, seed: int) -> bool:
+        """Batches of ``data`` in bucketed order (pairs), or a text stream over it (single texts); False when
+        the chunk holds nothing to train on."""
+        from model.data.batching import bucketed_plan
+        from model.data.text_batching import TextStream
+
+        self._data = data
+        if self.text_options is None:
+            if not data.src:
+                return False
+            lengths = np.array([len(s) + len(t) for s, t in zip(data.src, data.tgt)])
+            self._plan = bucketed_plan(lengths, self.batch_size, seed, self.epoch, self.POOL)
+            self._batches = len(self._plan)
+            return True
+        try:
+            self._texts = TextStream(data, self.batch_size, seed, epoch=self.epoch, position=self.position,
+                                     **self.text_options)  # fmt: skip
+        except (ValueError, IndexError):  # no texts (or too few for next-sentence pairs)
+            return False
+        self._batches = len(self._texts._plan)
+        return True
 
     def __iter__(self) -> StreamedBatches:
         return self
@@ -419,11 +460,13 @@ class StreamedBatches:
     def __next__(self) -> Any:
         from model.data.batching import collate
 
-        if self.position >= len(self._plan):
+        if self.position >= self._batches:
             self.chunk, self.position = self.chunk + 1, 0
             self._load()
-        idx = self._plan[self.position]
         self.position += 1
+        if self.text_options is not None:
+            return next(self._texts)
+        idx = self._plan[self.position - 1]
         d = self._data
         return collate([d.src[i] for i in idx], [d.tgt[i] for i in idx], d.specials)
 
