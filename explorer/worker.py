@@ -1030,7 +1030,9 @@ class Engine(QThread):
             self._later = [self._describe_data, prepare_optimizers]  # (the probes are the trainer's)
             return True
         session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need
-        self.session, self._decoder = session, None
+        self.session = session
+        if self._decoder is not None:  # the sentence being stepped through stays, at its step, on the new weights
+            self._decoder.session = session
         self.run_described.emit(self._run_info(session))
         self._publish_status()
         return False

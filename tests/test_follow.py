@@ -127,6 +127,11 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
                                                                         "train")[0]) == 8, timeout=30000)  # fmt: skip
     qtbot.waitUntil(lambda: "step 8" in window.note_label.text(), timeout=30000)
     assert "Following run" in window.note_label.text()
+    d = window.decoding
+    d.input.setText("3 1 4 1")
+    d.translate_button.click()  # the person steps through a sentence on the followed model
+    qtbot.waitUntil(lambda: d.view is not None and not d.waiting, timeout=30000)
+    assert d.view.weights_step == 3
     session.train_steps(2)
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:  # the torn line ends; an evaluation follows
         f.write(record(9)[15:] + "\n" + json.dumps({"step": 9, "split": "valid", "loss": 2.0, "exact_match": 0.25,
@@ -139,6 +144,8 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
         lambda: len(window.training.plots["quality_plot"].data(run_id, "exact_match")[0]) == 1, timeout=30000
     )
     assert list(window.training.plots["loss_plot"].data(run_id, "train")[0]) == list(range(1, 10))
+    d.run_button.click()  # the same sentence goes on, on the newer weights
+    qtbot.waitUntil(lambda: not d.waiting and d.view.weights_step == 5 and d.view.at_end, timeout=30000)
     after = _files(run)
     written_by_the_test = ("model.ckpt", "metrics.jsonl")
     assert {k: v for k, v in after.items() if k not in written_by_the_test} == {
