@@ -15,6 +15,13 @@ minutes of wall time. Ctrl-C saves and exits (status 130). ``--resume CKPT`` con
 ``--steps`` updates in total; when CKPT is in OUT, the lines of ``OUT/metrics.jsonl`` past its step
 (logged after the last save by a run that was killed) are dropped first. A run that diverges saves
 the weights of the last step that was in range and exits with status 1: resume it with a lower rate.
+
+A fresh run saves its step-0 checkpoint first. ``--probe SENTENCE --probe-every K`` records the sentence's
+attention every K steps in ``OUT/probe/`` (for a window following the run: ``python main.py --follow OUT``).
+A ``--data`` file of 64 MB or more (or any, with ``--stream``) is read as a stream (:mod:`model.data.stream`:
+held-out pairs chosen by a hash of the line, tokenizers trained on ``--tokenizer-sample`` pairs, token ids
+cached in ``OUT/data-cache``). Under ``torchrun --nproc_per_node N -m model.train …`` it trains with
+DistributedDataParallel (:mod:`model.distributed`); only rank 0 writes.
 """
 
 from __future__ import annotations

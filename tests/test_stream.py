@@ -232,3 +232,17 @@ def test_a_text_file_streams_for_the_single_stream_families(tmp_path):
                           arch="encoder_only")  # fmt: skip
     records = bert.train_steps(3)
     assert all(np.isfinite(r["loss"]) for r in records) and "nsp_accuracy" in bert.evaluate("valid", 5)
+
+
+def test_a_streamed_run_resumes_with_another_number_of_ranks_where_it_was(tmp_path):
+    scan = st.load_scan(write_jsonl(tmp_path / "a.jsonl", pairs(900)), settings(), None)
+    enc = encoder_for(scan)
+    two = st.StreamedBatches(enc, 8, seed=1, rank=0, world=2)
+    while two.chunk < 3:  # rank 0 of two has finished 3 chunks: 6 of the epoch's are done
+        next(two)
+    state = two.state_dict()
+    assert state["chunk"] == 6
+    one = st.StreamedBatches(enc, 8, seed=1, world=1, **state)
+    assert (one.epoch, one.chunk) == (0, 6)
+    four = st.StreamedBatches(enc, 8, seed=1, rank=3, world=4, **state)
+    assert (four.epoch, four.chunk) == (0, 1)  # its second chunk: epoch chunks 7 (= 1 · 4 + 3) and on
