@@ -372,3 +372,26 @@ def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arc
         full = stack(1, q + int(offsets.max()) + 1, offset=q)[0, h, 0].detach().numpy()  # keys 0 … for query q
         assert bias == pytest.approx(full[offsets + q], abs=1e-6)
     assert f"step {session.step}" in lab.t5_bias.title.text()
+
+
+def test_the_positional_lab_draws_marians_split_sinusoids_as_the_model_adds_them(qtbot, english, translator_moe):
+    from explorer.panels.positional import PositionalPanel
+    from model.positional import sinusoidal_table
+
+    info = run_info(translator_moe[0])
+    m = dataclasses.replace(info.model_config, positional="sinusoidal", sinusoid_layout="split", scale_embedding=False)
+    lab = PositionalPanel()
+    qtbot.addWidget(lab)
+    lab.show()
+    lab.on_run(dataclasses.replace(info, model_config=m))
+    lab.redraw()
+    shown = lab.learned.values
+    paper = sinusoidal_table(shown.shape[0], m.d_model).numpy()  # the other tabs: sin, cos, sin, cos, …
+    half = m.d_model // 2
+    assert not lab.learned.isHidden() and shown.shape[1] == m.d_model
+    assert np.allclose(shown[:, :half], paper[:, 0::2]) and np.allclose(shown[:, half:], paper[:, 1::2])
+    note = lab.model_note.text()
+    assert "sines in the first half" in note and "not scaled by √d_model" in note
+    lab.on_run(info)  # the paper's own layout: no table of its own, the usual words
+    lab.redraw()
+    assert lab.learned.isHidden() and "after scaling them by √d_model" in lab.model_note.text()

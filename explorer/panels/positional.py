@@ -313,12 +313,7 @@ class PositionalPanel(QWidget):
         if info is None:
             self.model_note.setText(tr("No model loaded."))
         elif kind == "sinusoidal":
-            self.model_note.setText(
-                tr(
-                    "This model adds the paper's fixed sinusoids (the other tabs) to its "
-                    "embeddings, after scaling them by √d_model; nothing here is learned."
-                )
-            )
+            self._draw_sinusoidal(info)
         elif kind == "learned":
             self._draw_learned(info)
         elif kind == "rope":
@@ -327,6 +322,28 @@ class PositionalPanel(QWidget):
             self._draw_t5(info)
         else:  # a kind this lab does not know yet: say so rather than show another kind's pictures
             self.model_note.setText(tr("This lab has no picture of this model's positions ({kind}).").format(kind=kind))
+
+    def _draw_sinusoidal(self, info: RunInfo) -> None:
+        """The paper's sinusoids; a model that lays them out as Marian does (sines first, then cosines) has its
+        own table drawn, since the other tabs show the paper's interleaved order."""
+        m = info.model_config
+        if m.sinusoid_layout != "split":
+            note = tr("This model adds the paper's fixed sinusoids (the other tabs) to its "
+                      "embeddings, after scaling them by √d_model; nothing here is learned.")  # fmt: skip
+        else:
+            from model.positional import sinusoidal_table
+
+            note = tr("This model adds the paper's sinusoids laid out as Marian lays them out: the sines in the first "
+                      "half of the dimensions, the cosines in the second — the values of the other tabs, the "
+                      "dimensions in another order (below); nothing here is learned.")  # fmt: skip
+            table = sinusoidal_table(self.positions.value(), m.d_model, "split").numpy()
+            self.learned.setVisible(True)
+            self.learned.set_data(table, [str(i) for i in range(len(table))], [str(i) for i in range(m.d_model)],
+                                  levels=(-1.0, 1.0))  # fmt: skip
+            self.learned.set_title(tr("This model's positional encoding: sines first, then cosines"))
+        if not m.scale_embedding:
+            note += " " + tr("Its embeddings are added as they are, not scaled by √d_model.")
+        self.model_note.setText(note)
 
     def _draw_learned(self, info: RunInfo) -> None:
         self.model_note.setText(
