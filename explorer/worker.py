@@ -270,6 +270,7 @@ class RunInfo:
     history_steps: StepColumns  # metrics already in the session (e.g. from a checkpoint)
     history_evals: tuple[Evaluation, ...]
     origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
+    weights_step: int = 0  # the training step of the model's weights (a followed run's grow as the trainer saves)
     model_origin: ModelOrigin | None = None  # the Hugging Face model it was opened from; None: made here
 
 
@@ -854,6 +855,7 @@ class Engine(QThread):
             history_steps=f.steps() if f else StepColumns.from_history(s.history.train),
             history_evals=f.evaluations() if f else tuple(Evaluation.of(e) for e in s.history.evals),
             model_origin=ModelOrigin.of(s.notes),
+            weights_step=s.step,
         )
 
     def _start(self) -> None:

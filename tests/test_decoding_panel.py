@@ -47,6 +47,7 @@ def run_info(session, pieces=None):
     """What the panel reads of a run (the engine's RunInfo carries more)."""
     tok = session.tgt_tok
     return SimpleNamespace(run_id=id(session), model_config=session.model_cfg, src_words=session.source_words(),
+                           weights_step=session.step,
                            tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
 
 

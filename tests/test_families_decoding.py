@@ -95,6 +95,7 @@ def run_info(session: Session):
 
     tok = session.tgt_tok
     return SimpleNamespace(run_id=id(session), model_config=session.model_cfg, src_words=session.source_words(),
+                           weights_step=session.step,
                            tgt_pieces=tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
 
 

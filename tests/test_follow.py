@@ -144,6 +144,8 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
         lambda: len(window.training.plots["quality_plot"].data(run_id, "exact_match")[0]) == 1, timeout=30000
     )
     assert list(window.training.plots["loss_plot"].data(run_id, "train")[0]) == list(range(1, 10))
+    qtbot.waitUntil(lambda: not d.waiting and d.view.weights_step == 5, timeout=30000)  # redrawn by itself
+    assert d.view.position == 0 and d.view.settings.text == "3 1 4 1"
     d.run_button.click()  # the same sentence goes on, on the newer weights
     qtbot.waitUntil(lambda: not d.waiting and d.view.weights_step == 5 and d.view.at_end, timeout=30000)
     after = _files(run)

@@ -612,6 +612,8 @@ class DecodingPanel(QWidget):
             if replaced:  # (asking would also make the engine read the corpus on the launch path)
                 self._replace_input("")
                 self._ask_sample(decode=decoding)
+        elif self.view is not None and info.weights_step != self.view.weights_step and not self.waiting:
+            self._act("show", restart=False)  # newer weights of the same run (a followed run): the same step, redone
         elif self.view is not None:
             self.show_view(self.view)
 
