@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from model.snapshots import Inspection
+from model.snapshots import Inspection, RouterView
 
 MAX_PROBES = 300  # probe snapshots kept in a run folder
 READ_LIMIT = 16 << 20  # bytes of the log read per poll: a huge backlog arrives over several polls
@@ -159,9 +159,13 @@ def write_probe(folder: Path, inspection: Inspection) -> Path:
         "tgt_tokens": inspection.tgt_tokens, "out_tokens": inspection.out_tokens,
         "teacher_forced": inspection.teacher_forced, "target_ids": list(inspection.target_ids),
         "arch": inspection.arch,
+        "routing": [{"stack": r.stack, "layer": r.layer, "tokens": r.tokens} for r in inspection.routing],
     }  # fmt: skip
     arrays: dict[str, Any] = {name: getattr(inspection, name).astype(np.float16) for name in _ARRAYS}
     arrays.update({f"mask_{k}": v.astype(bool) for k, v in inspection.masks.items()})
+    for i, r in enumerate(inspection.routing):  # Mixture-of-Experts: what each router did with the probe
+        arrays.update({f"route{i}_probs": r.probs.astype(np.float16), f"route{i}_chosen": r.chosen.astype(np.int16),
+                       f"route{i}_weights": r.weights.astype(np.float16)})  # fmt: skip
     tmp = folder / f".{path.name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         np.savez(f, meta=np.array(json.dumps(meta, ensure_ascii=False)),
@@ -191,8 +195,13 @@ def read_probe(path: Path) -> Inspection:
         arrays = {name: z[name].astype(np.float32) for name in _ARRAYS}
         masks = {k[len("mask_") :]: z[k] for k in z.files if k.startswith("mask_")}
         probs = z["target_probs"]
+        routing = tuple(
+            RouterView(str(r["stack"]), int(r["layer"]), list(r["tokens"]), z[f"route{i}_probs"].astype(np.float32),
+                       z[f"route{i}_chosen"].astype(np.int64), z[f"route{i}_weights"].astype(np.float32))
+            for i, r in enumerate(meta.get("routing", []))
+        )  # fmt: skip
     return Inspection(
         meta["src_tokens"], meta["tgt_tokens"], meta["out_tokens"], arrays["encoder"], arrays["decoder_self"],
         arrays["cross"], probs, bool(meta["teacher_forced"]), int(meta["step"]), str(meta["source"]),
-        tuple(meta["target_ids"]), masks, (), str(meta["arch"]),
+        tuple(meta["target_ids"]), masks, routing, str(meta["arch"]),
     )  # fmt: skip

@@ -78,6 +78,18 @@ def test_probe_snapshots_round_trip_in_float16_and_are_thinned(tmp_path, session
     assert not list((tmp_path / "probe").glob(".*"))  # no temporary files left
 
 
+def test_a_probe_of_a_model_with_experts_keeps_what_its_routers_did(tmp_path):
+    s = Session.create(DataSpec(task="text-grammar-en", n_train=200), "tiny", TrainConfig(batch_size=8, eval_every=0),
+                       arch="decoder_only", n_experts=4, experts_top_k=2)  # fmt: skip
+    inspection = s.inspect("I read a book .", "")
+    assert inspection.routing
+    back = follow.read_probe(follow.write_probe(tmp_path, inspection))
+    assert len(back.routing) == len(inspection.routing)
+    for a, b in zip(inspection.routing, back.routing):
+        assert (a.stack, a.layer, a.tokens) == (b.stack, b.layer, b.tokens) and (a.chosen == b.chosen).all()
+        assert np.abs(a.probs - b.probs).max() < 1e-3 and np.abs(a.weights - b.weights).max() < 1e-3
+
+
 def test_the_watcher_sees_a_replaced_checkpoint_and_new_probes_once(tmp_path, session):
     session.save(tmp_path / "model.ckpt")
     watcher = follow.RunWatcher(tmp_path)
