@@ -725,13 +725,7 @@ class Engine(QThread):
         self._state = IDLE
         from model.session import Session
 
-        name = Path(spec.data.path).name if spec.data.path else spec.data.name
-
-        def report(stage: str, fraction: float | None, detail: str) -> None:  # a big file, read as a stream
-            self.load_progressed.emit(
-                LoadProgress(c.request_id, name, stage, -1.0 if fraction is None else fraction, detail)
-            )
-
+        report = self._data_progress(c.request_id, spec.data)
         with without_collector_pauses():  # the corpus, tokenizers and weights live as long as the run
             session = Session.create(
                 spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
@@ -739,6 +733,16 @@ class Engine(QThread):
             )  # fmt: skip
         self._install(session, path=None, origin=c.request_id)
         self._first_probe()  # a new model has its corpus in memory already: the timeline starts at step 0
+
+    def _data_progress(self, request_id: int, data: DataSpec) -> Callable[[str, float | None, str], None]:
+        """How reading a big data file (a stream) goes, for the status bar: called on this thread."""
+        name = Path(data.path).name if data.path else data.name
+
+        def report(stage: str, fraction: float | None, detail: str) -> None:
+            self.load_progressed.emit(LoadProgress(request_id, name, stage, -1.0 if fraction is None else fraction,
+                                                   detail))  # fmt: skip
+
+        return report
 
     def _install(self, session: Session, path: str | None, origin: int = 0) -> None:
         session.data_cache = session.data_cache or data_cache_dir()
@@ -908,7 +912,7 @@ class Engine(QThread):
         from model.session import check_family
 
         check_family(s.model_cfg.arch, c.data, s.train_cfg)
-        corpus = load_corpus(c.data, s.data_cache)  # a DataError before anything changes
+        corpus = load_corpus(c.data, s.data_cache, self._data_progress(c.request_id, c.data))  # a DataError first
         s.with_data(c.data, corpus)
         self.run_described.emit(self._run_info(s))  # same run id: the label and the data rows update
         self._describe_data()
