@@ -246,3 +246,36 @@ def test_a_streamed_run_resumes_with_another_number_of_ranks_where_it_was(tmp_pa
     assert (one.epoch, one.chunk) == (0, 6)
     four = st.StreamedBatches(enc, 8, seed=1, rank=3, world=4, **state)
     assert (four.epoch, four.chunk) == (0, 1)  # its second chunk: epoch chunks 7 (= 1 · 4 + 3) and on
+
+
+def test_two_aligned_files_stream_side_by_side(tmp_path):
+    rows = pairs(700)
+    src, tgt = tmp_path / "train.en", tmp_path / "train.zh"
+    src.write_text("".join(e + "\n" for e, _ in rows), encoding="utf-8")
+    zh = [z for _, z in rows]
+    zh[300] = ""  # a line without its translation
+    tgt.write_text("\ufeff" + "".join(z + "\n" for z in zh), encoding="utf-8")  # a byte-order mark on one side
+    spec = DataSpec(task=None, path=str(src), target_path=str(tgt), stream=True, valid_size=20, test_size=10,
+                    tokenizer_sample=50)  # fmt: skip
+    corpus = load_corpus(spec)
+    scan = corpus.stream
+    assert scan is not None and scan.target_path == str(tgt) and scan.fmt == "parallel"
+    assert set(corpus.valid) <= set(rows) and set(corpus.test) <= set(rows) and set(corpus.train) <= set(rows)
+    enc = encoder_for(scan)
+    got = [p for k in range(scan.chunks) for p in zip(*_texts(enc, k))]
+    assert scan.report.skipped == 1 and scan.report.problems[0] == "line 301: empty target"
+    held = set(corpus.valid) | set(corpus.test)
+    want = [(e, z) for i, (e, z) in enumerate(rows) if (e, z) not in held and i != 300]
+    ids = sorted((tuple(enc.src_tok.encode_ids(e)), tuple(enc.tgt_tok.encode_ids(z))) for e, z in want)
+    assert sorted((tuple(a), tuple(b)) for a, b in got) == ids  # every training pair once, aligned
+    tgt.write_text("".join(z + "\n" for z in zh[:-3]), encoding="utf-8")
+    with pytest.raises(DataError, match=r"misaligned: .*train.en has 700 lines but .*train.zh has 697"):
+        load_corpus(spec)
+    tgt.write_bytes("".join(z + "\n" for z in zh).encode("gb18030"))
+    with pytest.raises(DataError, match="need one encoding; save both as UTF-8"):
+        load_corpus(spec)
+
+
+def _texts(enc: st.ChunkEncoder, k: int) -> tuple[list[list[int]], list[list[int]]]:
+    chunk = enc(k)
+    return [s[:-1] for s in chunk.src], chunk.tgt  # the source without its EOS

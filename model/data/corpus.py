@@ -197,7 +197,7 @@ def stream_settings(spec: DataSpec) -> dict[str, Any]:
     return {
         "file_format": spec.file_format, "src_key": spec.src_key, "tgt_key": spec.tgt_key, "swap": spec.swap,
         "valid_size": spec.valid_size or DEFAULT_HELD_OUT, "test_size": spec.test_size or DEFAULT_HELD_OUT,
-        "tokenizer_sample": max(1, spec.tokenizer_sample),
+        "tokenizer_sample": max(1, spec.tokenizer_sample), "target_path": spec.target_path,
     }  # fmt: skip
 
 

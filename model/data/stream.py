@@ -22,14 +22,17 @@ while scanning, the training lines while the first epoch is encoded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
+import itertools
 import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,7 @@ CHUNK_LINES = 8192  # lines per chunk: the unit of reading, encoding, caching an
 SAMPLE_BYTES = 4 << 20  # what the encoding and the format are told from
 STREAM_FROM_BYTES = 64 << 20  # files from this size on are streamed unless asked otherwise
 DEFAULT_HELD_OUT = 1000  # valid and test pairs each, when not given
-SCAN_VERSION = 1  # of the cached scan's layout
+SCAN_VERSION = 2  # of the cached scan's layout
 Progress = Callable[[str, float | None, str], None]  # (stage, fraction done or None, detail)
 
 
@@ -62,12 +65,12 @@ def line_hash(line: bytes) -> int:
 
 def stream_wanted(path: str | None, forced: bool, file_format: str = "auto", target_path: str | None = None) -> bool:
     """Whether the file at ``path`` is read as a stream: when asked, or from :data:`STREAM_FROM_BYTES` on."""
-    if path is None or target_path is not None or file_format == "parallel":
-        return False  # two aligned files are read whole
+    if path is None:
+        return False
     if forced:
         return True
     try:
-        return os.path.getsize(path) >= STREAM_FROM_BYTES
+        return os.path.getsize(path) + (os.path.getsize(target_path) if target_path else 0) >= STREAM_FROM_BYTES
     except OSError:
         return False  # reading it whole gives the message
 
@@ -88,6 +91,11 @@ class Scan:
     test: list[tuple[str, str]]
     sample: list[tuple[str, str]]  # training pairs the tokenizers learn from
     report: LoadReport = field(repr=False, default_factory=lambda: LoadReport(""))
+    # two aligned files (source and target, a sentence per line): the target file, and where its chunks start
+    target_path: str | None = None
+    target_offsets: list[int] = field(default_factory=list)
+    target_size: int = 0
+    target_mtime_ns: int = 0
 
     @property
     def chunks(self) -> int:
@@ -103,7 +111,9 @@ class Scan:
             "version": SCAN_VERSION, "path": self.path, "size": self.size, "mtime_ns": self.mtime_ns,
             "encoding": self.encoding, "fmt": self.fmt, "lines": self.lines, "offsets": self.offsets,
             "held_out": sorted(self.held_out), "valid": self.valid, "test": self.test, "sample": self.sample,
-            "skipped": self.report.skipped, "problems": self.report.problems,
+            "skipped": self.report.skipped, "problems": self.report.problems, "target_path": self.target_path,
+            "target_offsets": self.target_offsets, "target_size": self.target_size,
+            "target_mtime_ns": self.target_mtime_ns,
         }  # fmt: skip
 
     @classmethod
@@ -112,7 +122,8 @@ class Scan:
         valid, test, sample = ([(str(p[0]), str(p[1])) for p in d[k]] for k in ("valid", "test", "sample"))
         scan = cls(
             d["path"], d["size"], d["mtime_ns"], d["encoding"], d["fmt"], d["lines"], list(d["offsets"]),
-            set(d["held_out"]), valid, test, sample, report,
+            set(d["held_out"]), valid, test, sample, report, d["target_path"], list(d["target_offsets"]),
+            d["target_size"], d["target_mtime_ns"],
         )  # fmt: skip
         scan.report.kept = scan.n_train + len(scan.valid) + len(scan.test)
         return scan
@@ -141,37 +152,91 @@ def detect(path: Path, file_format: str) -> tuple[str, str]:
 
 def scan(
     path: str | Path, file_format: str, valid_size: int, test_size: int, sample_size: int,
-    parse: Callable[[str], tuple[str, str] | str], progress: Progress | None = None,
+    parse: Callable[[str], tuple[str, str] | str], progress: Progress | None = None, target: str | Path | None = None,
 ) -> Scan:  # fmt: skip
-    """One pass over the file at ``path`` (see the module's description); ``parse`` reads one line."""
+    """One pass over the file at ``path`` (see the module's description); ``parse`` reads one line. With
+    ``target``: two aligned files, line n of one translating line n of the other, read side by side (a line is
+    then the two lines' bytes joined by a NUL byte)."""
     path = Path(path)
-    encoding, fmt = detect(path, file_format)
-    stat = path.stat()
+    encoding, fmt = _encoding_of(path, file_format, target)
+    paths = [path] + ([Path(target)] if target is not None else [])
+    stats = [p.stat() for p in paths]
+    total = sum(st.st_size for st in stats)
     keep = valid_size + test_size + sample_size
     heap: list[tuple[int, int, bytes]] = []  # (−hash, line number, bytes): the `keep` smallest hashes
-    offsets: list[int] = []
-    pos, n, t0, said = 0, 0, time.perf_counter(), 0.0
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f):
+    offsets: list[list[int]] = [[] for _ in paths]
+    pos, n, t0, said = [0] * len(paths), -1, time.perf_counter(), 0.0
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(open(p, "rb")) for p in paths]
+        for n, (sizes, line) in enumerate(_side_by_side(files, paths)):
             if n % CHUNK_LINES == 0:
-                offsets.append(pos)
+                for k, offset in enumerate(pos):
+                    offsets[k].append(offset)
                 if progress is not None and time.perf_counter() - said > 0.25:
                     said = time.perf_counter()
-                    progress("reading", pos / max(1, stat.st_size), _rate(pos, stat.st_size, n, said - t0))
-            pos += len(raw)
-            line = raw.rstrip(b"\r\n")
-            if not line.strip():
+                    progress("reading", sum(pos) / max(1, total), _rate(sum(pos), total, n, said - t0))
+            pos = [a + b for a, b in zip(pos, sizes)]
+            if not line.replace(b"\x00", b"").strip():
                 continue
             h = line_hash(line)
             if len(heap) < keep:
                 heapq.heappush(heap, (-h, n, line))
             elif -heap[0][0] > h:
                 heapq.heapreplace(heap, (-h, n, line))
-    lines = n + 1 if offsets else 0
-    report = LoadReport(str(path), encoding)
-    chosen = sorted((-neg, n, line) for neg, n, line in heap)
+    report = LoadReport(" + ".join(map(str, paths)), encoding)
+    valid, test, sample, held = _choose(heap, encoding, parse, report, valid_size, test_size, path)
+    result = Scan(
+        str(path), stats[0].st_size, stats[0].st_mtime_ns, encoding, fmt, n + 1, offsets[0], held, valid, test,
+        sample, report,
+    )  # fmt: skip
+    if target is not None:
+        result.target_path, result.target_offsets = str(target), offsets[1]
+        result.target_size, result.target_mtime_ns = stats[1].st_size, stats[1].st_mtime_ns
+    report.kept = result.n_train + len(valid) + len(test)
+    if progress is not None:
+        progress("reading", 1.0, _rate(sum(pos), total, n + 1, time.perf_counter() - t0))
+    return result
+
+
+def _encoding_of(path: Path, file_format: str, target: str | Path | None) -> tuple[str, str]:
+    """The encoding and format of a file, or of two aligned files (which must share their encoding)."""
+    encoding, fmt = detect(path, file_format)
+    if target is None:
+        return encoding, fmt
+    other, _ = detect(Path(target), "parallel")
+    plain = {"utf-8-sig": "utf-8"}  # a byte-order mark is taken off each line's text (see line_parser)
+    if plain.get(encoding, encoding) != plain.get(other, other):
+        raise DataError(f"{path} is {encoding} but {target} is {other}: two files read as a stream need one "
+                        "encoding; save both as UTF-8")  # fmt: skip
+    return plain.get(encoding, encoding), "parallel"
+
+
+def _side_by_side(files: list[Any], paths: list[Path]) -> Iterator[tuple[list[int], bytes]]:
+    """(each file's bytes of this line, the line without its break: with two files, both joined by NUL)."""
+    if len(files) == 1:
+        for raw in files[0]:
+            yield [len(raw)], raw.rstrip(b"\r\n")
+        return
+    n = 0
+    for a, b in itertools.zip_longest(files[0], files[1]):
+        if a is None or b is None:
+            rest = 1 + sum(1 for _ in (files[0] if b is None else files[1]))
+            counts = (n + rest, n) if b is None else (n, n + rest)
+            raise DataError(
+                f"the files are misaligned: {paths[0]} has {counts[0]} lines but {paths[1]} has {counts[1]}; "
+                "line n of one must translate line n of the other"
+            )
+        n += 1
+        yield [len(a), len(b)], a.rstrip(b"\r\n") + b"\x00" + b.rstrip(b"\r\n")
+
+
+def _choose(
+    heap: list[tuple[int, int, bytes]], encoding: str, parse: Callable[[str], tuple[str, str] | str],
+    report: LoadReport, valid_size: int, test_size: int, path: Path,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]], set[int]]:  # fmt: skip
+    """The lines with the smallest hashes, read: valid, test, the tokenizer sample, and the held-out hashes."""
     pairs: list[tuple[int, tuple[str, str]]] = []
-    for h, line_no, line in chosen:
+    for h, line_no, line in sorted((-neg, n, line) for neg, n, line in heap):
         pair = _read_line(line, encoding, parse)
         if isinstance(pair, str):
             report.skip(line_no + 1, pair)
@@ -185,15 +250,7 @@ def scan(
         )
     valid = [p for _, p in held[:valid_size]]
     test = [p for _, p in held[valid_size:]]
-    sample = [p for _, p in pairs[len(held) :]]
-    result = Scan(
-        str(path), stat.st_size, stat.st_mtime_ns, encoding, fmt, lines, offsets, {h for h, _ in held},
-        valid, test, sample, report,
-    )  # fmt: skip
-    report.kept = result.n_train + len(valid) + len(test)
-    if progress is not None:
-        progress("reading", 1.0, _rate(pos, stat.st_size, lines, time.perf_counter() - t0))
-    return result
+    return valid, test, [p for _, p in pairs[len(held) :]], {h for h, _ in held}
 
 
 def _rate(done: int, total: int, lines: int, seconds: float) -> str:
@@ -217,10 +274,12 @@ def _read_line(line: bytes, encoding: str, parse: Callable[[str], tuple[str, str
 
 def line_parser(fmt: str, src_key: str, tgt_key: str, swap: bool) -> Callable[[str], tuple[str, str] | str]:
     """How one line of a ``tsv`` or ``jsonl`` file becomes a pair (or the reason it does not)."""
-    if fmt not in ("tsv", "jsonl", "text"):
+    if fmt not in ("tsv", "jsonl", "text", "parallel"):
         raise DataError(f"a {fmt} file cannot be streamed; give tab-separated pairs, JSON lines or plain text")
     if fmt == "text":  # one text per line, kept as the pair (text, text)
         return lambda text: (text.strip(), text.strip())
+    if fmt == "parallel":
+        return partial(_parallel_pair, swap=swap)
 
     def parse(text: str) -> tuple[str, str] | str:
         pair = _parse_tsv(text) if fmt == "tsv" else _parse_json(text, src_key, tgt_key)
@@ -229,13 +288,24 @@ def line_parser(fmt: str, src_key: str, tgt_key: str, swap: bool) -> Callable[[s
     return parse
 
 
+def _parallel_pair(text: str, swap: bool) -> tuple[str, str] | str:
+    """A pair from the two aligned lines joined by NUL (see :func:`scan`), or why it is a bad line."""
+    if text.count("\x00") != 1:
+        return NUL_PROBLEM
+    src, tgt = (part.lstrip("\ufeff").strip() for part in text.split("\x00"))
+    if not src or not tgt:
+        return "empty " + ("source" if not src else "target")
+    return (tgt, src) if swap else (src, tgt)
+
+
 def load_scan(
     path: str | Path, settings: dict[str, Any], cache_dir: Path | None, progress: Progress | None = None
 ) -> Scan:
     """The scan of ``path`` with ``settings`` (format, keys, swap, sizes): from the cache when the file has
     not changed since, else made now and cached."""
     path = Path(path)
-    fmt = settings["file_format"]
+    target = settings.get("target_path")
+    fmt = "parallel" if target else settings["file_format"]
     if fmt == "auto":
         fmt = detect(path, fmt)[1]
     parse = line_parser(fmt, settings["src_key"], settings["tgt_key"], settings["swap"])
@@ -244,12 +314,16 @@ def load_scan(
         try:
             scan_ = Scan.from_json(json.loads(cached.read_text("utf-8")))
             stat = path.stat()
-            if (scan_.size, scan_.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+            same = (scan_.size, scan_.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+            if target:
+                t = Path(target).stat()
+                same = same and (scan_.target_size, scan_.target_mtime_ns) == (t.st_size, t.st_mtime_ns)
+            if same:
                 return scan_
         except (OSError, ValueError, KeyError, TypeError):
             pass  # damaged or from another version: scanned again below
     result = scan(path, fmt, settings["valid_size"], settings["test_size"], settings["tokenizer_sample"], parse,
-                  progress)  # fmt: skip
+                  progress, target)  # fmt: skip
     if cached is not None:
         _write_atomically(cached, json.dumps(result.to_json(), ensure_ascii=False).encode("utf-8"))
     return result
@@ -325,14 +399,14 @@ class ChunkEncoder:
         from model.data.batching import encode_pairs
 
         scan_ = self.scan
-        end = scan_.offsets[k + 1] if k + 1 < scan_.chunks else scan_.size
-        with open(scan_.path, "rb") as f:
-            f.seek(scan_.offsets[k])
-            raws = f.read(end - scan_.offsets[k]).split(b"\n")
+        raws = _chunk_lines(scan_.path, scan_.offsets, scan_.size, k)
+        if scan_.target_path is not None:  # two aligned files: each line is both, joined by NUL
+            others = _chunk_lines(scan_.target_path, scan_.target_offsets, scan_.target_size, k)
+            raws = [a.rstrip(b"\r") + b"\x00" + b.rstrip(b"\r") for a, b in zip(raws, others)]
         pairs, bad = [], []
         for i, raw in enumerate(raws):
             line = raw.rstrip(b"\r")
-            if not line.strip() or line_hash(line) in scan_.held_out:
+            if not line.replace(b"\x00", b"").strip() or line_hash(line) in scan_.held_out:
                 continue
             pair = _read_line(line, scan_.encoding, self.parse)
             if isinstance(pair, str):
@@ -354,6 +428,18 @@ class ChunkEncoder:
         encoded = encode_pairs(pairs, self.src_tok, self.tgt_tok, self.max_len, self.specials)
         self.truncated += encoded.truncated
         return encoded
+
+
+def _chunk_lines(path: str, offsets: list[int], size: int, k: int) -> list[bytes]:
+    """The lines of chunk ``k`` of a file (without their line breaks; "\r" stays)."""
+    end = offsets[k + 1] if k + 1 < len(offsets) else size
+    with open(path, "rb") as f:
+        f.seek(offsets[k])
+        data = f.read(end - offsets[k])
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the last line's break
+    return lines
 
 
 def _npz_bytes(encoded: Any) -> bytes:
