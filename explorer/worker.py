@@ -65,7 +65,7 @@ from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.device import device_description, prepare_optimizers, resolve_device, without_collector_pauses
 from model.follow import RunWatcher
 from model.plain_data import SettingValue
-from model.snapshots import TRAIN_METRICS, FillMaskView, StepColumns
+from model.snapshots import TRAIN_METRICS, FillMaskView, History, StepColumns
 from model.stepping import DecodeDriver, DecodeError
 from model.tokenization import Encoded, TokenizerSpec
 from model.train_config import TrainConfig, TrainingDiverged
@@ -181,30 +181,31 @@ class RunFollowing:
     def __init__(self, watcher: RunWatcher, request_id: int) -> None:
         self.watcher, self.request_id = watcher, request_id
         self.run_id = -1  # the run id its model was given in the window
-        self.records: list[dict[str, Any]] = []  # training steps, in the log's order
-        self.evals: list[dict[str, Any]] = []
+        self.history = History()  # the log so far, as columns (a long run's log stays compact)
         self.probes: list[Path] = []
         self.polled = self.said = 0.0
 
     @property
     def last_step(self) -> int:
-        return int(self.records[-1]["step"]) if self.records else 0
+        steps = self.history.train["step"]
+        return int(steps[-1]) if steps else 0
 
     def take(self, records: list[dict[str, Any]], reset: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Keep the log's new lines (all of them again after a reset); → the new training steps and evaluations."""
         steps = [step for step in map(_step_record, (r for r in records if "split" not in r)) if step is not None]
         evals = [r for r in records if "split" in r and isinstance(r.get("loss"), (int, float))]
         if reset:
-            self.records, self.evals = [], []
-        self.records.extend(steps)
-        self.evals.extend(evals)
+            self.history = History()
+        for step in steps:
+            self.history.add_step(step)
+        self.history.evals.extend(evals)
         return steps, evals
 
     def steps(self) -> StepColumns:
-        return StepColumns.of(self.records)
+        return StepColumns.from_history(self.history.train)
 
     def evaluations(self) -> tuple[Evaluation, ...]:
-        return tuple(Evaluation.of(e) for e in self.evals)
+        return tuple(Evaluation.of(e) for e in self.history.evals)
 
 
 def _step_record(record: dict[str, Any]) -> dict[str, Any] | None:

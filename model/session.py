@@ -13,7 +13,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +55,7 @@ from model.snapshots import (  # torch-free; still importable from here
     TRAIN_METRICS,
     AttentionExplanation,
     FillMaskView,
+    History,
     Inspection,
     MaskPrediction,
     RouterView,
@@ -69,7 +70,7 @@ from model.tokenization import (
     Tokenizing,
     normalize_text,
 )
-from model.training import TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
+from model.training import AnyStream, TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 from model.transformer import AttentionMaps, Transformer
 
 GENERATE_TOKENS = 50  # how far a decoder-only model continues a prompt unless told otherwise
@@ -188,20 +189,6 @@ class DecodeSession:
     source_tokens: list[str]  # display pieces of source_ids
     stepper: BeamStepper
     reference: str | None
-
-
-@dataclass
-class History:
-    """Every training step's metrics (as columns) and every evaluation (as rows)."""
-
-    # per metric a column; "expert_load" holds a list per step (each expert's share; empty for a dense model)
-    train: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (*TRAIN_KEYS, "expert_load")})
-    evals: list[dict[str, Any]] = field(default_factory=list)
-
-    def add_step(self, record: dict[str, Any]) -> None:
-        for k in TRAIN_KEYS:
-            self.train[k].append(record[k])
-        self.train["expert_load"].append(list(record.get("expert_load", [])))
 
 
 class Session:
@@ -369,9 +356,7 @@ class Session:
             nsp=self.train_cfg.nsp, max_len=self.model_cfg.max_len,
         )  # fmt: skip
 
-    def _make_stream(
-        self, epoch: int = 0, position: int = 0, chunk: int = 0
-    ) -> BatchStream | TextStream | StreamedBatches:
+    def _make_stream(self, epoch: int = 0, position: int = 0, chunk: int = 0) -> AnyStream:
         cfg = self.train_cfg
         if self.corpus.stream is not None:
             texts = {"kind": self.text_kind, **self.text_options()} if self.model_cfg.single_stream else None
@@ -386,7 +371,7 @@ class Session:
         else:
             stream = BatchStream(data, cfg.batch_size, cfg.seed, epoch=epoch, position=position)
         if self.world > 1:  # every rank draws the same batches and keeps its share
-            return Sharded(stream, self.rank, self.world)  # type: ignore[return-value]
+            return Sharded(stream, self.rank, self.world)
         return stream
 
     def sample_source(self, split: SplitName, rng: random.Random) -> tuple[str, str, SplitName]:

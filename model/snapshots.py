@@ -227,6 +227,21 @@ class StepColumns:
         return len(self.step)
 
 
+@dataclass
+class History:
+    """Every training step's metrics (as columns) and every evaluation (as rows): a session's, or the log of a
+    run the window follows."""
+
+    # per metric a column; "expert_load" holds a list per step (each expert's share; empty for a dense model)
+    train: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (*TRAIN_METRICS, "expert_load")})
+    evals: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_step(self, record: Mapping[str, Any]) -> None:
+        for k in TRAIN_METRICS:
+            self.train[k].append(record[k])
+        self.train["expert_load"].append(list(record.get("expert_load", [])))
+
+
 def _read_only(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a

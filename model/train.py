@@ -233,9 +233,9 @@ def _run(args: argparse.Namespace, argv: list[str] | None, rank: int, world: int
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # torchrun ending the ranks must not cut the last save short
     session.save(ckpt, include_optimizer=not args.lean)
     print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
-    report = session.corpus.report if session._corpus is not None else None
-    if session._corpus is not None and session.corpus.stream is not None and report is not None and report.skipped:
-        print(report.summary(), file=sys.stderr)  # bad lines found while streaming
+    corpus = session._corpus  # (None when the data was never read: nothing to add)
+    if corpus is not None and corpus.stream is not None and corpus.report is not None and corpus.report.skipped:
+        print(corpus.report.summary(), file=sys.stderr)  # bad lines found while streaming
     return status
 
 
@@ -257,6 +257,7 @@ def _session(args: argparse.Namespace, rank: int, world: int) -> Session | None:
         if error is None and rank != 0:
             if args.resume:
                 session = make_session(args)
+                session.data_progress = None  # rank 0 says how reading goes
             else:
                 session = Session.load(Path(args.out) / "model.ckpt", device=args.device)
                 session.data_cache = Path(args.out) / "data-cache"
@@ -375,8 +376,7 @@ def _stream_position(session: Session) -> str:
     stream = session.trainer.stream
     if not isinstance(stream, StreamedBatches):
         return ""
-    per_rank = -(-stream.encoder.scan.chunks // stream.world)
-    return f" epoch {stream.epoch}, chunk {stream.chunk + 1}/{per_rank}"
+    return f" epoch {stream.epoch}, chunk {stream.chunk + 1}/{stream.per_rank}"
 
 
 def _probe(session: Session, args: argparse.Namespace, ckpt: Path | None) -> None:

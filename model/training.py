@@ -33,6 +33,9 @@ from model.train_config import (  # noqa: F401 — the settings, re-exported whe
 )
 from model.transformer import Transformer
 
+# what a Trainer draws its batches from: a split in memory (pairs or texts), a streamed file, a rank's share
+AnyStream = BatchStream | TextStream | StreamedBatches | distributed.Sharded
+
 
 def divergence_advice(cfg: TrainConfig, norm: str) -> list[str]:
     """What to change after a divergence, leaving out what is already so (clipping on, Pre-LN)."""
@@ -87,10 +90,10 @@ class Trainer:
         self,
         model: Transformer,
         cfg: TrainConfig,
-        stream: BatchStream | TextStream | StreamedBatches,
+        stream: AnyStream,
         step: int = 0,
         snapshot_every: int = 0,
-        remake_stream: Callable[..., BatchStream | TextStream | StreamedBatches] | None = None,
+        remake_stream: Callable[..., AnyStream] | None = None,
     ) -> None:
         self.model, self.cfg, self.stream = model, cfg, stream
         # the stream at a saved position (epoch=…, position=…), for going back after a divergence

@@ -402,10 +402,9 @@ class ChunkEncoder:
         raws = _chunk_lines(scan_.path, scan_.offsets, scan_.size, k)
         if scan_.target_path is not None:  # two aligned files: each line is both, joined by NUL
             others = _chunk_lines(scan_.target_path, scan_.target_offsets, scan_.target_size, k)
-            raws = [a.rstrip(b"\r") + b"\x00" + b.rstrip(b"\r") for a, b in zip(raws, others)]
+            raws = [a + b"\x00" + b for a, b in zip(raws, others)]
         pairs, bad = [], []
-        for i, raw in enumerate(raws):
-            line = raw.rstrip(b"\r")
+        for i, line in enumerate(raws):
             if not line.replace(b"\x00", b"").strip() or line_hash(line) in scan_.held_out:
                 continue
             pair = _read_line(line, scan_.encoding, self.parse)
@@ -431,7 +430,7 @@ class ChunkEncoder:
 
 
 def _chunk_lines(path: str, offsets: list[int], size: int, k: int) -> list[bytes]:
-    """The lines of chunk ``k`` of a file (without their line breaks; "\r" stays)."""
+    """The lines of chunk ``k`` of a file, without their line breaks (as :func:`scan` hashed them)."""
     end = offsets[k + 1] if k + 1 < len(offsets) else size
     with open(path, "rb") as f:
         f.seek(offsets[k])
@@ -439,7 +438,7 @@ def _chunk_lines(path: str, offsets: list[int], size: int, k: int) -> list[bytes
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the last line's break
-    return lines
+    return [line.rstrip(b"\r") for line in lines]
 
 
 def _npz_bytes(encoded: Any) -> bytes:
@@ -484,18 +483,24 @@ class StreamedBatches:
         self._data: Any = None
         self._load()
 
+    @property
+    def per_rank(self) -> int:
+        """Chunks of an epoch that this rank trains on."""
+        return max(1, -(-(self.encoder.scan.chunks - self.rank) // self.world))
+
     def _order(self, epoch: int) -> np.ndarray:
         return np.random.default_rng([self.seed, epoch, 1]).permutation(self.encoder.scan.chunks)
 
     def _slot(self, epoch: int, chunk: int) -> tuple[int, int]:
         """(epoch, file chunk index) of this rank's ``chunk``-th chunk of ``epoch``, moving on to the next
         epoch past the last one."""
-        per_rank = max(1, -(-(self.encoder.scan.chunks - self.rank) // self.world))
-        epoch, chunk = epoch + chunk // per_rank, chunk % per_rank
+        epoch, chunk = epoch + chunk // self.per_rank, chunk % self.per_rank
         order = self._order(epoch)
         return epoch, int(order[min(len(order) - 1, chunk * self.world + self.rank)])
 
-    def _fetch(self, epoch: int, chunk: int) -> Any:
+    def _fetch(self, epoch: int, chunk: int) -> tuple[int, Any]:
+        """(the file chunk index, its encoded examples) of this rank's ``chunk``-th chunk of ``epoch``; the next
+        one is prepared on a thread meanwhile."""
         slot = self._slot(epoch, chunk)
         if self._ahead is not None and self._ahead[0] == slot:
             data = self._ahead[1].result()
@@ -503,16 +508,15 @@ class StreamedBatches:
             data = self.encoder(slot[1])
         nxt = self._slot(epoch, chunk + 1)
         self._ahead = (nxt, _Prefetch(self.encoder, nxt[1]))
-        return data
+        return slot[1], data
 
     def _load(self) -> None:
         """The chunk at (epoch, chunk) and its batch plan; empty chunks (all bad or held out) are passed over."""
         for _ in range(self.encoder.scan.chunks * 2 + 2):
-            per_rank = max(1, -(-(self.encoder.scan.chunks - self.rank) // self.world))
-            if self.chunk >= per_rank:
+            if self.chunk >= self.per_rank:
                 self.epoch, self.chunk = self.epoch + 1, 0
-            data = self._fetch(self.epoch, self.chunk)
-            seed = self.seed * 1_000_003 + self._slot(self.epoch, self.chunk)[1]  # the chunk's own order
+            file_chunk, data = self._fetch(self.epoch, self.chunk)
+            seed = self.seed * 1_000_003 + file_chunk  # the chunk's own order
             if self._plan_chunk(data, seed) and self.position < self._batches:
                 return
             self.chunk, self.position = self.chunk + 1, 0
