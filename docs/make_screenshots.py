@@ -52,6 +52,9 @@ def main() -> None:
 
     app = QApplication([])
     app.setStyle("Fusion")
+    from explorer.fonts import register_chinese_font
+
+    register_chinese_font(app)  # as the program does at launch: Chinese reads on a machine without a CJK font
     prepare_optimizers()
     from explorer.i18n import language
     from explorer.main_window import MainWindow
