@@ -1,8 +1,10 @@
 """Feed-forward sublayers: the paper's position-wise FFN, and the Mixture-of-Experts layer made of them.
 
-Mixture-of-Experts (Switch Transformer / GShard style): a router (one linear map, then softmax) gives each
-token a probability for each of N expert FFNs; the token goes to the k most probable, and the layer's output
-is their outputs weighted by those k probabilities renormalised to sum to 1. Every expert is the paper's
+Mixture-of-Experts: a router (one linear map, then softmax) gives each token a probability p_i(x) for each of
+N expert FFNs; the token goes to the k most probable, and the layer's output is their outputs weighted by
+their probabilities. With k = 1 (Switch Transformer) the weight is p_i(x) itself, not renormalised: were it
+p_i / p_i = 1, the output would not depend on the router and the task loss would never train it. With
+k ≥ 2 (GShard, Mixtral) the k chosen probabilities are renormalised to sum to 1. Every expert is the paper's
 position-wise FFN. Tokens are grouped per expert (``index_select`` in, ``index_add_`` out): one expert call
 per expert, never a loop over tokens.
 
@@ -12,7 +14,8 @@ so the output never depends on which other tokens share the batch.
 Load balancing (Switch Transformer, eq. 4; GShard): ``aux = N · Σ_i f_i · P_i`` where f_i is the share of
 the (token, slot) assignments that went to expert i and P_i the mean router probability of expert i, both over
 real (non-padding) tokens. With k = 1 f_i is Switch's fraction of tokens. A uniform router with a uniform
-load gives 1, the minimum when the loads are balanced; the training loss adds ``aux_loss_coef · aux``.
+load gives 1, the minimum when the loads are balanced. A model's ``aux`` is the mean over its MoE layers (still 1
+at balance, whatever the depth), and the training loss adds ``aux_loss_coef · aux``.
 """
 
 from __future__ import annotations
@@ -56,13 +59,14 @@ class Routing:
 
     probs: Tensor  # [B, L, N] router probabilities (softmax over experts)
     chosen: Tensor  # [B, L, k] the experts each token was sent to, most probable first
-    weights: Tensor  # [B, L, k] their renormalised probabilities (the weights of their outputs)
+    weights: Tensor  # [B, L, k] the weights of their outputs: p_i for k = 1, renormalised to sum 1 for k ≥ 2
     aux_loss: Tensor  # scalar: N · Σ f_i · P_i over real tokens
     load: Tensor  # [N] f_i: share of the assignments each expert received (real tokens)
 
 
 class MoEFeedForward(nn.Module):
-    """N expert FFNs and a router; each token is processed by its top-k experts.
+    """N expert FFNs and a router; each token is processed by its top-k experts, their outputs weighted by
+    p_i(x) for k = 1 (Switch Transformer), by the k probabilities renormalised for k ≥ 2 (GShard, Mixtral).
 
     Shape: x ``[B, L, d]`` (and ``real [B, L]``, True = not padding) → ``[B, L, d]`` and a :class:`Routing`.
     """
@@ -80,7 +84,7 @@ class MoEFeedForward(nn.Module):
         flat = x.reshape(B * L, d)
         probs = self.router(flat).float().softmax(dim=-1)  # [M, N]
         top_p, top_e = probs.topk(self.top_k, dim=-1)  # [M, k], most probable first
-        weights = top_p / top_p.sum(dim=-1, keepdim=True)
+        weights = top_p if self.top_k == 1 else top_p / top_p.sum(dim=-1, keepdim=True)  # Switch; GShard
         out = torch.zeros_like(flat)
         slots = top_e.reshape(-1)  # [M·k]: the expert of each (token, slot)
         order = torch.argsort(slots, stable=True)  # assignments grouped by expert

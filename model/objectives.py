@@ -5,8 +5,9 @@
 - encoder-only: predict the chosen (masked) tokens from both sides (BERT's masked LM), and with a head,
   whether sentence B follows sentence A (next-sentence prediction).
 
-With Mixture-of-Experts layers, ``aux_loss_coef · aux`` (the load-balancing loss) is added to what is
-minimised; the loss that is reported is the token loss alone, so that dense and MoE curves compare.
+With Mixture-of-Experts layers, ``aux_loss_coef · aux`` (the load-balancing loss, the mean over the MoE layers:
+1 when they are balanced) is added to what is minimised; the loss that is reported is the token loss alone, so
+that dense and MoE curves compare.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Outcome:
     loss: Tensor  # the token loss (label smoothing included), the number the curves show
     correct: Tensor  # predicted tokens equal to the targets (a count)
     counted: int  # targets that count (not padding; for MLM the chosen positions)
-    aux: Tensor  # the load-balancing loss (0 without experts)
+    aux: Tensor  # the load-balancing loss, mean over the MoE layers (1 at balance; 0 without experts)
     load: list[Tensor]  # per MoE layer, [N] share of assignments per expert
     nsp_correct: int = 0  # next-sentence predictions that were right
     nsp_total: int = 0

@@ -211,7 +211,7 @@ class Session:
         self.tokenizer_spec, self.src_tok, self.tgt_tok = tokenizer_spec, src_tok, tgt_tok
         self.device, self.preset = device, preset
         torch.manual_seed(train_cfg.seed)
-        self.model = Transformer(model_cfg).to(device)
+        self.model = Transformer(model_cfg).to(device).eval()  # exact outputs; each training step switches to train
         self.history = History()
         self.step = 0
         self.elapsed = 0.0  # seconds of training before this process (from a checkpoint)
@@ -424,10 +424,12 @@ class Session:
         records: list[dict[str, Any]] = []
         for _ in range(n):
             try:
-                record = trainer.train_step()
+                record = trainer.train_step()  # in train mode (dropout on)
             except TrainingDiverged:
                 self._rewind(trainer.step)
                 raise
+            finally:
+                self.model.eval()  # between steps the model computes exactly, as after Session.load
             self.step = trainer.step
             self.dirty = True
             record["time"] = time.perf_counter() - self._clock
@@ -848,6 +850,7 @@ class Session:
 
         Everything in the file is checked before the model is built: the configuration against the shapes
         of the stored weights, so a file that claims a huge model is refused without allocating it.
+        The model comes in eval mode (no dropout: ``s.model(...)`` gives exact logits); training switches it.
 
         ``path`` may also be a Hugging Face model folder (Marian, GPT-2, BERT: see :mod:`model.hf_import`);
         ``progress`` is then called with what is being done and the fraction done.

@@ -159,7 +159,7 @@ class Trainer:
             "token_accuracy": acc_value,
             "grad_norm": grad_value,
             "tokens_per_s": n_tokens / seconds,
-            "aux_loss": float(out.aux),
+            "aux_loss": float(out.aux),  # the balance loss, mean over the MoE layers: 1 at balance
             "expert_load": mean_load(out.load),
         }
 

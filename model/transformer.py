@@ -56,7 +56,7 @@ class AttentionMaps:
 class Extras:
     """What training needs besides the token logits."""
 
-    aux_loss: Tensor  # Σ over MoE layers of N · Σ_i f_i · P_i (a zero scalar without experts)
+    aux_loss: Tensor  # mean over MoE layers of N · Σ_i f_i · P_i: 1 at balance (a zero scalar without experts)
     load: list[Tensor]  # per MoE layer (encoder first), [N]: the share of assignments each expert received
     cls_logits: Tensor | None  # encoder-only with a head: [B, n_classes] from the first position; else None
 
@@ -349,7 +349,7 @@ class Transformer(nn.Module):
             out += (AttentionMaps(enc.maps, dec.maps, dec.cross, enc.routing, dec.routing),)
         if return_extras:
             routing = enc.routing + dec.routing
-            aux = torch.stack([r.aux_loss for r in routing]).sum() if routing else logits.new_zeros(())
+            aux = torch.stack([r.aux_loss for r in routing]).mean() if routing else logits.new_zeros(())
             out += (Extras(aux, [r.load for r in routing], cls_logits),)
         return out[0] if len(out) == 1 else out
 

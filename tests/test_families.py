@@ -411,15 +411,21 @@ def test_balance_loss_by_hand():
     assert f.tolist() == pytest.approx([0.5, 0.5]) and aux.item() == pytest.approx(1.0)
 
 
-def test_routing_returned_is_the_routing_used():
+@pytest.mark.parametrize("top_k", [1, 2])
+def test_routing_returned_is_the_routing_used(top_k):
     torch.manual_seed(3)
-    moe = MoEFeedForward(16, 32, 0.0, "gelu", n_experts=4, top_k=2).eval()
+    moe = MoEFeedForward(16, 32, 0.0, "gelu", n_experts=4, top_k=top_k).eval()
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
         out, r = moe(x)
         assert torch.allclose(r.probs, moe.router(x).softmax(-1), atol=1e-6)
-        assert torch.equal(r.chosen, r.probs.topk(2, dim=-1).indices)
-        assert torch.allclose(r.weights.sum(-1), torch.ones(2, 5), atol=1e-6)
+        top_p, top_e = r.probs.topk(top_k, dim=-1)
+        assert torch.equal(r.chosen, top_e)
+        if top_k == 1:  # Switch: the expert's own probability p_i(x), not p_i / p_i = 1
+            assert torch.equal(r.weights, top_p) and (r.weights < 0.9).all()
+        else:  # GShard, Mixtral: the k chosen probabilities renormalised
+            assert torch.allclose(r.weights, top_p / top_p.sum(-1, keepdim=True), atol=1e-6)
+            assert torch.allclose(r.weights.sum(-1), torch.ones(2, 5), atol=1e-6)
         for b, t in itertools.product(range(2), range(5)):
             mix = sum(w * moe.experts[e](x[b, t]) for w, e in zip(r.weights[b, t], r.chosen[b, t].tolist()))
             assert torch.allclose(out[b, t], mix, atol=1e-5)
@@ -441,7 +447,8 @@ def test_model_reports_routing_of_every_layer(arch):
         assert r.probs.shape == (2, 5, 4) and r.chosen.shape == r.weights.shape == (2, 5, 2)
         assert torch.equal(r.chosen, r.probs.topk(2, dim=-1).indices)
         assert r.load.shape == (4,) and r.load.sum().item() == pytest.approx(1.0)
-    assert extras.aux_loss.item() == pytest.approx(sum(r.aux_loss.item() for r in mine), abs=1e-6)
+    # the model's balance loss is the layers' mean, so 1 at balance whatever the depth
+    assert extras.aux_loss.item() == pytest.approx(sum(r.aux_loss.item() for r in mine) / len(mine), abs=1e-6)
     assert [f.tolist() for f in extras.load] == [r.load.tolist() for r in mine]
 
 
