@@ -198,9 +198,11 @@ class SampleSentence(Command):
 # -- the engine itself -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FailOnPurpose(Command):
-    """Fail on purpose (the tests check that the window survives an engine error)."""
+    """Fail on purpose (the tests check that the window survives an engine error): as a request that fails, or
+    with ``in_training``, as the next training step failing."""
 
     message: str = "a deliberate failure"
+    in_training: bool = False
 
 
 @dataclass(frozen=True)

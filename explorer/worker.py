@@ -7,8 +7,9 @@ when not training, waits on it with a short timeout) and dispatches each command
 positional), only the newest of each kind is served. Answers go back as typed Qt signals carrying
 immutable snapshots — frozen dataclasses of numpy arrays and plain values, never tensors or
 modules — and an answer to a request carries its request id, so that the window can drop answers
-to requests it no longer cares about. An exception becomes an ``engine_failed`` message and pauses
-training; the thread keeps running.
+to requests it no longer cares about. A request that fails is answered by an ``engine_failed`` message
+with its request id and changes nothing else: training goes on. Only a failure of a training step itself
+pauses training (state ``error``; Resume continues). The thread keeps running either way.
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ from explorer.i18n import N_, tr
 from model.config import ModelConfig
 from model.config import Positional as PositionalKind
 from model.data import TASK_DESCRIPTIONS, DataSpec
-from model.device import device_description, prepare_optimizers, resolve_device, without_collector_pauses
+from model.device import (
+    ThreadGovernor,
+    device_description,
+    prepare_optimizers,
+    resolve_device,
+    without_collector_pauses,
+)
 from model.follow import RunWatcher
 from model.plain_data import SettingValue
 from model.snapshots import TRAIN_METRICS, FillMaskView, History, StepColumns
@@ -425,24 +432,16 @@ def load_engine() -> None:
 
 
 def favour_the_window() -> None:
-    """Called by the engine thread as it begins, so that training never makes the window wait.
+    """Called by the engine thread as it begins: the interpreter hands the GIL to a waiting thread after 1 ms
+    instead of 5, so that the window's thread, taking the GIL back from a training engine, never waits long.
 
-    - The interpreter hands the GIL to a waiting thread after 1 ms instead of 5: each time the window's
-      thread takes the GIL back from a training engine it waited up to the whole interval.
-    - On Linux the engine thread's CPU priority is lowered (nice is per thread there, and the threads
-      PyTorch starts from it inherit it): the engine trains on every core while the window is idle,
-      and the window's thread wins a core whenever both want one.
-
-    Together they took a 16 ms timer's lateness while the tiny preset trains on two cores from
-    p99 14–18 ms to 6–10 ms (bench/gui_responsiveness.py) at the same step rate.
+    The engine thread keeps the ordinary CPU priority. A lowered one (nice +10, as before) let a single busy
+    program elsewhere starve training (0.25–0.41 steps/s against the command line's 4.9–5.1) and, holding the
+    GIL while it waited for a core, made the window wait too (a 16 ms timer once 1.9 s late). What keeps the
+    window smooth instead: this interval, collections kept off the long-lived objects, and the engine's
+    threads fitted to the cores other programs leave free (:class:`model.device.ThreadGovernor`).
     """
     sys.setswitchinterval(0.001)
-    if not sys.platform.startswith("linux"):  # elsewhere the call would name a process, not a thread
-        return
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10))
-    except OSError:
-        pass
 
 
 def engine_loaded() -> bool:
@@ -492,7 +491,8 @@ class Engine(QThread):
             self._released.set()
         self._queue: queue.Queue[Command] = queue.Queue()
         self._device_name = device
-        self._threads = threads or max(1, os.cpu_count() or 1)
+        self._threads = threads  # None: as many as the cores other programs leave free (ThreadGovernor)
+        self._governor: ThreadGovernor | None = None
         self.session: Session | None = None  # engine thread only
         self._state: EngineState = IDLE
         self._run_id = 0
@@ -510,6 +510,7 @@ class Engine(QThread):
         self._pause_at: dict[str, float | None] = {"step": None, "loss": None}  # presenter's auto-pause
         self.device_label = "…"
         self._follow: RunFollowing | None = None  # a run another process writes (Follow)
+        self._fail_next_step: str | None = None  # FailOnPurpose(in_training=True): the next step fails
         LIVE_ENGINES.add(self)
 
     # -- GUI side ----------------------------------------------------------------------------
@@ -536,7 +537,7 @@ class Engine(QThread):
         load_engine()
         import torch
 
-        torch.set_num_threads(self._threads)  # must be set on the thread that computes
+        torch.set_num_threads(self._threads or max(1, os.cpu_count() or 1))  # on the thread that computes
         try:
             device = resolve_device(self._device_name)
             self.device_label = device_description(device)
@@ -545,6 +546,8 @@ class Engine(QThread):
             self._device_name, device = "cpu", torch.device("cpu")
             self.device_label = "CPU"
         self._device = device
+        if self._threads is None and device.type == "cpu":
+            self._governor = ThreadGovernor()
         self._publish_status()
         quiet_since = time.perf_counter()
         while True:
@@ -556,7 +559,7 @@ class Engine(QThread):
                         return
                     self._handle(command)
                 if self._state == TRAINING and not self._stop:
-                    self._train_one()
+                    self._train_guarded()
                 else:
                     self._flush_metrics(force=True)
                 if self._follow is not None:
@@ -622,7 +625,7 @@ class Engine(QThread):
             case ChangeData():
                 self._change_data(c)
             case PauseAt():
-                self._pause_at = {"step": c.step, "loss": c.loss}
+                self._set_pause_at(c)
             case Inspect():
                 self._inspect(c)
             case Explain():
@@ -639,31 +642,59 @@ class Engine(QThread):
                 self._sample_sentence(c)
             case FillMask():
                 self._fill_mask(c)
+            case FailOnPurpose(in_training=True):
+                self._fail_next_step = c.message
             case FailOnPurpose():
                 raise RuntimeError(c.message)
             case _:
                 raise TypeError(f"the engine has no handler for {type(c).__name__}")
 
     def _fail(self, request_id: int, exc: Exception) -> None:
-        if isinstance(exc, (ValueError, TrainingDiverged, OSError)):
-            message = decode_error_message(exc)
-        else:
-            message = (
-                tr(
-                    "Unexpected error: {error}. Training is paused and nothing was lost; you can save your work."
-                ).format(error=f"{type(exc).__name__}: {exc}")
-                + f"\n{traceback.format_exc(limit=4)}"
-            )
-        if self._state == TRAINING:
-            self._state = ERROR  # like paused: Resume continues
-            if self.session is not None:
-                self.session.pause_clock()
+        """A request (or the engine's own work beside training) failed: answer it with a message a person can
+        act on. Training, if it runs, goes on as it was: only :meth:`_training_failed` stops it."""
+        self.engine_failed.emit(request_id, self._failure_message(exc, training=False))
+        self._publish_status()
+
+    def _train_guarded(self) -> None:
+        """One training step; a failure of training itself pauses it (state ``error``: Resume continues)."""
+        if self._governor is not None:
+            self._governor.apply()
+        try:
+            if self._fail_next_step is not None:
+                message, self._fail_next_step = self._fail_next_step, None
+                raise RuntimeError(message)
+            self._train_one()
+        except Exception as exc:  # noqa: BLE001 — becomes a message; the weights stay those of the last step
+            self._training_failed(exc)
+
+    def _training_failed(self, exc: Exception) -> None:
+        message = self._failure_message(exc, training=True)
+        self._state = ERROR
         self._steps_left = 0
+        if self.session is not None:
+            self.session.pause_clock()
         self._flush_metrics(force=True)
         if isinstance(exc, TrainingDiverged) and self.session is not None:
             self.run_described.emit(self._run_info(self.session))  # rolled back: the history up to the kept step
-        self.engine_failed.emit(request_id, message)
+        self.engine_failed.emit(0, message)
         self._publish_status()
+
+    @staticmethod
+    def _failure_message(exc: Exception, training: bool) -> str:
+        """The project's own errors as they are worded; anything else named, with what became of the work.
+        The traceback goes to the standard error stream, for a developer, never into the window."""
+        if isinstance(exc, TrainingDiverged) or (isinstance(exc, (ValueError, OSError)) and not training):
+            return decode_error_message(exc)
+        if isinstance(exc, (ValueError, OSError)):  # training stopped on a problem it names (a data file gone…)
+            return tr("{error} Training is paused and nothing was lost; Resume continues.").format(error=exc)
+        traceback.print_exception(exc, file=sys.stderr)
+        if training:
+            text = N_("Unexpected error: {error}. Training is paused and nothing was lost; you can save your work.")
+        else:
+            text = N_(
+                "Unexpected error: {error}. This request was not carried out; training and your work are as they were."
+            )
+        return tr(text).format(error=f"{type(exc).__name__}: {exc}")
 
     def _publish_status(self) -> None:
         s = self.session
@@ -722,8 +753,7 @@ class Engine(QThread):
     def _new(self, c: NewModel) -> None:
         if c.if_no_model and self.session is not None:
             return  # the program's own start-up plan: the person's model came first
-        spec = c.spec
-        self._state = IDLE
+        spec = c.spec  # (the old model trains on if the new one cannot be made; _install makes the engine idle)
         from model.session import Session
 
         report = self._data_progress(c.request_id, spec.data)
@@ -890,6 +920,13 @@ class Engine(QThread):
         self._flush_metrics(force=True)
         self._publish_status()
 
+    def _set_pause_at(self, c: PauseAt) -> None:
+        """Pause by itself at a step or a loss; checked here, so that a bad value never reaches a training step."""
+        finite = isinstance(c.loss, (int, float)) and math.isfinite(c.loss)
+        if not (c.step is None or isinstance(c.step, int)) or not (c.loss is None or finite):
+            raise ValueError(f"pause at: a whole step number and a finite loss are needed (got {c.step!r}, {c.loss!r})")
+        self._pause_at = {"step": c.step, "loss": c.loss}
+
     def _step(self, c: Step) -> None:
         self._need_session()
         self._steps_left = max(1, c.n)
@@ -943,7 +980,11 @@ class Engine(QThread):
     def _save(self, c: Save) -> None:
         s = self._need_session()
         path = c.path
-        s.save(path)
+        try:
+            s.save(path)
+        except OSError as exc:
+            text = tr("{path} could not be saved ({why}); choose another folder or name, and save again.")
+            raise OSError(text.format(path=path, why=exc.strerror or exc)) from exc
         self._path = path
         self._publish_status()  # first, so the window's state is current when "saved" arrives
         self.saved.emit(c.request_id, path)

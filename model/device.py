@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -87,3 +90,86 @@ def optimizers_prepared() -> bool:
 
 
 _optimizers_prepared = False
+
+
+# -- sharing the CPU with other programs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """Cumulative CPU time, in clock ticks: every core's busy time, and this process's own."""
+
+    all_busy: int
+    own: int
+
+
+def read_cpu() -> CpuReading | None:
+    """The machine's busy time and this process's CPU time from ``/proc`` (None where there is no ``/proc``)."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()  # "cpu user nice system idle iowait irq softirq steal guest guest_nice"
+        with open("/proc/self/stat", "rb") as f:
+            own = f.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+    return CpuReading(user + nice + system + irq + softirq + steal, int(own[11]) + int(own[12]))  # utime, stime
+
+
+class ThreadGovernor:
+    """Fits PyTorch's CPU threads to the cores that other programs leave free.
+
+    PyTorch's CPU kernels split each operation among its threads and wait for the last one. With a thread for
+    every core, one busy program elsewhere (a browser tab, a video call) slows every operation to the pace of the
+    thread that shares its core with that program: the tiny preset on 2 cores trained at 41.7 steps/s on an idle
+    machine and at 5.7 steps/s beside one busy process, against 25.5 steps/s with one thread
+    (``bench/contended.py``). So, about once a second, the governor measures how many cores other processes
+    used (the machine's busy time less this process's own, from ``/proc``) and uses the rest, at least one; a
+    change is made only when two readings in a row agree, so a moment's burst elsewhere changes nothing.
+    Where ``/proc`` is missing (macOS, Windows) it keeps every core.
+    """
+
+    def __init__(
+        self,
+        cores: int | None = None,
+        every_s: float = 1.0,
+        read: Callable[[], CpuReading | None] = read_cpu,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cores = cores or max(1, os.cpu_count() or 1)
+        self.every_s, self._read, self._clock = every_s, read, clock
+        self.threads = self.cores  # what the governor last chose
+        self.others = 0.0  # cores the other processes used in the last interval
+        self._last: tuple[float, CpuReading] | None = None
+        self._wanted: int | None = None  # the previous reading's choice
+
+    def update(self) -> int | None:
+        """Call often (between training steps): → the new number of threads when it changes, else None."""
+        now = self._clock()
+        if self._last is not None and now - self._last[0] < self.every_s:
+            return None
+        reading = self._read()
+        if reading is None:
+            return None
+        last, self._last = self._last, (now, reading)
+        if last is None:
+            return None
+        ticks = (now - last[0]) * _CLOCK_TICKS
+        self.others = max(0.0, (reading.all_busy - last[1].all_busy) - (reading.own - last[1].own)) / ticks
+        wanted = min(self.cores, max(1, round(self.cores - self.others)))
+        agreed, self._wanted = wanted == self._wanted, wanted
+        if not agreed or wanted == self.threads:
+            return None
+        self.threads = wanted
+        return wanted
+
+    def apply(self) -> None:
+        """:meth:`update`, and give torch the new number of threads (on the thread that computes)."""
+        threads = self.update()
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -47,7 +47,7 @@ from model.cli_common import Progress, add_setting_flags, given_flags, given_set
 from model.config import PRESETS, SINGLE_STREAM, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
 from model.data.stream import StreamedBatches
-from model.device import DEVICE_CHOICES, device_description
+from model.device import DEVICE_CHOICES, ThreadGovernor, device_description
 from model.follow import write_probe
 from model.session import Session
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--out", required=True, metavar="DIR", help="folder for metrics.jsonl and model.ckpt")
     o.add_argument("--resume", metavar="CKPT", help="continue the run saved in this checkpoint")
     o.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    o.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    o.add_argument("--threads", type=int, help="CPU threads for torch (default: the cores other programs leave free)")
     o.add_argument("--save-every", type=int, default=500)
     o.add_argument(
         "--probe",
@@ -318,16 +318,26 @@ def _trim_own_log(session: Session, args: argparse.Namespace, metrics: Path) -> 
               "dropped", file=sys.stderr)  # fmt: skip
 
 
+def _governor(args: argparse.Namespace, session: Session) -> ThreadGovernor | None:
+    """Without --threads, one process on the CPU uses the cores other programs leave free (see ThreadGovernor);
+    torchrun's ranks and a set OMP_NUM_THREADS keep the threads they were given."""
+    given = args.threads or os.environ.get("OMP_NUM_THREADS") or distributed.world()[2] > 1
+    return None if given or torch.device(session.device).type != "cpu" else ThreadGovernor()
+
+
 def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path | None) -> int:
     """Train up to ``args.steps``, logging to ``log`` and saving every ``--save-every`` (to ``ckpt``, on rank 0:
     the other ranks have None); → the exit status."""
     progress = Progress(args.steps, session.step) if ckpt is not None else Silent()
     deadline = time.monotonic() + 60 * args.minutes if args.minutes else math.inf
     probing = bool(args.probe) and ckpt is not None
+    governor = _governor(args, session)
     try:
         if probing:
             _probe(session, args, ckpt)
         while session.step < args.steps and time.monotonic() < deadline:
+            if governor is not None:
+                governor.apply()
             for record in session.train_steps(1):
                 if not session.model_cfg.moe:  # a dense model has no experts to report on
                     record = {k: v for k, v in record.items() if k not in ("aux_loss", "expert_load")}

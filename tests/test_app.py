@@ -139,7 +139,7 @@ def test_engine_error_becomes_a_message_and_the_window_survives(make_window, qtb
     small_copy_task(window)
     click(qtbot, window, "train_start_button")
     qtbot.waitUntil(lambda: window.status.step > 3, timeout=20000)
-    window.engine.submit(FailOnPurpose(message="simulated failure"))
+    window.engine.submit(FailOnPurpose(message="simulated failure", in_training=True))
     qtbot.waitUntil(lambda: window.message_bar.showing, timeout=5000)
     assert "simulated failure" in window.message_bar.label.text()
     assert "nothing was lost" in window.message_bar.label.text()

@@ -161,7 +161,9 @@ def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")
-def test_the_engine_thread_gives_way_to_the_window(qtbot, monkeypatch):
+def test_the_engine_thread_keeps_the_ordinary_priority_and_hands_the_gil_back_quickly(qtbot, monkeypatch):
+    """A lowered priority let one busy program elsewhere starve training (and, holding the GIL while it waited
+    for a core, the window too): the engine thread runs at the window's priority."""
     import explorer.worker as worker
 
     seen = {}
@@ -182,5 +184,5 @@ def test_the_engine_thread_gives_way_to_the_window(qtbot, monkeypatch):
         engine.shutdown(None, timeout_ms=20000)
         sys.setswitchinterval(before)
     window = os.getpriority(os.PRIO_PROCESS, 0)
-    assert seen["engine"] >= min(19, window + 10) and window < 19  # the window's thread keeps its priority
+    assert seen["engine"] == window
     assert seen["interval"] == pytest.approx(0.001)
