@@ -1,0 +1,76 @@
+"""The engine's CPU threads follow the cores that other programs leave free (model.device.ThreadGovernor)."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from model.device import _CLOCK_TICKS as TICKS  # clock ticks per second in /proc
+from model.device import CpuReading, ThreadGovernor, read_cpu
+
+
+class FakeMachine:
+    """A clock and /proc readings: each second, ``others`` cores busy elsewhere and ``own`` in this process."""
+
+    def __init__(self) -> None:
+        self.t, self.all_busy, self.own = 0.0, 0, 0
+
+    def run(self, seconds: float, others: float, own: float) -> None:
+        self.t += seconds
+        self.own += round(own * seconds * TICKS)
+        self.all_busy += round((others + own) * seconds * TICKS)
+
+    def read(self) -> CpuReading:
+        return CpuReading(self.all_busy, self.own)
+
+
+def governor(machine: FakeMachine, cores: int) -> ThreadGovernor:
+    return ThreadGovernor(cores=cores, every_s=1.0, read=machine.read, clock=lambda: machine.t)
+
+
+@pytest.mark.parametrize("cores, others, expected", [(2, 0.0, 2), (2, 1.0, 1), (2, 1.9, 1), (4, 1.0, 3), (8, 2.1, 6)])
+def test_the_threads_are_the_cores_left_free(cores, others, expected):
+    m = FakeMachine()
+    g = governor(m, cores)
+    changes = []
+    for _ in range(5):
+        changes.append(g.update())
+        m.run(1.0, others=others, own=cores - others)
+    assert g.threads == expected and g.others == pytest.approx(others, abs=0.02)
+    assert [c for c in changes if c is not None] == ([expected] if expected != cores else [])
+
+
+def test_a_moments_burst_elsewhere_changes_nothing_and_the_cores_come_back():
+    m = FakeMachine()
+    g = governor(m, 2)
+    seen = []
+    for others in (0, 0, 1.0, 0, 0, 1.0, 1.0, 1.0, 0, 0, 0):  # one second busy, then three, then idle again
+        seen.append(g.update())
+        m.run(1.0, others=others, own=2 - others)
+    assert [c for c in seen if c is not None] == [1, 2]
+    assert g.threads == 2
+
+
+def test_between_readings_it_does_nothing():
+    m = FakeMachine()
+    g = governor(m, 2)
+    g.update()
+    m.run(0.5, others=1.0, own=1.0)
+    assert g.update() is None and g.others == 0.0  # half a second: not read yet
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_busy_process_elsewhere_is_seen_in_proc():
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # (started)
+        g = ThreadGovernor(cores=2, every_s=0.0)
+        g.update()
+        time.sleep(1.0)
+        g.update()
+    finally:
+        busy.kill()
+        busy.wait()
+    assert read_cpu() is not None
+    assert g.others >= 0.5  # a whole core, less what the scheduler gave others on a loaded machine
