@@ -35,11 +35,20 @@ ZH_INSPECTING: dict[str, str] = {
     "{stack}, layer {n}": "{stack}，第 {n} 层",
     "chosen, weight {w}": "被选中，权重 {w}",
     "Show a sentence: the router's choices for its tokens appear here.": "先显示一个句子：路由器为它的词元所做的选择会出现在这里。",
-    "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and sends it "
-    "to the k most probable, outlined; the layer adds their outputs, weighted by those probabilities renormalised "
-    "to sum to 1. Here k = {k} of N = {n} experts.": "路由器给每个词元对每个专家一个概率（对一行做 softmax，每行之和为 1），"
-    "把词元送往概率最高的 k 个专家（带框的格子）；这一层把这些专家的输出相加，权重是那几个概率重新归一化到总和为 1。"
-    "这里 k = {k}，N = {n} 个专家。",
+    "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and "
+    "sends it to the most probable, outlined; the layer passes that expert's output on, weighted by its "
+    "probability (Switch Transformer), so the task itself teaches the router. Here k = 1 of N = {n} experts.": (
+        "路由器给每个词元对每个专家一个概率（对一行做 softmax，每行之和为 1），把词元送往概率最高的那个专家（带框的格子）；"
+        "这一层把该专家的输出乘以它的概率再传下去（Switch Transformer），所以任务本身就能训练路由器。"
+        "这里 k = 1，N = {n} 个专家。"
+    ),
+    "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and "
+    "sends it to the k most probable, outlined; the layer adds their outputs, weighted by those "
+    "probabilities renormalised to sum to 1 (GShard, Mixtral). Here k = {k} of N = {n} experts.": (
+        "路由器给每个词元对每个专家一个概率（对一行做 softmax，每行之和为 1），把词元送往概率最高的 k 个专家（带框的格子）；"
+        "这一层把这些专家的输出相加，权重是那几个概率重新归一化到总和为 1（GShard、Mixtral）。"
+        "这里 k = {k}，N = {n} 个专家。"
+    ),
     "Tokens each expert got from this input ({t} tokens × k = {total}): {loads}.": "这条输入中每个专家分到的词元数"
     "（{t} 个词元 × k = {total}）：{loads}。",
     "{n} expert(s) got none: they learn nothing from this input.": "有 {n} 个专家一个词元也没分到：它们从这条输入中学不到任何东西。",

@@ -37,7 +37,8 @@ ZH_TRAINING: dict[str, str] = {
         "专家1、专家2……：每次更新时，路由器送给各专家的词元比例（各层平均）。虚线：1/N，负载均衡时每个专家的比例。"
         "负载均衡损失设为 0 时，往往少数几个专家会分到大部分词元。"
     ),
-    "balance loss": "负载均衡损失",
+    "mean balance loss": "平均负载均衡损失",
+    "Loss (balance loss: 1 = even)": "损失（负载均衡损失：1 = 均衡）",
     # the model panel
     "Decoder-only Transformer (GPT: predicts the next token)": "仅解码器 Transformer（GPT：预测下一个词元）",
     "Encoder-only Transformer (BERT: fills in masked tokens)": "仅编码器 Transformer（BERT：补全被遮住的词元）",
@@ -84,10 +85,19 @@ ZH_TRAINING: dict[str, str] = {
     "every expert is the paper's FFN (d_ff = {dff}); each token is computed by {k} of them.": (
         "每个专家都是论文中的前馈网络（d_ff = {dff}）；每个词元由其中 {k} 个计算。"
     ),
+    "With k = 1 the expert's output is weighted by its own probability (Switch Transformer): the weight depends "
+    "on the router, so the task loss trains it.": (
+        "k = 1 时专家的输出乘以它自己的概率（Switch Transformer）：权重取决于路由器，所以任务损失会训练它。"
+    ),
+    "With k ≥ 2 the k chosen probabilities are renormalised to sum to 1 (GShard, Mixtral).": (
+        "k ≥ 2 时把选中的 k 个概率重新归一化到总和为 1（GShard、Mixtral）。"
+    ),
     "f<sub>i</sub> is the share of the tokens sent to expert i and P<sub>i</sub> its mean router probability; "
-    "the balance loss is smallest when the experts share the tokens evenly, so training keeps them all in use.": (
+    "the balance loss is 1 when the experts share the tokens evenly and grows as a few take most of them. "
+    "Training adds its mean over the MoE layers, times its weight, to the loss.": (
         "f<sub>i</sub> 是送到专家 i 的词元比例，P<sub>i</sub> 是路由器给它的平均概率；"
-        "各专家平分词元时负载均衡损失最小，所以训练会让每个专家都被用上。"
+        "各专家平分词元时负载均衡损失等于 1，少数专家分走大部分词元时它变大。"
+        "训练把它在各 MoE 层上的平均值乘以它的权重加进损失。"
     ),
     "Its weight here: {w:g}.": "这里它的权重：{w:g}。",
     "the experts and the router": "专家和路由器",

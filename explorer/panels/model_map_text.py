@@ -360,14 +360,20 @@ def _experts(part: ModelPart, info: RunInfo) -> str:
     """A Mixture-of-Experts feed-forward sublayer: the router, the top-k experts, the balancing loss."""
     m = info.model_config
     d, dff, n, k = m.d_model, m.d_ff, m.n_experts, m.experts_top_k
-    rows = [
-        formula("p(x) = softmax(x W<sub>r</sub>)"),
-        formula(
+    if k == 1:  # Switch Transformer: the expert's own probability, which lets the task loss train the router
+        mix = formula("y = p<sub>i</sub>(x) · FFN<sub>i</sub>(x), i = argmax<sub>j</sub> p<sub>j</sub>(x)")
+    else:  # GShard, Mixtral: the k chosen probabilities renormalised
+        mix = formula(
             "y = Σ<sub>i ∈ TopK(p(x))</sub> g<sub>i</sub>(x) · FFN<sub>i</sub>(x), "
             "g<sub>i</sub> = p<sub>i</sub>(x) / Σ<sub>j ∈ TopK</sub> p<sub>j</sub>(x)"
-        ),  # fmt: skip
+        )
+    rows = [
+        formula("p(x) = softmax(x W<sub>r</sub>)"),
+        mix,
         f"<p>N = <b>{n}</b> {tr('experts')}, k = <b>{k}</b>; W<sub>r</sub> ∈ ℝ<sup>{d}×{n}</sup>; "
         + tr(EXPERTS_TEXT).format(dff=dff, k=k)
+        + " "
+        + tr(WEIGHTS_TOP1 if k == 1 else WEIGHTS_TOPK)
         + "</p>",
         formula("aux = N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>"),
         f"<p>{tr(BALANCE_TEXT)} " + tr("Its weight here: {w:g}.").format(w=m.aux_loss_coef) + "</p>",
@@ -381,9 +387,15 @@ def _experts(part: ModelPart, info: RunInfo) -> str:
 
 
 EXPERTS_TEXT = N_("every expert is the paper's FFN (d_ff = {dff}); each token is computed by {k} of them.")
+WEIGHTS_TOP1 = N_(
+    "With k = 1 the expert's output is weighted by its own probability (Switch Transformer): the weight depends "
+    "on the router, so the task loss trains it."
+)
+WEIGHTS_TOPK = N_("With k ≥ 2 the k chosen probabilities are renormalised to sum to 1 (GShard, Mixtral).")
 BALANCE_TEXT = N_(
     "f<sub>i</sub> is the share of the tokens sent to expert i and P<sub>i</sub> its mean router probability; "
-    "the balance loss is smallest when the experts share the tokens evenly, so training keeps them all in use."
+    "the balance loss is 1 when the experts share the tokens evenly and grows as a few take most of them. "
+    "Training adds its mean over the MoE layers, times its weight, to the loss."
 )
 
 

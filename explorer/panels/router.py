@@ -22,6 +22,17 @@ from explorer.widgets.heatmap import Heatmap
 from model.snapshots import Inspection, RouterView
 
 ROUTER_TITLE = N_("Router probabilities: tokens × experts")
+# what the caption says the layer does with the chosen experts: Switch (k = 1), GShard / Mixtral (k ≥ 2)
+ROUTER_CAPTION_TOP1 = N_(
+    "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and "
+    "sends it to the most probable, outlined; the layer passes that expert's output on, weighted by its "
+    "probability (Switch Transformer), so the task itself teaches the router. Here k = 1 of N = {n} experts."
+)
+ROUTER_CAPTION_TOPK = N_(
+    "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and "
+    "sends it to the k most probable, outlined; the layer adds their outputs, weighted by those "
+    "probabilities renormalised to sum to 1 (GShard, Mixtral). Here k = {k} of N = {n} experts."
+)
 
 
 def sentences(*parts: str) -> str:
@@ -144,11 +155,7 @@ class RouterPage(QWidget):
         n, k = view.probs.shape[1], view.chosen.shape[1]
         loads = expert_loads(view)
         per_expert = " · ".join(f"E{i + 1}: {int(c)}" for i, c in enumerate(loads))
-        what = tr(
-            "The router gives each token a probability for each expert (softmax over a row, which sums to 1) and "
-            "sends it to the k most probable, outlined; the layer adds their outputs, weighted by those "
-            "probabilities renormalised to sum to 1. Here k = {k} of N = {n} experts."
-        ).format(k=k, n=n)
+        what = tr(ROUTER_CAPTION_TOP1 if k == 1 else ROUTER_CAPTION_TOPK).format(k=k, n=n)
         load = tr("Tokens each expert got from this input ({t} tokens × k = {total}): {loads}.").format(
             t=view.probs.shape[0], total=int(loads.sum()), loads=per_expert
         )

@@ -89,6 +89,8 @@ EXPERT_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564
                   "#bcbd22", "#7f7f7f"]  # fmt: skip
 
 
+LOSS_TITLE, LOSS_AXIS = N_("Loss"), N_("cross-entropy")
+MOE_LOSS_TITLE = N_("Loss (balance loss: 1 = even)")  # with experts: the balance loss, its layers' mean, beside it
 EXPERT_LOAD_HELP = N_(
     "E1, E2, …: each expert's share of the tokens the routers sent, at each update (averaged over the layers). "
     "Dashed: 1/N, every expert's share when the load is balanced. With the balance loss at 0 a few experts "
@@ -141,7 +143,7 @@ class TrainingPanel(QWidget):
     acted = Signal()  # the person pressed a control (the program's own start-up plans yield to it)
 
     PLOTS = (
-        ("loss_plot", N_("Loss"), N_("cross-entropy")),
+        ("loss_plot", LOSS_TITLE, LOSS_AXIS),
         ("accuracy_plot", N_("Token accuracy"), N_("accuracy")),
         ("quality_plot", N_("Exact match and BLEU (valid)"), "%"),
         ("lr_plot", N_("Learning rate"), N_("lr")),
@@ -260,7 +262,9 @@ class TrainingPanel(QWidget):
         p = self.plots
         p["loss_plot"].define("train", N_("train"))
         p["loss_plot"].define("valid", N_("valid"), dashed=True, symbol="o")
-        p["loss_plot"].define("aux", N_("balance loss"), colour_shift=4)  # Mixture-of-Experts models only
+        # Mixture-of-Experts models only: the mean over the MoE layers, so 1 at balance whatever the depth (the
+        # title says so; a longer legend entry runs off a 1366-pixel-wide window's plot)
+        p["loss_plot"].define("aux", N_("mean balance loss"), colour_shift=4)
         p["accuracy_plot"].define("train", N_("train"))
         p["quality_plot"].define("exact_match", N_("exact match %"), symbol="o")
         p["quality_plot"].define("bleu", "BLEU", dashed=True, symbol="t")
@@ -490,6 +494,7 @@ class TrainingPanel(QWidget):
         self._optional_shown = {"expert_load_plot"} if m.moe else set()
         self.expert_load_plot.set_legend_columns(min(m.n_experts + 1, 9), top=1)  # a row along the top
         self.plots["loss_plot"].set_legend_columns(2 if m.moe else 1)  # with the balance loss: two rows, not three
+        self.plots["loss_plot"].set_title(MOE_LOSS_TITLE if m.moe else LOSS_TITLE, LOSS_AXIS, None)
         self._arrange_plots(self._columns_for(self.width()))
 
     def _rolled_back(self, info: RunInfo) -> bool:
