@@ -13,8 +13,9 @@ Formats:
 Encodings: UTF-8 first; a UTF-8 or UTF-16 byte-order mark is honoured; GB18030
 (a superset of GBK/GB2312) is tried when the file is not UTF-8. (A Latin-1 file
 that happens to decode as GB18030 is read as such: check the Data panel.) Empty, binary and
-misaligned files, and UTF-16 without a byte-order mark, raise :class:`DataError`; bad lines
-(a NUL byte included) are skipped, counted and reported with their line numbers. A ``text`` file
+misaligned files, UTF-16 without a byte-order mark, and anything but a regular file (a pipe is
+never waited on) raise :class:`DataError`; bad lines (a NUL byte included, wherever it is, and
+lines longer than :data:`LINE_LIMIT`) are skipped, counted and reported with their line numbers. A ``text`` file
 that is neither UTF-8 nor GB18030 as a whole is read line by line as UTF-8, its undecodable lines
 skipped and reported, as long as they are at most half of its lines.
 """
@@ -22,14 +23,33 @@ skipped and reported, as long as they are at most half of its lines.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from model.data.errors import DataError
 
 FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel", "text")
 MAX_REPORTED = 20  # problems listed one by one; the rest are counted
-NUL_PROBLEM = "contains a NUL byte (binary data, not text)"  # past the sample that the binary check reads
+NUL_PROBLEM = "contains a NUL byte (binary data, not text)"
+# bytes of a line (UTF-8 bytes of a file read whole, the file's own bytes of a streamed one): a longer line is a bad
+# line, never parsed or tokenised. Sentence pairs are under a few KB and a model reads at most max_len tokens of a
+# text, so 1 MB is far past any line worth training on, and tokenising one takes milliseconds, not gigabytes
+LINE_LIMIT = 1 << 20
+SNIFF_BYTES = 1 << 20  # what the binary check reads: the share of its lines with a NUL byte
+
+
+def too_long(limit: int) -> str:
+    """Why a line longer than ``limit`` bytes is a bad line."""
+    n, unit = float(limit), "B"
+    for bigger in ("KB", "MB", "GB"):
+        if n < 1024:
+            break
+        n, unit = n / 1024, bigger
+    number = f"{n:.0f}" if n >= 10 else f"{n:.1f}".rstrip("0").rstrip(".")
+    return f"longer than {number} {unit}; split long texts into lines"
 
 
 @dataclass
@@ -65,15 +85,31 @@ def read_text(path: str | Path) -> tuple[str, str]:
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
     """The file's bytes (the first ``limit`` of them, if given); a DataError that says why it cannot be read."""
-    try:
-        with open(path, "rb") as f:
+    with open_regular(path) as f:
+        try:
             return f.read(limit)
+        except OSError as exc:
+            raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading bytes; a DataError that says why not, and for anything but a regular file. A
+    pipe is opened without waiting for a writer and refused, so that reading a data file never blocks."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DataError(f"{path} is a folder; choose a data file inside it") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise DataError(f"{path} is a folder; choose a data file inside it")
+        raise DataError(f"{path} is not a regular file (a pipe, a socket or a device); choose a data file on disk")
+    return os.fdopen(fd, "rb")
 
 
 class _Undecodable(DataError):
@@ -95,18 +131,16 @@ def _decode(path: Path, data: bytes) -> tuple[str, str]:
             except UnicodeDecodeError:
                 raise DataError(f"{path} starts like UTF-16 but is not valid UTF-16; save it as UTF-8") from None
     sample = data[:65536]
-    order = _utf16_order(sample) if b"\x00" in sample else None
-    if order:
-        raise DataError(
-            f"{path} is probably UTF-16 text ({order}) without a byte-order mark, which cannot be read "
-            "reliably; save it as UTF-8 (in most editors: Save As, encoding UTF-8) and try again"
-        )
-    controls = sum(b < 32 and b not in (9, 10, 13) for b in sample)
-    if b"\x00" in sample or controls > len(sample) * 0.01:
-        raise DataError(
-            f"{path} looks like a binary file, not text; export your sentence pairs as "
-            "tab-separated text (.tsv), JSON lines (.jsonl) or plain text"
-        )
+    if _mostly_nul(data[:SNIFF_BYTES]):  # a line with a NUL byte in text is a bad line; most lines: not text
+        order = _utf16_order(sample)
+        if order:
+            raise DataError(
+                f"{path} is probably UTF-16 text ({order}) without a byte-order mark, which cannot be read "
+                "reliably; save it as UTF-8 (in most editors: Save As, encoding UTF-8) and try again"
+            )
+        raise DataError(_BINARY.format(path=path))
+    if sum(b < 32 and b not in (0, 9, 10, 13) for b in sample) > len(sample) * 0.01:
+        raise DataError(_BINARY.format(path=path))
     if data.startswith(b"\xef\xbb\xbf"):
         try:
             return data[3:].decode("utf-8"), "utf-8-sig"
@@ -127,6 +161,22 @@ def _decode(path: Path, data: bytes) -> tuple[str, str]:
                 "save it as UTF-8 and try again",
                 data,
             ) from None
+
+
+_BINARY = (
+    "{path} looks like a binary file, not text; export your sentence pairs as tab-separated text (.tsv), "
+    "JSON lines (.jsonl) or plain text"
+)
+
+
+def _mostly_nul(sample: bytes) -> bool:
+    """Whether most lines of ``sample`` hold a NUL byte (binary data, or UTF-16), rather than a few bad lines."""
+    lines, with_nul, at = sample.count(b"\n") + 1, 0, sample.find(b"\x00")
+    while at >= 0:  # one step per line with a NUL, whatever its count of them
+        with_nul += 1
+        end = sample.find(b"\n", at)
+        at = sample.find(b"\x00", end) if end >= 0 else -1
+    return with_nul * 2 > lines
 
 
 def _utf16_order(sample: bytes) -> str | None:
@@ -158,7 +208,7 @@ def detect_format(path: str | Path, text: str) -> str:
         return "jsonl"
     if suffix in (".tsv", ".tab"):
         return "tsv"
-    first = next((line for line in _lines(text) if line.strip()), "")
+    first = next((line for line in _lines(text) if line.strip() and "\x00" not in line), "")
     if first.lstrip().startswith("{"):
         return "jsonl"
     if "\t" in first:
@@ -192,14 +242,23 @@ def load_pairs_file(
     for line_no, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
-        pair = _parse_tsv(line) if fmt == "tsv" else _parse_json(line, src_key, tgt_key)
+        pair = _line_problem(line) or (_parse_tsv(line) if fmt == "tsv" else _parse_json(line, src_key, tgt_key))
         if not isinstance(pair, str) and ("\x00" in pair[0] or "\x00" in pair[1]):
-            pair = NUL_PROBLEM
+            pair = NUL_PROBLEM  # written as \u0000 in JSON
         if isinstance(pair, str):
             report.skip(line_no, pair)
         else:
             pairs.append(pair)
     return _finish(pairs, report, fmt)
+
+
+def _line_problem(line: str) -> str | None:
+    """Why a line of text is a bad line before it is parsed: a NUL byte, or more than LINE_LIMIT bytes."""
+    if "\x00" in line:
+        return NUL_PROBLEM
+    if len(line) > LINE_LIMIT // 4 and len(line.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
+        return too_long(LINE_LIMIT)
+    return None
 
 
 def _parse_tsv(line: str) -> tuple[str, str] | str:
@@ -217,6 +276,8 @@ def _parse_json(line: str, src_key: str, tgt_key: str) -> tuple[str, str] | str:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg})"
+    except RecursionError:
+        return "not valid JSON (nested too deep)"
     if not isinstance(obj, dict):
         return "not a JSON object"
     missing = [k for k in (src_key, tgt_key) if k not in obj]
@@ -247,8 +308,8 @@ def _load_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[tup
             report.skip(line_no, "both lines empty")
         elif not src or not tgt:
             report.skip(line_no, "empty " + ("source" if not src else "target"))
-        elif "\x00" in src or "\x00" in tgt:
-            report.skip(line_no, NUL_PROBLEM)
+        elif problem := _line_problem(src) or _line_problem(tgt):
+            report.skip(line_no, problem)
         else:
             pairs.append((src, tgt))
     return _finish(pairs, report, "parallel")
@@ -274,8 +335,8 @@ def load_text_file(path: str | Path) -> tuple[list[str], LoadReport]:
             report.skip(line_no, "not valid UTF-8 (undecodable bytes)")
         elif not line.strip():
             report.skip(line_no, "empty line")
-        elif "\x00" in line:
-            report.skip(line_no, NUL_PROBLEM)
+        elif problem := _line_problem(line):
+            report.skip(line_no, problem)
         else:
             texts.append(line.strip())
     report.kept = len(texts)

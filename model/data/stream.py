@@ -15,9 +15,14 @@ A file is read twice, never held:
    and later epochs do not parse or tokenise again; the scan is cached there too.
 
 Encodings: detected from the first megabytes by the rules of :mod:`model.data.files` (UTF-8, GB18030,
-byte-order marks); a line that does not decode is a bad line. Bad lines are skipped, counted and reported
-(:class:`~model.data.files.LoadReport`) as the stream reaches them: the held-out lines and the sample
-while scanning, the training lines while the first epoch is encoded.
+byte-order marks); a line that does not decode is a bad line, and so is a line with a NUL byte. Bad lines are
+skipped, counted and reported (:class:`~model.data.files.LoadReport`) as the stream reaches them: the held-out
+lines and the sample while scanning, the training lines while the first epoch is encoded (a bad line the scan
+reported is skipped like a held-out one, so that it is counted once).
+
+Bounds: a line longer than :data:`LINE_LIMIT` bytes is a bad line, read past in pieces and never held, parsed or
+tokenised; the lines the scan keeps (held out and sample) take at most :data:`HELD_BYTES`; a chunk is tokenised
+:data:`ENCODE_BYTES` at a time.
 """
 
 from __future__ import annotations
@@ -30,11 +35,11 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -47,14 +52,19 @@ from model.data.files import (
     _parse_tsv,
     _Undecodable,
     _utf8_lines,
+    open_regular,
     read_bytes,
+    too_long,
 )
 
 CHUNK_LINES = 8192  # lines per chunk: the unit of reading, encoding, caching and sharding
 SAMPLE_BYTES = 4 << 20  # what the encoding and the format are told from
 STREAM_FROM_BYTES = 64 << 20  # files from this size on are streamed unless asked otherwise
 DEFAULT_HELD_OUT = 1000  # valid and test pairs each, when not given
-SCAN_VERSION = 2  # of the cached scan's layout
+SCAN_VERSION = 3  # of the cached scan's layout (3: held_out has the bad lines the scan reported)
+LINE_LIMIT = 1 << 20  # bytes of a line: longer is a bad line (why 1 MB: see model.data.files.LINE_LIMIT)
+HELD_BYTES = 256 << 20  # bytes of the lines a scan keeps (held out and sample): the sample shrinks to fit
+ENCODE_BYTES = 4 << 20  # bytes of lines tokenised at once (a tokenizer's own memory is ~100 bytes per byte)
 Progress = Callable[[str, float | None, str], None]  # (stage, fraction done or None, detail)
 
 
@@ -160,14 +170,13 @@ def scan(
     path = Path(path)
     encoding, fmt = _encoding_of(path, file_format, target)
     paths = [path] + ([Path(target)] if target is not None else [])
-    stats = [p.stat() for p in paths]
-    total = sum(st.st_size for st in stats)
-    keep = valid_size + test_size + sample_size
-    heap: list[tuple[int, int, bytes]] = []  # (−hash, line number, bytes): the `keep` smallest hashes
+    smallest = _Smallest(valid_size + test_size + sample_size, valid_size + test_size, path)
     offsets: list[list[int]] = [[] for _ in paths]
     pos, n, t0, said = [0] * len(paths), -1, time.perf_counter(), 0.0
     with contextlib.ExitStack() as stack:
-        files = [stack.enter_context(open(p, "rb")) for p in paths]
+        files = [stack.enter_context(open_regular(p)) for p in paths]
+        stats = [os.fstat(f.fileno()) for f in files]
+        total = sum(st.st_size for st in stats)
         for n, (sizes, line) in enumerate(_side_by_side(files, paths)):
             if n % CHUNK_LINES == 0:
                 for k, offset in enumerate(pos):
@@ -176,15 +185,10 @@ def scan(
                     said = time.perf_counter()
                     progress("reading", sum(pos) / max(1, total), _rate(sum(pos), total, n, said - t0))
             pos = [a + b for a, b in zip(pos, sizes)]
-            if not line.replace(b"\x00", b"").strip():
-                continue
-            h = line_hash(line)
-            if len(heap) < keep:
-                heapq.heappush(heap, (-h, n, line))
-            elif -heap[0][0] > h:
-                heapq.heapreplace(heap, (-h, n, line))
+            if line is not None and not _blank(line, target is not None):  # a long line: a bad line, when encoded
+                smallest.offer(n, line)
     report = LoadReport(" + ".join(map(str, paths)), encoding)
-    valid, test, sample, held = _choose(heap, encoding, parse, report, valid_size, test_size, path)
+    valid, test, sample, held = _choose(smallest.heap, encoding, parse, report, valid_size, test_size, path)
     result = Scan(
         str(path), stats[0].st_size, stats[0].st_mtime_ns, encoding, fmt, n + 1, offsets[0], held, valid, test,
         sample, report,
@@ -196,6 +200,56 @@ def scan(
     if progress is not None:
         progress("reading", 1.0, _rate(sum(pos), total, n + 1, time.perf_counter() - t0))
     return result
+
+
+class _Smallest:
+    """The lines with the smallest hashes: at most ``keep`` of them, and at most HELD_BYTES of their bytes (past
+    that, the largest hashes go and ``keep`` shrinks to the rest, never below ``least``: the held-out lines)."""
+
+    def __init__(self, keep: int, least: int, path: Path) -> None:
+        self.keep, self.least, self.path = keep, least, path
+        self.heap: list[tuple[int, int, bytes]] = []  # (−hash, line number, bytes)
+        self.bytes = 0
+
+    def offer(self, n: int, line: bytes) -> None:
+        h = line_hash(line)
+        if len(self.heap) < self.keep:
+            heapq.heappush(self.heap, (-h, n, line))
+        elif -self.heap[0][0] > h:
+            self.bytes -= len(heapq.heapreplace(self.heap, (-h, n, line))[2])
+        else:
+            return
+        self.bytes += len(line)
+        while self.bytes > HELD_BYTES and len(self.heap) > self.least:
+            self.bytes -= len(heapq.heappop(self.heap)[2])
+            self.keep = len(self.heap)
+        if self.bytes > HELD_BYTES:
+            raise DataError(
+                f"{self.path}: the {self.least} lines held out for validation and testing would take more than "
+                f"{HELD_BYTES >> 20} MB; its lines are far longer than sentences — use a smaller --valid-size / "
+                "--test-size, or split long texts into lines"
+            )
+
+
+def _blank(line: bytes, joined: bool) -> bool:
+    """A blank line (skipped, not a bad line); two aligned files' lines are joined by a NUL (see :func:`scan`)."""
+    return not (line.replace(b"\x00", b"", 1) if joined else line).strip()
+
+
+def _lines_of(f: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+    """(the bytes a line of ``f`` takes, the line without its break: None for a line longer than LINE_LIMIT, which
+    is read past in pieces, never held whole)."""
+    limit = LINE_LIMIT
+    while raw := f.readline(limit + 2):  # room for "\r\n"
+        size = len(raw)
+        if size == limit + 2 and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = f.readline(1 << 16)
+                size += len(raw)
+            yield size, None
+            continue
+        line = raw.rstrip(b"\r\n")
+        yield size, line if len(line) <= limit else None
 
 
 def _encoding_of(path: Path, file_format: str, target: str | Path | None) -> tuple[str, str]:
@@ -211,23 +265,24 @@ def _encoding_of(path: Path, file_format: str, target: str | Path | None) -> tup
     return plain.get(encoding, encoding), "parallel"
 
 
-def _side_by_side(files: list[Any], paths: list[Path]) -> Iterator[tuple[list[int], bytes]]:
-    """(each file's bytes of this line, the line without its break: with two files, both joined by NUL)."""
+def _side_by_side(files: Sequence[IO[bytes]], paths: list[Path]) -> Iterator[tuple[list[int], bytes | None]]:
+    """(each file's bytes of this line, the line without its break: with two files, both joined by NUL; None for
+    a line longer than LINE_LIMIT)."""
     if len(files) == 1:
-        for raw in files[0]:
-            yield [len(raw)], raw.rstrip(b"\r\n")
+        for size, line in _lines_of(files[0]):
+            yield [size], line
         return
-    n = 0
-    for a, b in itertools.zip_longest(files[0], files[1]):
+    n, ours, theirs = 0, _lines_of(files[0]), _lines_of(files[1])
+    for a, b in itertools.zip_longest(ours, theirs):
         if a is None or b is None:
-            rest = 1 + sum(1 for _ in (files[0] if b is None else files[1]))
+            rest = 1 + sum(1 for _ in (ours if b is None else theirs))
             counts = (n + rest, n) if b is None else (n, n + rest)
             raise DataError(
                 f"the files are misaligned: {paths[0]} has {counts[0]} lines but {paths[1]} has {counts[1]}; "
                 "line n of one must translate line n of the other"
             )
         n += 1
-        yield [len(a), len(b)], a.rstrip(b"\r\n") + b"\x00" + b.rstrip(b"\r\n")
+        yield [a[0], b[0]], None if a[1] is None or b[1] is None else a[1] + b"\x00" + b[1]
 
 
 def _choose(
@@ -236,10 +291,12 @@ def _choose(
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]], set[int]]:  # fmt: skip
     """The lines with the smallest hashes, read: valid, test, the tokenizer sample, and the held-out hashes."""
     pairs: list[tuple[int, tuple[str, str]]] = []
+    bad: set[int] = set()
     for h, line_no, line in sorted((-neg, n, line) for neg, n, line in heap):
         pair = _read_line(line, encoding, parse)
         if isinstance(pair, str):
             report.skip(line_no + 1, pair)
+            bad.add(h)
         else:
             pairs.append((h, pair))
     held = pairs[: valid_size + test_size]
@@ -250,7 +307,7 @@ def _choose(
         )
     valid = [p for _, p in held[:valid_size]]
     test = [p for _, p in held[valid_size:]]
-    return valid, test, [p for _, p in pairs[len(held) :]], {h for h, _ in held}
+    return valid, test, [p for _, p in pairs[len(held) :]], {h for h, _ in held} | bad  # bad: counted once
 
 
 def _rate(done: int, total: int, lines: int, seconds: float) -> str:
@@ -277,11 +334,13 @@ def line_parser(fmt: str, src_key: str, tgt_key: str, swap: bool) -> Callable[[s
     if fmt not in ("tsv", "jsonl", "text", "parallel"):
         raise DataError(f"a {fmt} file cannot be streamed; give tab-separated pairs, JSON lines or plain text")
     if fmt == "text":  # one text per line, kept as the pair (text, text)
-        return lambda text: (text.strip(), text.strip())
+        return lambda text: NUL_PROBLEM if "\x00" in text else (text.strip(), text.strip())
     if fmt == "parallel":
         return partial(_parallel_pair, swap=swap)
 
     def parse(text: str) -> tuple[str, str] | str:
+        if "\x00" in text:
+            return NUL_PROBLEM
         pair = _parse_tsv(text) if fmt == "tsv" else _parse_json(text, src_key, tgt_key)
         return pair if isinstance(pair, str) or not swap else (pair[1], pair[0])
 
@@ -312,7 +371,10 @@ def load_scan(
     cached = _scan_file(path, settings, cache_dir)
     if cached is not None and cached.exists():
         try:
-            scan_ = Scan.from_json(json.loads(cached.read_text("utf-8")))
+            saved = json.loads(cached.read_text("utf-8"))
+            if saved.get("version") != SCAN_VERSION:
+                raise ValueError("a scan of another version")
+            scan_ = Scan.from_json(saved)
             stat = path.stat()
             same = (scan_.size, scan_.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
             if target:
@@ -396,49 +458,74 @@ class ChunkEncoder:
             return EncodedPairs(lists(z, "src"), lists(z, "tgt"), 0, self.specials)
 
     def _encode(self, k: int) -> Any:
-        from model.data.batching import encode_pairs
-
-        scan_ = self.scan
-        raws = _chunk_lines(scan_.path, scan_.offsets, scan_.size, k)
-        if scan_.target_path is not None:  # two aligned files: each line is both, joined by NUL
-            others = _chunk_lines(scan_.target_path, scan_.target_offsets, scan_.target_size, k)
-            raws = [a + b"\x00" + b for a, b in zip(raws, others)]
-        pairs, bad = [], []
-        for i, line in enumerate(raws):
-            if not line.replace(b"\x00", b"").strip() or line_hash(line) in scan_.held_out:
-                continue
-            pair = _read_line(line, scan_.encoding, self.parse)
-            if isinstance(pair, str):
-                bad.append((k * CHUNK_LINES + i + 1, pair))
-            else:
+        """Chunk ``k`` parsed and tokenised, ENCODE_BYTES of lines at a time; its bad lines go into the report."""
+        scan_, pieces, pairs, held, bad = self.scan, [], [], 0, []
+        with contextlib.ExitStack() as stack:
+            for i, line in enumerate(self._lines(stack, k)):
+                if line is None:
+                    bad.append((k * CHUNK_LINES + i + 1, too_long(LINE_LIMIT)))
+                    continue
+                if _blank(line, scan_.target_path is not None) or line_hash(line) in scan_.held_out:
+                    continue
+                pair = _read_line(line, scan_.encoding, self.parse)
+                if isinstance(pair, str):
+                    bad.append((k * CHUNK_LINES + i + 1, pair))
+                    continue
                 pairs.append(pair)
+                held += len(line)
+                if held > ENCODE_BYTES:
+                    pieces.append(self._tokenise(pairs))
+                    pairs, held = [], 0
+        pieces.append(self._tokenise(pairs))
         with self._lock:
             if k not in self._counted:
                 self._counted.add(k)
                 for line_no, why in bad:
                     scan_.report.skip(line_no, why)
                 scan_.report.kept -= len(bad)
+        return _joined(pieces)
+
+    def _lines(self, stack: contextlib.ExitStack, k: int) -> Iterator[bytes | None]:
+        """The lines of chunk ``k`` as :func:`scan` hashed them (two aligned files' joined by NUL; None: too long)."""
+        scan_ = self.scan
+        ours = _chunk_lines(stack.enter_context(open_regular(scan_.path)), scan_.offsets[k])
+        if scan_.target_path is None:
+            return ours
+        theirs = _chunk_lines(stack.enter_context(open_regular(scan_.target_path)), scan_.target_offsets[k])
+        return (None if a is None or b is None else a + b"\x00" + b for a, b in zip(ours, theirs))
+
+    def _tokenise(self, pairs: list[tuple[str, str]]) -> Any:
+        encoded: Any
         if self.reserve is not None:
             from model.data.text_batching import encode_texts
 
-            texts = encode_texts([t for t, _ in pairs], self.tgt_tok, self.max_len, self.reserve, self.specials)
-            self.truncated += texts.truncated
-            return texts
-        encoded = encode_pairs(pairs, self.src_tok, self.tgt_tok, self.max_len, self.specials)
+            encoded = encode_texts([t for t, _ in pairs], self.tgt_tok, self.max_len, self.reserve, self.specials)
+        else:
+            from model.data.batching import encode_pairs
+
+            encoded = encode_pairs(pairs, self.src_tok, self.tgt_tok, self.max_len, self.specials)
         self.truncated += encoded.truncated
         return encoded
 
 
-def _chunk_lines(path: str, offsets: list[int], size: int, k: int) -> list[bytes]:
-    """The lines of chunk ``k`` of a file, without their line breaks (as :func:`scan` hashed them)."""
-    end = offsets[k + 1] if k + 1 < len(offsets) else size
-    with open(path, "rb") as f:
-        f.seek(offsets[k])
-        data = f.read(end - offsets[k])
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the last line's break
-    return [line.rstrip(b"\r") for line in lines]
+def _chunk_lines(f: IO[bytes], offset: int) -> Iterator[bytes | None]:
+    """The lines of the chunk that starts at ``offset``, without their line breaks (None: longer than LINE_LIMIT)."""
+    f.seek(offset)
+    return (line for _, line in itertools.islice(_lines_of(f), CHUNK_LINES))
+
+
+def _joined(pieces: list[Any]) -> Any:
+    """One EncodedPairs (or EncodedTexts) of a chunk tokenised in pieces."""
+    from model.data.batching import EncodedPairs
+
+    first, truncated = pieces[0], sum(p.truncated for p in pieces)
+    if len(pieces) == 1:
+        return first
+    if isinstance(first, EncodedPairs):
+        return EncodedPairs(
+            [s for p in pieces for s in p.src], [t for p in pieces for t in p.tgt], truncated, first.specials
+        )
+    return type(first)([ids for p in pieces for ids in p.ids], truncated, first.specials)
 
 
 def _npz_bytes(encoded: Any) -> bytes:
