@@ -62,7 +62,7 @@ def test_moe_records_aux_loss_and_load_per_step_and_in_evaluations():
     records = s.train_steps(3)
     for r in records:
         assert len(r["expert_load"]) == 4 and sum(r["expert_load"]) == pytest.approx(1.0, abs=1e-5)
-        assert r["aux_loss"] >= s.model_cfg.n_layers * 1.0 - 1e-4  # N·Σf·P ≥ 1 per layer (f, P both sum to 1)
+        assert r["aux_loss"] >= 1.0 - 1e-4  # the layers' mean of N·Σf·P (≈ 1 or more for a young router)
     ev = s.evaluate("valid")
     assert len(ev["expert_load"]) == 4 and ev["aux_loss"] > 0
     dense = _session("decoder_only").train_steps(1)[0]
