@@ -168,6 +168,21 @@ def test_streamed_lines_over_the_limit_are_bad_lines_never_parsed_tokenised_or_h
     assert scan_peak < 512 << 10 and encode_peak < 512 << 10  # a long line is skipped in pieces, never held whole
 
 
+def test_a_long_first_line_does_not_decide_the_encoding(tmp_path, monkeypatch):
+    monkeypatch.setattr(st, "LINE_LIMIT", 64 << 10)
+    monkeypatch.setattr(st, "SAMPLE_BYTES", 128 << 10)  # less than the first line: it would be cut mid-character
+    first = json.dumps({"english": "xyz", "chinese": "长" * 200_000}, ensure_ascii=False)  # 128 KB: mid-character
+    path = write_lines(tmp_path / "a.jsonl", [first, *rows(100)])
+    scan = st.load_scan(path, settings(), None)
+    encode_all(scan)
+    assert scan.encoding == "utf-8" and scan.report.problems == [
+        "line 1: longer than 64 KB; split long texts into lines"
+    ]
+    only_long = write_lines(tmp_path / "b.jsonl", [first] * 3)
+    with pytest.raises(DataError, match="b.jsonl: its first lines are all longer than 64 KB"):
+        st.load_scan(only_long, settings(), None)
+
+
 def test_a_long_line_in_one_of_two_aligned_files_is_one_bad_line(tmp_path, monkeypatch):
     monkeypatch.setattr(st, "LINE_LIMIT", 1 << 10)
     src = write_lines(tmp_path / "src.txt", [f"sentence {i}" for i in range(100)])

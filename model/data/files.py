@@ -43,13 +43,17 @@ SNIFF_BYTES = 1 << 20  # what the binary check reads: the share of its lines wit
 
 def too_long(limit: int) -> str:
     """Why a line longer than ``limit`` bytes is a bad line."""
-    n, unit = float(limit), "B"
+    return f"longer than {size_text(limit)}; split long texts into lines"
+
+
+def size_text(n: float) -> str:
+    """ "1000 B", "64 KB", "1.5 MB"."""
+    unit = "B"
     for bigger in ("KB", "MB", "GB"):
         if n < 1024:
             break
         n, unit = n / 1024, bigger
-    number = f"{n:.0f}" if n >= 10 else f"{n:.1f}".rstrip("0").rstrip(".")
-    return f"longer than {number} {unit}; split long texts into lines"
+    return (f"{n:.0f}" if n >= 10 else f"{n:.1f}".rstrip("0").rstrip(".")) + " " + unit
 
 
 @dataclass

@@ -53,7 +53,7 @@ from model.data.files import (
     _Undecodable,
     _utf8_lines,
     open_regular,
-    read_bytes,
+    size_text,
     too_long,
 )
 
@@ -141,9 +141,7 @@ class Scan:
 
 def detect(path: Path, file_format: str) -> tuple[str, str]:
     """The encoding of the file at ``path`` and its format, told from its first megabytes."""
-    head = read_bytes(path, SAMPLE_BYTES)
-    if len(head) == SAMPLE_BYTES and b"\n" in head:
-        head = head[: head.rindex(b"\n") + 1]  # whole lines: no character cut in two
+    head = _head(path)
     try:
         text, encoding = _decode(path, head)
     except _Undecodable as exc:  # damaged lines in a UTF-8 file: bad lines, as long as they are few
@@ -158,6 +156,25 @@ def detect(path: Path, file_format: str) -> tuple[str, str]:
 
         file_format = detect_format(path, text)
     return encoding, file_format
+
+
+def _head(path: Path) -> bytes:
+    """The first SAMPLE_BYTES of the file's whole lines, lines longer than LINE_LIMIT left out (bad lines: the
+    encoding and the format are told from the others, never from a character cut in two)."""
+    parts, size, read = [], 0, 0
+    with open_regular(path) as f:
+        for taken, line in _lines_of(f):
+            read += taken
+            if line is not None:
+                parts.append(line)
+                size += len(line) + 1
+            if size >= SAMPLE_BYTES or read >= 16 * SAMPLE_BYTES:
+                break
+    if read and not parts:
+        raise DataError(
+            f"{path}: its first lines are all longer than {size_text(LINE_LIMIT)}; split long texts into lines"
+        )
+    return b"".join(line + b"\n" for line in parts)
 
 
 def scan(
@@ -226,7 +243,7 @@ class _Smallest:
         if self.bytes > HELD_BYTES:
             raise DataError(
                 f"{self.path}: the {self.least} lines held out for validation and testing would take more than "
-                f"{HELD_BYTES >> 20} MB; its lines are far longer than sentences — use a smaller --valid-size / "
+                f"{size_text(HELD_BYTES)}; its lines are far longer than sentences — use a smaller --valid-size / "
                 "--test-size, or split long texts into lines"
             )
 
