@@ -345,6 +345,9 @@ def _read_arrays(path: Path, f: BinaryIO) -> dict[str, np.ndarray]:
         raise ProbeError(path, f"has {members} members, more than a probe snapshot has ({PROBE_MEMBERS})")
     with zipfile.ZipFile(f) as z:
         infos = [i for i in z.infolist() if i.filename.endswith(".npy")]
+        odd = [i.filename for i in infos if i.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)]
+        if odd:  # bzip2 and LZMA decompress without a bound on what one read gives
+            raise ProbeError(path, f"has {odd[0]} compressed in a way probe snapshots never are")
         declared = sum(i.file_size for i in infos)
         if declared > PROBE_LIMIT:
             raise ProbeError(

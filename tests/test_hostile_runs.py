@@ -186,6 +186,9 @@ def test_a_zip_bomb_member_is_refused_from_its_declared_size(good, monkeypatch):
     assert path.stat().st_size < 64 << 10
     with pytest.raises(follow.ProbeError, match=r"declares 2\d\d KB of arrays, more than a probe .* \(256 KB\)"):
         follow.read_probe(path)
+    bz2 = rezip(good.with_name("step-000000017.npz"), parts, zipfile.ZIP_BZIP2)  # no bound on one read's output
+    with pytest.raises(follow.ProbeError, match="compressed in a way probe snapshots never are"):
+        follow.read_probe(bz2)
     big = good.with_name("step-000000014.npz")
     big.write_bytes(good.read_bytes() + b"\x00" * (300 << 10))
     with pytest.raises(follow.ProbeError, match=r"is 3\d\d KB, more than a probe snapshot may be"):
