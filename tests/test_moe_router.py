@@ -20,11 +20,9 @@ from model.transformer import Transformer
 
 def _moe_model(top_k: int) -> Transformer:
     torch.manual_seed(0)
-    cfg = ModelConfig.preset(
-        "tiny", arch="decoder_only", vocab_size=40, d_model=32, n_heads=4, d_ff=64, n_decoder_layers=2,
-        dropout=0.0, max_len=32, n_experts=4, experts_top_k=top_k, aux_loss_coef=0.0,
-    )  # fmt: skip
-    return Transformer(cfg)
+    sizes = dict(vocab_size=40, d_model=32, n_heads=4, d_ff=64, n_decoder_layers=2, dropout=0.0, max_len=32)
+    moe = dict(n_experts=4, experts_top_k=top_k, aux_loss_coef=0.0)  # the task loss alone
+    return Transformer(ModelConfig.preset("tiny", arch="decoder_only", **sizes, **moe))
 
 
 def router_gradient(top_k: int) -> float:
