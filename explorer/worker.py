@@ -444,6 +444,18 @@ def favour_the_window() -> None:
     sys.setswitchinterval(0.001)
 
 
+def _prepare_optimizers_aside() -> None:
+    """:func:`prepare_optimizers` (1–4 s of imports) on a thread of its own, once: the engine thread stays free
+    for what the person asks meanwhile — closing the window waited for these imports to end (2.4–5.0 s)."""
+    global _preparing
+    if _preparing is None:
+        _preparing = threading.Thread(target=prepare_optimizers, name="prepare-optimizers", daemon=True)
+        _preparing.start()
+
+
+_preparing: threading.Thread | None = None
+
+
 def engine_loaded() -> bool:
     """Whether the window can use PyTorch-backed code now without waiting for an engine thread that is
     still importing it (Python makes a second importer wait for the first)."""
@@ -569,7 +581,7 @@ class Engine(QThread):
                 if self._later and quiet > QUIET_S:
                     self._later.pop(0)()
                 elif self.session is None and quiet > 6 * QUIET_S:  # no model yet (--new): the person is choosing
-                    prepare_optimizers()  # settings; get ready for their Start (nothing is done twice)
+                    _prepare_optimizers_aside()  # settings; get ready for their Start (nothing is done twice)
             except Exception as exc:  # noqa: BLE001 — everything becomes a message, the thread lives on
                 self._fail(0, exc)
 
@@ -789,7 +801,7 @@ class Engine(QThread):
         self.run_described.emit(replace(self._run_info(session), origin=origin))
         self._publish_status()
         # after the first screen (the panels' requests for the new model come first):
-        self._later = [self._describe_data, self._first_probe, prepare_optimizers]
+        self._later = [self._describe_data, self._first_probe, _prepare_optimizers_aside]
 
     def _first_probe(self) -> None:
         if self.session is not None and self._probe_step < 0:  # nothing recorded for this run yet
@@ -1075,7 +1087,8 @@ class Engine(QThread):
         if self.session is None or f.run_id != self._run_id:
             self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
             f.run_id = self._run_id
-            self._later = [self._describe_data, prepare_optimizers]  # (the probes are the trainer's)
+            # (the probes are the trainer's; torch's optimizer imports, 1–4 s, are read aside: polling goes on)
+            self._later = [self._describe_data, _prepare_optimizers_aside]
             return True
         session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need
         self.session = session

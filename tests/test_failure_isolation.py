@@ -147,3 +147,30 @@ def test_the_failure_table_asks_for_real_failures():
     """Each request above is one the engine must refuse (not one that merely looks odd)."""
     assert FAILING[cmd.Decode][0].action == "step" and FAILING[cmd.PauseAt][0].loss != FAILING[cmd.PauseAt][0].loss
     assert all(dataclasses.is_dataclass(r) for r, _ in FAILING.values())
+
+
+def test_closing_never_waits_for_the_engines_own_preparations(qtbot, monkeypatch):
+    """The idle engine loads what training will need (torch's optimizer imports, 1–4 s) on a thread of its
+    own: a window closed meanwhile shuts its engine down at once (it waited for the imports: 2.4–5.0 s)."""
+    import threading
+
+    import explorer.worker as worker
+
+    began, release = threading.Event(), threading.Event()
+
+    def slow_preparation():
+        began.set()
+        release.wait(60)
+
+    monkeypatch.setattr(worker, "prepare_optimizers", slow_preparation)
+    monkeypatch.setattr(worker, "_preparing", None)
+    monkeypatch.setattr(worker, "QUIET_S", 0.01)
+    engine = Engine("cpu", threads=1)
+    engine.start()
+    try:
+        qtbot.waitUntil(began.is_set, timeout=30000)  # (no model: the engine prepares while the person chooses)
+        assert engine.shutdown(None, timeout_ms=20000)  # while the preparation is still going on
+        assert engine.isFinished() and not release.is_set()
+    finally:
+        release.set()
+        engine.wait()
