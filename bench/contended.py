@@ -117,8 +117,8 @@ def following(seconds: float) -> None:
         trainer.wait()
     r = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"== following the command line's flat-out tiny run on the same machine ({r['platform']} platform)")
-    print(f"  {r['draws']} draws of new points in {seconds:.0f} s, the last at step {r['steps']:,}; the longest wait from "
-          f"the log growing to its new points drawn: {r['longest_wait']:.2f} s  (goal <= 2)")  # fmt: skip
+    print(f"  {r['draws']} draws of new points in {seconds:.0f} s, the last at step {r['steps']:,}")
+    print(f"  the longest wait from the log growing to its new points drawn: {r['longest_wait']:.2f} s  (goal <= 2)")
     print(f"  16 ms timer: p99 {r['p99']:.1f} ms, max {r['max']:.1f} ms")
 
 
