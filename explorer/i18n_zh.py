@@ -451,6 +451,7 @@ ZH = {
     "Following a run replaces the current model.": "跟踪运行将替换当前模型。",
     "Following {name} — waiting for its first checkpoint": "正在跟踪 {name}——等待它的第一个检查点",
     "Following {name} — step {step}, last update {ago} ago": "正在跟踪 {name}——第 {step} 步，上次更新于 {ago} 前",
+    "{n} probe snapshots skipped": "跳过了 {n} 个探针快照",
     "{n} lines of its log are not records": "其日志中有 {n} 行不是记录",
     "reading": "读取中",
     "training the tokenizers": "训练分词器",

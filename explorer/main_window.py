@@ -778,7 +778,9 @@ class MainWindow(QMainWindow):
             text = text.replace("{name}", name).replace("{step}", f"{f.step:,}").replace("{ago}", ago)
         if f.bad_lines:
             text += " · " + tr("{n} lines of its log are not records").replace("{n}", f"{f.bad_lines:,}")
-        self.note(text, tip=f.folder)
+        if f.skipped_probes:
+            text += " · " + tr("{n} probe snapshots skipped").replace("{n}", f"{f.skipped_probes:,}")
+        self.note(text, tip=f.folder + (f"\n{f.problem}" if f.problem else ""))
 
     def open_bundled(self) -> None:
         """The bundled, trained model again (asking first if unsaved work would be replaced)."""

@@ -254,6 +254,8 @@ class FollowStatus:
     idle_s: float = 0.0  # seconds since anything in the folder changed
     waiting: bool = False  # no checkpoint read yet: the plots show the log, the panels wait for a model
     bad_lines: int = 0  # lines of the log that were not JSON records
+    skipped_probes: int = 0  # probe snapshots that could not be read
+    problem: str = ""  # the last thing in the folder that could not be read, and why
 
 
 @dataclass(frozen=True)
@@ -1070,7 +1072,7 @@ class Engine(QThread):
             f.said = now
             self.follow_changed.emit(FollowStatus(
                 str(f.watcher.folder), f.last_step, now - f.watcher.last_change, self.session is None,
-                f.watcher.tail.bad,
+                f.watcher.tail.bad, f.watcher.skipped_probes, f.watcher.problem,
             ))  # fmt: skip
 
     def _read_followed_checkpoint(self, f: RunFollowing) -> bool:
@@ -1099,14 +1101,10 @@ class Engine(QThread):
         return False
 
     def _emit_followed_probes(self, f: RunFollowing) -> None:
-        from model.follow import read_probe
-
         while f.probes:
-            path = f.probes.pop(0)
-            try:
-                inspection = read_probe(path)
-            except (OSError, ValueError, KeyError):
-                continue  # thinned out by the trainer meanwhile, or damaged: the next one will do
+            inspection = f.watcher.read_probe(f.probes.pop(0))
+            if inspection is None:
+                continue  # thinned out by the trainer meanwhile, or damaged (counted, said in the status bar)
             entropy = {k: attention_entropy(getattr(inspection, k)) for k in ("encoder", "decoder_self", "cross")}
             target = None if not inspection.teacher_forced else "".join(inspection.out_tokens[:-1])
             self.probe_recorded.emit(
