@@ -31,7 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
                     help="where the model runs: auto (GPU if there is one), cpu, cuda, mps")  # fmt: skip
     ap.add_argument("--lang", choices=sorted(LANGUAGES), help="interface language: en (English) or zh (简体中文)")
-    ap.add_argument("--threads", type=int, help="CPU threads for training (default: all cores)")
+    ap.add_argument("--threads", type=int, help="CPU threads for training (default: the cores others leave free)")
     ap.add_argument("--install-desktop-entry", action="store_true",
                     help="add Transformer Explorer to this user's application menu (Linux), with its icon, "
                          "and let checkpoints open by double-click; then exit")  # fmt: skip

@@ -137,8 +137,9 @@ class ModelConfig:
         flag="experts-top-k", form=True, low=1, high=64,
     )  # fmt: skip
     aux_loss_coef: float = setting(
-        0.01, "Balance loss", "weight of the load-balancing loss N·Σ f_i·P_i added to the training loss "
-        "(0: no balancing)", flag="aux-loss", form=True, low=0.0, high=10.0, step=0.01, decimals=3,
+        0.01, "Balance loss", "weight of the load-balancing loss N·Σ f_i·P_i (mean over the MoE layers, 1 "
+        "when balanced) added to the training loss (0: no balancing)",
+        flag="aux-loss", form=True, low=0.0, high=10.0, step=0.01, decimals=3,
     )  # fmt: skip
     n_classes: int = 0  # encoder-only: classes of the head on the first (<cls>) position, e.g. 2 for NSP
     t5_buckets: int = 32  # T5 relative bias: offset buckets (bidirectional: half per direction)

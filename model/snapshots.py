@@ -85,7 +85,7 @@ class RouterView:
     tokens: list[str]  # the positions routed (the stack's input tokens)
     probs: np.ndarray  # [T, N] router probabilities
     chosen: np.ndarray  # [T, k] the experts each token went to, most probable first
-    weights: np.ndarray  # [T, k] the weights of their outputs (the chosen probabilities renormalised)
+    weights: np.ndarray  # [T, k] the weights of their outputs (k = 1: p_i itself; k ≥ 2: renormalised)
 
 
 @dataclass(frozen=True)
