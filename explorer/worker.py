@@ -68,6 +68,7 @@ from model.device import (
     device_description,
     prepare_optimizers,
     resolve_device,
+    start_helpers_behind,
     without_collector_pauses,
 )
 from model.follow import RunWatcher
@@ -440,8 +441,9 @@ def favour_the_window() -> None:
     The engine thread keeps the ordinary CPU priority. A lowered one (nice +10, as before) let a single busy
     program elsewhere starve training (0.25–0.41 steps/s against the command line's 4.9–5.1) and, holding the
     GIL while it waited for a core, made the window wait too (a 16 ms timer once 1.9 s late). What keeps the
-    window smooth instead: this interval, collections kept off the long-lived objects, and the engine's
-    threads fitted to the cores other programs leave free (:class:`model.device.ThreadGovernor`).
+    window smooth instead: this interval, collections kept off the long-lived objects, PyTorch's helper threads
+    (which hold no GIL) started at the lower priority (:func:`model.device.start_helpers_behind`), and as many
+    threads as the cores other programs leave free (:class:`model.device.ThreadGovernor`).
     """
     sys.setswitchinterval(0.001)
 
@@ -551,7 +553,7 @@ class Engine(QThread):
         load_engine()
         import torch
 
-        torch.set_num_threads(self._threads or max(1, os.cpu_count() or 1))  # on the thread that computes
+        start_helpers_behind(self._threads or max(1, os.cpu_count() or 1))  # on the thread that computes
         try:
             device = resolve_device(self._device_name)
             self.device_label = device_description(device)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -173,3 +174,40 @@ class ThreadGovernor:
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _tasks() -> set[int]:
+    try:
+        return {int(t) for t in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+def start_helpers_behind(threads: int) -> int:
+    """Start PyTorch's CPU helper threads (``threads`` in all, the calling one included) at a lower priority
+    (Linux: nice +10 for them alone); → how many were lowered.
+
+    The calling thread, which holds the GIL between operations, keeps its priority: lowering it let one busy
+    program elsewhere starve training and, through the GIL, the window. Its helpers only ever compute their
+    share of an operation: lowered, they give way to the window's thread and to the display server at once,
+    and take every idle core otherwise. Where another program keeps a core busy the
+    :class:`ThreadGovernor` leaves them idle (one thread), so none of them waits behind it. Call it on the
+    thread that computes, before its first parallel operation (the helpers are made then, and kept).
+    """
+    import torch
+
+    before = _tasks()
+    torch.set_num_threads(threads)
+    x = torch.ones(256, 256)
+    (x @ x).sum()  # the first parallel operations make the helper threads (the thread pool and the BLAS one)
+    torch.ones(1 << 20).add_(1).sum()
+    python_threads = {t.native_id for t in threading.enumerate()}
+    helpers = _tasks() - before - python_threads
+    lowered = 0
+    for tid in helpers:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + 10))
+            lowered += 1
+        except OSError:  # gone already, or not allowed: it keeps its priority
+            pass
+    return lowered

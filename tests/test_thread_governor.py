@@ -74,3 +74,29 @@ def test_a_busy_process_elsewhere_is_seen_in_proc():
         busy.wait()
     assert read_cpu() is not None
     assert g.others >= 0.5  # a whole core, less what the scheduler gave others on a loaded machine
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")
+def test_the_computing_threads_helpers_give_way_and_it_keeps_its_priority():
+    """The engine thread holds the GIL between operations: it keeps the ordinary priority. PyTorch's helper
+    threads that it starts (they only compute its share of an operation) run at nice +10."""
+    import os
+    import threading
+
+    from model.device import _tasks, start_helpers_behind
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    seen = {}
+
+    def engine():
+        before = _tasks()
+        seen["lowered"] = start_helpers_behind(2)
+        seen["own"] = os.getpriority(os.PRIO_PROCESS, 0)  # (this thread's own, on Linux)
+        seen["new"] = {t: os.getpriority(os.PRIO_PROCESS, t) for t in _tasks() - before - {threading.get_native_id()}}
+
+    t = threading.Thread(target=engine)
+    t.start()
+    t.join()
+    assert seen["own"] == base
+    assert seen["lowered"] >= 1 and seen["new"]  # at least the thread pool's second thread
+    assert all(nice == min(19, base + 10) for nice in seen["new"].values())
