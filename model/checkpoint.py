@@ -13,11 +13,17 @@ earlier saves of the same file left behind when their process was killed.
 
 A file that reads is then checked before anything is built from it: its
 configuration against the shapes of its weights (:func:`check_weights`), so a
-file that claims a huge model is refused without allocating it.
+file that claims a huge model is refused without allocating it. Shapes cannot
+tell everything (8 heads or 4 over the same matrices), so a save also stores a
+fingerprint of the model configuration (:data:`FINGERPRINT`), and a file whose
+configuration was edited afterwards is refused. Files saved before fingerprints
+existed have none and are read as before.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
 import re
@@ -31,6 +37,7 @@ from typing import IO, Any
 import torch
 
 from model.config import ModelConfig
+from model.safe_files import NotAFileError, check_regular
 
 FORMAT = "transformer-explorer-checkpoint"
 FORMAT_VERSION = 1
@@ -40,6 +47,7 @@ MAX_LAYERS = 1_000  # per stack; far beyond any model this program trains
 MAX_EXPERTS = 64  # per layer (the settings allow up to 64)
 STALE_AFTER_S = 3600.0  # a temporary file not written for this long belongs to no save in progress
 DAMAGED = "the file was altered or is damaged; use an earlier copy or an autosave"
+FINGERPRINT = "model_config_sha256"  # payload key: SHA-256 of the model configuration saved in "meta"
 
 
 class CheckpointError(ValueError):
@@ -49,6 +57,9 @@ class CheckpointError(ValueError):
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` (plain data and tensors) to ``path`` atomically."""
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
+    fingerprint = config_fingerprint(payload.get("meta"))
+    if fingerprint is not None:
+        payload[FINGERPRINT] = fingerprint
     write_atomically(path, lambda handle: torch.save(payload, handle))
 
 
@@ -161,10 +172,13 @@ def _fsync_folder(folder: Path) -> None:
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Read and check a checkpoint; raises :class:`CheckpointError` with a reason a person can act on."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:
+        check_regular(path)  # a named pipe would block a plain open
         data = torch.load(path, map_location=map_location, weights_only=True)
+    except NotAFileError as exc:
+        raise CheckpointError(str(exc)) from None
     except pickle.UnpicklingError as exc:
         # torch names a refused class or function "Unsupported global: GLOBAL x" or "unsupported GLOBAL x"
         if re.search(r"unsupported global", str(exc), re.IGNORECASE):
@@ -194,7 +208,46 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise CheckpointError(f"{path} is incomplete (missing {', '.join(missing)}); it cannot be used")
+    _check_fingerprint(path, data)
     return data
+
+
+# -- the fingerprint of the model configuration --------------------------------------------------------------------
+def config_fingerprint(meta: Any) -> str | None:
+    """SHA-256 of the model configuration in a checkpoint's ``meta`` (its JSON text), written canonically (sorted
+    keys, ASCII) so that reading and writing the JSON again does not change it; None without one."""
+    try:
+        config = json.loads(meta)["model_config"]
+    except (TypeError, ValueError, KeyError):
+        return None
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _check_fingerprint(path: Path, data: dict[str, Any]) -> None:
+    """Refuse a file whose model configuration is not the one it was saved with (edited by hand, say 8 heads
+    over weights trained with 4). A file without a fingerprint was saved before they existed: nothing to check.
+
+    When the configuration no longer fits the weights, the checks that say how (:func:`check_model_size`,
+    :func:`check_weights`) are left to speak; the fingerprint speaks for the edits that shapes cannot show.
+    """
+    saved = data.get(FINGERPRINT)
+    if saved is None:
+        return
+    if not isinstance(saved, str):
+        raise CheckpointError(f"{path}: its fingerprint ({saved!r}) is not text; {DAMAGED}")
+    if config_fingerprint(data["meta"]) == saved:
+        return
+    try:
+        cfg = ModelConfig.from_dict(json.loads(data["meta"])["model_config"])
+    except (TypeError, ValueError, KeyError):
+        return  # reading the settings names the problem (see model.session)
+    check_model_size(path, cfg)
+    check_weights(path, cfg, data["model"])
+    raise CheckpointError(
+        f"{path}: its model configuration was changed after it was saved (it no longer matches the fingerprint "
+        f"saved with it: {_describe(cfg)}, {cfg.n_heads} heads); {DAMAGED}"
+    )
 
 
 # -- what the weights must be ------------------------------------------------------------------------------------

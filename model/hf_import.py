@@ -10,27 +10,38 @@ decoder-only stack with learned positions and a final norm, tanh-GELU, Conv1D we
 BERT: a post-LN encoder-only stack with token-type embeddings, an embedding LayerNorm and the masked-LM head),
 and every weight is checked against the shape the configuration implies before anything is built.
 
+Nothing in a folder is trusted before it is checked: config.json's values for their kind and against this
+program's limits (positions, layers, heads dividing the width); the configuration against the shapes the
+weight files' headers give, before any tensor is read (so a lying config.json allocates nothing); the file
+names an index of shards lists, which must stay inside the folder; each weight's type (floating point) and
+values (finite). Only regular files are opened, so a named pipe never blocks (:mod:`model.safe_files`).
+
 ``transformers`` itself is not needed at run time. Anything else (another ``model_type`` or architecture, a
-missing or mis-shaped weight, missing tokenizer files, a folder that holds no model) is refused with a
-:class:`HFImportError` that names what was found and what is supported; nothing half-loaded stays behind.
+missing or mis-shaped weight, missing tokenizer files, a folder that holds no model, a damaged file) is
+refused with a :class:`HFImportError` that names the file, what was found and what to do; nothing
+half-loaded stays behind.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import pickle
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
-from model.checkpoint import CheckpointError
+from model.checkpoint import MAX_LAYERS, MAX_POSITIONS, CheckpointError, weight_shapes
 from model.config import ModelConfig
 from model.plain_data import ConfigError
+from model.safe_files import NotAFileError, check_regular, inside, open_regular, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,24 +74,31 @@ def is_model_folder(path: str | Path) -> bool:
 def read_config(folder: Path) -> dict[str, Any]:
     """``config.json`` as a dict; refuses a folder without one, or with an unsupported model."""
     path = folder / "config.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         found = sorted(p.name for p in folder.iterdir())[:8] if folder.is_dir() else []
         raise HFImportError(
             f"{folder}: not a model folder (no config.json; found {', '.join(found) or 'nothing'}). Open a folder "
             f"downloaded with huggingface-cli download NAME --local-dir DIR, or saved with save_pretrained."
         )
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = json.loads(read_regular(path).decode("utf-8"))
+    except NotAFileError as exc:
+        raise HFImportError(str(exc)) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise HFImportError(f"{path}: cannot be read as JSON ({exc})") from None
     if not isinstance(config, dict):
         raise HFImportError(f"{path}: is not a table of settings")
+    s = _Settings(config, path)
     model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise s.wrong("model_type", model_type, f"one of {', '.join(SUPPORTED)}")
     if model_type not in SUPPORTED:
         raise HFImportError(
             f"{folder}: model_type {model_type!r} is not supported; this program opens {SUPPORTED_TEXT}."
         )
     architectures = config.get("architectures") or [SUPPORTED[model_type][0]]
+    if not (isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)):
+        raise s.wrong("architectures", architectures, "a list of class names such as ['GPT2LMHeadModel']")
     if not any(a in SUPPORTED[model_type] for a in architectures):
         raise HFImportError(
             f"{folder}: architecture {', '.join(map(str, architectures))} is not supported for {model_type}; "
@@ -90,80 +108,158 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 
 # -- the configuration -------------------------------------------------------------------------------------
-def _activation(name: Any, where: str) -> str:
-    if name not in ACTIVATIONS:
-        raise HFImportError(f"{where}: activation {name!r} is not supported; supported: {sorted(ACTIVATIONS)}")
-    return ACTIVATIONS[name]
+_REQUIRED: Any = object()  # no default: the key must be in config.json
 
 
-def _marian_config(c: dict[str, Any], where: str) -> dict[str, Any]:
+class _Settings:
+    """config.json's values, each checked for its kind (and size) as it is read; a wrong one is refused with
+    its key, its value and what it must be, before anything is built from it. ``null`` counts as absent only
+    where ``nullable`` says so (Hugging Face writes null for token ids and sizes it leaves to their defaults)."""
+
+    def __init__(self, config: dict[str, Any], path: Path) -> None:
+        self.config, self.path = config, path
+
+    def wrong(self, key: str, value: Any, expected: str) -> HFImportError:
+        return HFImportError(f"{self.path}: {key} is {_shown(value)}, but it must be {expected}")
+
+    def _get(self, key: str, default: Any, nullable: bool) -> Any:
+        value = self.config.get(key, default)
+        if value is None and nullable:
+            value = default
+        if value is _REQUIRED:
+            kind = self.config.get("model_type")
+            raise HFImportError(f"{self.path.parent}: config.json lacks {key!r}, which a {kind} model needs")
+        return value
+
+    def whole(self, key: str, default: Any = _REQUIRED, low: int = 1, high: int = 0, nullable: bool = False) -> int:
+        """A whole number ≥ ``low`` (and ≤ ``high``, a limit of this program, when given)."""
+        value = self._get(key, default, nullable)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise self.wrong(key, value, f"a whole number of at least {low}")
+        if high and value > high:
+            raise HFImportError(
+                f"{self.path}: {key} is {value:,}, more than this program accepts ({high:,}); config.json does not "
+                "describe a model this program can open (or it was altered: download it again)"
+            )
+        return value
+
+    def number(self, key: str, default: float, probability: bool = False) -> float:
+        """A real number: a probability in [0, 1), else a positive number."""
+        value = self._get(key, default, nullable=False)
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        if probability and not 0 <= number < 1:
+            raise self.wrong(key, value, "a number from 0 up to (not including) 1")
+        if not probability and not 0 < number < math.inf:
+            raise self.wrong(key, value, "a positive number")
+        return float(number)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self._get(key, default, nullable=False)
+        if not isinstance(value, bool):
+            raise self.wrong(key, value, "true or false")
+        return value
+
+    def text(self, key: str, default: Any = _REQUIRED, choices: tuple[str, ...] = ()) -> str:
+        value = self._get(key, default, nullable=False)
+        if not isinstance(value, str) or value not in choices:
+            raise self.wrong(key, value, f"one of {', '.join(choices)}")
+        return value
+
+    def heads(self, width: str, heads: str) -> int:
+        """The head count under the key ``heads``, which must divide the model width under the key ``width``."""
+        d, h = self.whole(width), self.whole(heads)
+        if d % h:
+            raise HFImportError(f"{self.path}: {width} ({d}) is not divisible by {heads} ({h}); the file is damaged")
+        return h
+
+
+def _shown(value: Any) -> str:
+    """A value as config.json writes it (null, true), else as Python shows it."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return "NaN" if isinstance(value, float) and math.isnan(value) else repr(value)
+
+
+def _activation(s: _Settings, key: str, default: str) -> str:
+    return ACTIVATIONS[s.text(key, default, choices=tuple(ACTIVATIONS))]
+
+
+def _marian_config(s: _Settings, where: str) -> dict[str, Any]:
+    c = s.config
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
         if c.get(a) != c.get(b):
             raise HFImportError(f"{where}: {a} ({c.get(a)}) differs from {b} ({c.get(b)}); not supported")
     if c.get("normalize_before") or c.get("add_final_layer_norm") or c.get("normalize_embedding"):
         raise HFImportError(f"{where}: a pre-LN or embedding-normalised Marian model is not supported")
-    vocab = c["vocab_size"]
-    shared = bool(c.get("share_encoder_decoder_embeddings", True))
-    pad = c.get("pad_token_id", vocab - 1)
+    vocab = s.whole("vocab_size")
+    pad = s.whole("pad_token_id", vocab - 1, low=0, nullable=True)
     return dict(
-        arch="encoder_decoder", src_vocab_size=vocab, tgt_vocab_size=c.get("decoder_vocab_size") or vocab,
-        shared_vocab=shared, tie_embeddings=bool(c.get("tie_word_embeddings", True)), d_model=c["d_model"],
-        n_heads=c["encoder_attention_heads"], n_encoder_layers=c["encoder_layers"],
-        n_decoder_layers=c["decoder_layers"], d_ff=c["encoder_ffn_dim"], max_len=c["max_position_embeddings"],
-        activation=_activation(c.get("activation_function", "swish"), where), positional="sinusoidal",
-        sinusoid_layout="split", scale_embedding=bool(c.get("scale_embedding", False)), norm="post",
-        dropout=float(c.get("dropout", 0.1)), pad_id=pad, bos_id=c.get("decoder_start_token_id", pad),
-        eos_id=c.get("eos_token_id", 0),
+        arch="encoder_decoder", src_vocab_size=vocab,
+        tgt_vocab_size=s.whole("decoder_vocab_size", vocab, nullable=True),
+        shared_vocab=s.flag("share_encoder_decoder_embeddings", True),
+        tie_embeddings=s.flag("tie_word_embeddings", True), d_model=s.whole("d_model"),
+        n_heads=s.heads("d_model", "encoder_attention_heads"),
+        n_encoder_layers=s.whole("encoder_layers", high=MAX_LAYERS),
+        n_decoder_layers=s.whole("decoder_layers", high=MAX_LAYERS), d_ff=s.whole("encoder_ffn_dim"),
+        max_len=s.whole("max_position_embeddings", high=MAX_POSITIONS),
+        activation=_activation(s, "activation_function", "swish"), positional="sinusoidal",
+        sinusoid_layout="split", scale_embedding=s.flag("scale_embedding", False), norm="post",
+        dropout=s.number("dropout", 0.1, probability=True), pad_id=pad,
+        bos_id=s.whole("decoder_start_token_id", pad, low=0, nullable=True),
+        eos_id=s.whole("eos_token_id", 0, low=0, nullable=True),
     )  # fmt: skip
 
 
-def _gpt2_config(c: dict[str, Any], where: str) -> dict[str, Any]:
-    if not c.get("scale_attn_weights", True) or c.get("scale_attn_by_inverse_layer_idx"):
+def _gpt2_config(s: _Settings, where: str) -> dict[str, Any]:
+    if not s.flag("scale_attn_weights", True) or s.flag("scale_attn_by_inverse_layer_idx", False):
         raise HFImportError(f"{where}: GPT-2 attention without the 1/√d scale, or scaled per layer, is not supported")
-    if c.get("add_cross_attention"):
+    if s.flag("add_cross_attention", False):
         raise HFImportError(f"{where}: a GPT-2 with cross-attention is not supported")
-    d = c["n_embd"]
-    eos = c.get("eos_token_id", 50256)
+    d = s.whole("n_embd")
+    eos = s.whole("eos_token_id", 50256, low=0, nullable=True)
     return dict(
-        arch="decoder_only", vocab_size=c["vocab_size"], src_vocab_size=0, tgt_vocab_size=0, tie_embeddings=True,
-        d_model=d, n_heads=c["n_head"],
-        n_decoder_layers=c["n_layer"], n_encoder_layers=1, d_ff=c.get("n_inner") or 4 * d,
-        max_len=c["n_positions"], activation=_activation(c.get("activation_function", "gelu_new"), where),
-        positional="learned", scale_embedding=False, norm="pre", dropout=float(c.get("resid_pdrop", 0.1)),
-        layer_norm_eps=float(c.get("layer_norm_epsilon", 1e-5)), pad_id=eos, bos_id=c.get("bos_token_id", eos),
-        eos_id=eos,
+        arch="decoder_only", vocab_size=s.whole("vocab_size"), src_vocab_size=0, tgt_vocab_size=0,
+        tie_embeddings=True, d_model=d, n_heads=s.heads("n_embd", "n_head"),
+        n_decoder_layers=s.whole("n_layer", high=MAX_LAYERS), n_encoder_layers=1,
+        d_ff=s.whole("n_inner", 4 * d, nullable=True), max_len=s.whole("n_positions", high=MAX_POSITIONS),
+        activation=_activation(s, "activation_function", "gelu_new"), positional="learned", scale_embedding=False,
+        norm="pre", dropout=s.number("resid_pdrop", 0.1, probability=True),
+        layer_norm_eps=s.number("layer_norm_epsilon", 1e-5), pad_id=eos,
+        bos_id=s.whole("bos_token_id", eos, low=0, nullable=True), eos_id=eos,
     )  # fmt: skip
 
 
-def _bert_config(c: dict[str, Any], where: str, specials: dict[str, int]) -> dict[str, Any]:
-    if c.get("hidden_act", "gelu") != "gelu":
-        raise HFImportError(f"{where}: BERT with activation {c.get('hidden_act')!r} is not supported (only gelu)")
-    if c.get("position_embedding_type", "absolute") != "absolute" or c.get("type_vocab_size", 2) != 2:
+def _bert_config(s: _Settings, where: str, specials: dict[str, int]) -> dict[str, Any]:
+    act = s.config.get("hidden_act", "gelu")
+    if act != "gelu":
+        raise HFImportError(f"{where}: BERT with activation {act!r} is not supported (only gelu)")
+    if s.config.get("position_embedding_type", "absolute") != "absolute" or s.config.get("type_vocab_size", 2) != 2:
         raise HFImportError(f"{where}: BERT with relative positions or other than 2 token types is not supported")
     return dict(
-        arch="encoder_only", vocab_size=c["vocab_size"], src_vocab_size=0, tgt_vocab_size=0, tie_embeddings=True,
-        d_model=c["hidden_size"],
-        n_heads=c["num_attention_heads"], n_encoder_layers=c["num_hidden_layers"], n_decoder_layers=1,
-        d_ff=c["intermediate_size"], max_len=c["max_position_embeddings"], activation="gelu",
-        positional="learned", scale_embedding=False, embed_norm=True, norm="post",
-        dropout=float(c.get("hidden_dropout_prob", 0.1)), layer_norm_eps=float(c.get("layer_norm_eps", 1e-12)),
-        pad_id=c.get("pad_token_id", specials["pad"]), bos_id=specials["bos"], eos_id=specials["eos"],
+        arch="encoder_only", vocab_size=s.whole("vocab_size"), src_vocab_size=0, tgt_vocab_size=0,
+        tie_embeddings=True, d_model=s.whole("hidden_size"), n_heads=s.heads("hidden_size", "num_attention_heads"),
+        n_encoder_layers=s.whole("num_hidden_layers", high=MAX_LAYERS), n_decoder_layers=1,
+        d_ff=s.whole("intermediate_size"), max_len=s.whole("max_position_embeddings", high=MAX_POSITIONS),
+        activation="gelu", positional="learned", scale_embedding=False, embed_norm=True, norm="post",
+        dropout=s.number("hidden_dropout_prob", 0.1, probability=True),
+        layer_norm_eps=s.number("layer_norm_eps", 1e-12),
+        pad_id=s.whole("pad_token_id", specials["pad"], low=0, nullable=True), bos_id=specials["bos"],
+        eos_id=specials["eos"],
     )  # fmt: skip
 
 
 def model_config(config: dict[str, Any], where: str, specials: dict[str, int], n_classes: int = 0) -> ModelConfig:
     """The :class:`ModelConfig` of a Hugging Face ``config`` (``specials``: the tokenizer's pad/bos/eos ids,
-    which BERT's config does not name)."""
-    model_type = config["model_type"]
-    try:
-        if model_type == "marian":
-            fields = _marian_config(config, where)
-        elif model_type == "gpt2":
-            fields = _gpt2_config(config, where)
-        else:
-            fields = _bert_config(config, where, specials)
-    except KeyError as exc:
-        raise HFImportError(f"{where}: config.json lacks {exc.args[0]!r}, which a {model_type} model needs") from None
+    which BERT's config does not name). Every value is checked for its kind and against this program's limits
+    (:data:`~model.checkpoint.MAX_POSITIONS`, :data:`~model.checkpoint.MAX_LAYERS`, heads dividing the width)."""
+    s = _Settings(config, Path(where) / "config.json")
+    model_type = s.text("model_type", choices=tuple(SUPPORTED))
+    if model_type == "marian":
+        fields = _marian_config(s, where)
+    elif model_type == "gpt2":
+        fields = _gpt2_config(s, where)
+    else:
+        fields = _bert_config(s, where, specials)
     try:
         return ModelConfig(**fields, n_classes=n_classes)
     except ConfigError as exc:
@@ -171,47 +267,182 @@ def model_config(config: dict[str, Any], where: str, specials: dict[str, int], n
 
 
 # -- the weights ---------------------------------------------------------------------------------------------
-def read_weights(folder: Path) -> dict[str, Tensor]:
-    """Every tensor of the folder's weights, by its Hugging Face name (float32, on the CPU)."""
+# safetensors' type codes, as torch names them; weights must be of the first four
+_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "BOOL": "bool", "U8": "uint8"}
+_DTYPES.update({f"I{bits}": f"int{bits}" for bits in (8, 16, 32, 64)})
+_FLOATS = ("float64", "float32", "float16", "bfloat16")
+_DAMAGED = "the file is damaged or incomplete; download it again"
+# buffers some files hold besides weights, never read as numbers: GPT-2's causal mask (bool, or -1e4 fill values)
+# and BERT's position ids (integers); every other tensor must be floating point and finite
+_BUFFERS = re.compile(r".*attn\.(masked_)?bias|.*position_ids")
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """One tensor as its file describes it, before it is read."""
+
+    file: Path
+    shape: tuple[int, ...]
+    dtype: str  # as torch names it ("float16", "int8")
+    floating: bool
+
+
+def _stored(file: Path, shape: Any, dtype: str | torch.dtype) -> _Stored:
+    """A tensor's description from a safetensors header (type "BF16") or a tensor's own dtype."""
+    name = str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else _DTYPES.get(dtype, dtype)
+    return _Stored(file, tuple(shape), name, name in _FLOATS)
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    """The files that hold the folder's weights: ``model.safetensors``, the shards its index names, or
+    ``pytorch_model.bin`` (the first of these present)."""
+    single, index, pickled = (folder / name for name in WEIGHT_FILES)
+    if os.path.lexists(single):
+        return [single]
+    if os.path.lexists(index):
+        return _shards(folder, index)
+    if os.path.lexists(pickled):
+        return [pickled]
+    others = [p.name for p in folder.iterdir() if p.suffix in (".h5", ".msgpack", ".onnx", ".gguf")]
+    hint = f" (found {', '.join(others)}: another framework's format)" if others else ""
+    raise HFImportError(
+        f"{folder}: no PyTorch weights{hint}; looked for {', '.join(WEIGHT_FILES)}. Download the "
+        f"model's model.safetensors or pytorch_model.bin."
+    )
+
+
+def _shards(folder: Path, index: Path) -> list[Path]:
+    """The shard files ``index`` names, each inside ``folder`` (or, in the Hugging Face cache, its blobs)."""
+    try:
+        table = json.loads(read_regular(index).decode("utf-8"))
+    except NotAFileError as exc:
+        raise HFImportError(str(exc)) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise HFImportError(f"{index}: cannot be read as JSON ({exc}); {_DAMAGED}") from None
+    weight_map = table.get("weight_map") if isinstance(table, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise HFImportError(f"{index}: its weight_map is not a table of weight names and file names; {_DAMAGED}")
+    real = folder.resolve()
+    blobs = (real.parent.parent / "blobs",) if real.parent.name == "snapshots" else ()
+    shards = []
+    for name in sorted(set(weight_map.values())):
+        try:
+            shard = inside(folder, name, index, also=blobs)
+        except NotAFileError as exc:
+            raise HFImportError(str(exc)) from None
+        if not os.path.lexists(shard):
+            raise HFImportError(f"{index}: names {name}, which is missing; download it too")
+        shards.append(shard)
+    return shards
+
+
+def _safetensors_header(path: Path) -> dict[str, _Stored]:
+    """Name, shape and type of every tensor in a safetensors file, from its header (no tensor is read)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        check_regular(path)
+        with safe_open(path, "pt") as f:
+            kinds = {name: f.get_slice(name) for name in f.keys()}
+            return {name: _stored(path, k.get_shape(), k.get_dtype()) for name, k in kinds.items()}
+    except NotAFileError as exc:
+        raise HFImportError(str(exc)) from None
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise HFImportError(f"{path}: cannot be read as safetensors ({exc}); {_DAMAGED}") from None
+
+
+def _read_safetensors(path: Path) -> dict[str, Tensor]:
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    single, index, pickled = (folder / name for name in WEIGHT_FILES)
     try:
-        if single.is_file():
-            tensors = load_file(single)
-        elif index.is_file():
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-            tensors = {}
-            for shard in shards:
-                tensors.update(load_file(folder / shard))
-        elif pickled.is_file():
-            tensors = _read_pickled(pickled)
-        else:
-            others = [p.name for p in folder.iterdir() if p.suffix in (".h5", ".msgpack", ".onnx", ".gguf")]
-            hint = f" (found {', '.join(others)}: another framework's format)" if others else ""
-            raise HFImportError(
-                f"{folder}: no PyTorch weights{hint}; looked for {', '.join(WEIGHT_FILES)}. Download the "
-                f"model's model.safetensors or pytorch_model.bin."
-            )
-    except HFImportError:
-        raise
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise HFImportError(f"{folder}: its weights cannot be read ({exc})") from None
-    return {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
+        check_regular(path)
+        return load_file(path)
+    except NotAFileError as exc:
+        raise HFImportError(str(exc)) from None
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise HFImportError(f"{path}: cannot be read as safetensors ({exc}); {_DAMAGED}") from None
 
 
 def _read_pickled(path: Path) -> dict[str, Tensor]:
-    """A ``pytorch_model.bin``, read by PyTorch's restricted unpickler: tensors and plain data only."""
+    """A ``pytorch_model.bin``, read by PyTorch's restricted unpickler: tensors and plain data only. The zip
+    format (PyTorch ≥ 1.6) is mapped from the disk; the older pickle stream is read whole."""
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except (pickle.UnpicklingError, AttributeError, TypeError) as exc:
+        with open_regular(path) as handle:
+            start = handle.read(4)
+            if not start:
+                raise HFImportError(f"{path}: is empty (0 bytes); the download did not finish: download it again")
+            if not start.startswith((b"PK", b"\x80")):  # a zip file, or a pickle stream (protocol 2 and up)
+                raise HFImportError(
+                    f"{path}: is not a PyTorch weights file (neither a zip archive nor a pickle); {_DAMAGED}"
+                )
+            handle.seek(0)
+            zipped = start.startswith(b"PK")
+            data = torch.load(path if zipped else handle, map_location="cpu", weights_only=True, mmap=zipped)
+    except NotAFileError as exc:
+        raise HFImportError(str(exc)) from None
+    except pickle.UnpicklingError as exc:
+        if re.search(r"unsupported global", str(exc), re.IGNORECASE):
+            raise HFImportError(
+                f"{path}: refused — it holds Python objects besides weights, and opening it could run code "
+                f"({str(exc).splitlines()[0][:160]}). Use the model's model.safetensors instead."
+            ) from None
+        raise HFImportError(f"{path}: is truncated or damaged ({str(exc)[:160]}); download it again") from None
+    except HFImportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — whatever reading arbitrary bytes raises (EOFError, RuntimeError…)
         raise HFImportError(
-            f"{path}: refused — it holds Python objects besides weights, and opening it could run code "
-            f"({str(exc).splitlines()[0][:160]}). Use the model's model.safetensors instead."
+            f"{path}: is truncated or damaged ({type(exc).__name__}: {str(exc)[:160]}); download it again"
         ) from None
-    if not (isinstance(data, dict) and all(isinstance(v, Tensor) for v in data.values())):
-        raise HFImportError(f"{path}: is not a table of weights")
+    if not (isinstance(data, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in data.items())):
+        raise HFImportError(f"{path}: is not a table of weights; {_DAMAGED}")
     return data
+
+
+class WeightFiles:
+    """The weights of a model folder: what each tensor is (from the files' headers, nothing read yet), then
+    the tensors themselves. Every tensor this program uses must be floating point and finite."""
+
+    def __init__(self, folder: Path) -> None:
+        self.files = _weight_files(folder)
+        self._pickled: dict[str, Tensor] | None = None
+        self.stored: dict[str, _Stored] = {}
+        for file in self.files:
+            if file.name == WEIGHT_FILES[2]:
+                self._pickled = _read_pickled(file)  # mapped, not read (the zip format)
+                self.stored.update({k: _stored(file, v.shape, v.dtype) for k, v in self._pickled.items()})
+            else:
+                self.stored.update(_safetensors_header(file))
+        for name, t in self.stored.items():
+            if not t.floating and not _BUFFERS.fullmatch(name):
+                raise HFImportError(
+                    f"{t.file}: the weight {name} is stored as {t.dtype}; this program opens weights stored as "
+                    f"floating-point numbers ({', '.join(_FLOATS)}): download the model in one of those"
+                )
+
+    def planned(self) -> dict[str, Tensor]:
+        """Every tensor as an empty one of its shape on the ``meta`` device: conversions run on these
+        allocate nothing, and show what the model would be."""
+        return {k: torch.empty(t.shape, device="meta") for k, t in self.stored.items()}
+
+    def read(self) -> dict[str, Tensor]:
+        """Every tensor, floating point ones as float32 (on the CPU); NaN or infinite values are refused."""
+        tensors: dict[str, Tensor] = {}
+        for file in self.files:
+            tensors.update(self._pickled if self._pickled is not None else _read_safetensors(file))
+        out = {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
+        for name, value in out.items():
+            if value.is_floating_point() and not _BUFFERS.fullmatch(name) and not bool(torch.isfinite(value).all()):
+                raise HFImportError(
+                    f"{self.stored[name].file}: the weight {name} contains NaN or infinite values, so the model "
+                    f"cannot compute anything; {_DAMAGED}"
+                )
+        return out
+
+
+def read_weights(folder: Path) -> dict[str, Tensor]:
+    """Every tensor of the folder's weights, by its Hugging Face name (float32, on the CPU)."""
+    return WeightFiles(Path(folder)).read()
 
 
 def _strip_prefix(hf: dict[str, Tensor], prefix: str) -> dict[str, Tensor]:
@@ -267,7 +498,8 @@ def _marian_weights(cfg: ModelConfig, w: _Weights) -> dict[str, Tensor]:
     out["src_embed.weight"] = w(shared)
     out["tgt_embed.weight"] = w(shared if cfg.shared_vocab else "model.decoder.embed_tokens.weight")
     out["generator.weight"] = out["tgt_embed.weight"] if cfg.tie_embeddings else w("lm_head.weight")
-    bias = w("final_logits_bias") if w.has("final_logits_bias") else torch.zeros(1, cfg.tgt_vocab_size)
+    zeros = torch.zeros(1, cfg.tgt_vocab_size, device=out["tgt_embed.weight"].device)
+    bias = w("final_logits_bias") if w.has("final_logits_bias") else zeros
     out["generator.bias"] = bias.reshape(-1)
     for side, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
         for i in range(n):
@@ -289,7 +521,7 @@ def _gpt2_weights(cfg: ModelConfig, w: _Weights) -> dict[str, Tensor]:
     out: dict[str, Tensor] = {"src_embed.weight": w("wte.weight"), "src_pos.weight": w("wpe.weight")}
     out["tgt_embed.weight"] = out["generator.weight"] = out["src_embed.weight"]
     out["tgt_pos.weight"] = out["src_pos.weight"]
-    out["generator.bias"] = torch.zeros(cfg.vocab_size)  # GPT-2's output layer has no bias
+    out["generator.bias"] = torch.zeros(cfg.vocab_size, device=out["src_embed.weight"].device)  # GPT-2 has none
     for i in range(cfg.n_decoder_layers):
         theirs, ours = f"h.{i}", f"decoder_layers.{i}"
         # Conv1D stores its weight as [in, out]: the transpose of a linear layer's
@@ -359,18 +591,23 @@ _NAMES: dict[int, dict[int, str]] = {}  # id of a converted state dict → the f
 def load_into(model: Transformer, weights: dict[str, Tensor], where: str) -> None:
     """Put ``weights`` (from :func:`convert_weights`) into ``model`` without copying them, after checking
     every shape against the model's; the tied matrices stay tied."""
+    check_shapes(weights, {k: tuple(v.shape) for k, v in model.state_dict().items()}, where)
+    model.load_state_dict(weights, assign=True)
+    model.tie_weights()
+
+
+def check_shapes(weights: dict[str, Tensor], expected: Mapping[str, tuple[int, ...]], where: str) -> None:
+    """Every tensor ``expected`` names must be in ``weights`` (from :func:`convert_weights`) with its shape."""
     names = _NAMES.pop(id(weights), {})
-    for name, expected in model.state_dict().items():
+    for name, shape in expected.items():
         if name not in weights:
             raise HFImportError(f"{where}: no weight for {name}; the file is not a complete model")
         got = weights[name]
-        if got.shape != expected.shape:
+        if tuple(got.shape) != tuple(shape):
             raise HFImportError(
                 f"{where}: the weight {names.get(id(got), name)} has shape {list(got.shape)}, but its "
-                f"config.json implies {list(expected.shape)}; the weights and the configuration do not belong together"
+                f"config.json implies {list(shape)}; the weights and the configuration do not belong together"
             )
-    model.load_state_dict(weights, assign=True)
-    model.tie_weights()
 
 
 # -- the session ---------------------------------------------------------------------------------------------
@@ -407,11 +644,17 @@ def _default_data(model_type: str, name: str, src_tok: Any) -> Any:
 
 def read_model(folder: Path, config: dict[str, Any], specials: dict[str, int]) -> tuple[ModelConfig, dict[str, Tensor]]:
     """The configuration and this engine's state dict of the model in ``folder`` (``config``: its config.json;
-    ``specials``: the tokenizer's pad/bos/eos ids)."""
-    hf = read_weights(folder)
-    n_classes = 2 if config["model_type"] == "bert" and any(k.endswith("seq_relationship.weight") for k in hf) else 0
-    cfg = model_config(config, str(folder), specials, n_classes)
-    return cfg, convert_weights(config["model_type"], cfg, hf, str(folder))
+    ``specials``: the tokenizer's pad/bos/eos ids).
+
+    The configuration is checked against the shapes the weight files' headers give before any tensor is read
+    (the conversion runs once on empty ``meta`` tensors), so a config.json that lies allocates nothing.
+    """
+    where, model_type = str(folder), config["model_type"]
+    files = WeightFiles(folder)
+    n_classes = 2 if model_type == "bert" and any(k.endswith("seq_relationship.weight") for k in files.stored) else 0
+    cfg = model_config(config, where, specials, n_classes)
+    check_shapes(convert_weights(model_type, cfg, files.planned(), where), weight_shapes(cfg), where)
+    return cfg, convert_weights(model_type, cfg, files.read(), where)
 
 
 Progress = Callable[[str, float], None]  # (what is being done, fraction done 0…1)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 import sentencepiece
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
+from model.safe_files import NotAFileError, check_regular, read_regular
 from model.tokenization import ENCODE_CHUNK, TOKENIZER_KINDS, Encoded, TextTokenizer, _byte_decoder
 
 SPIECE_UNDERLINE = "▁"
@@ -46,14 +48,28 @@ class HFTokenizerError(ValueError):
 # -- reading a folder -----------------------------------------------------------------------------------------
 
 
+def _present(path: Path) -> bool:
+    """Whether the tokenizer file ``path`` is there; a name that is not a regular file (a named pipe, which
+    would block a reader, or a folder) is refused rather than taken as absent."""
+    if not os.path.lexists(path):
+        return False
+    try:
+        check_regular(path)
+    except NotAFileError as exc:
+        raise HFTokenizerError(str(exc)) from None
+    except OSError:
+        return False  # a broken link: as good as missing
+    return True
+
+
 def _read_json(path: Path, required: bool = False) -> Any:
     """The JSON in ``path``; ``{}`` for an optional file that is not there."""
-    if not path.is_file():
+    if not _present(path):
         if required:
             raise HFTokenizerError(f"{path.parent}: the tokenizer file {path.name} is missing")
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_regular(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise HFTokenizerError(f"{path.parent}: cannot read the tokenizer file {path.name} ({exc})") from None
 
@@ -167,10 +183,10 @@ def _load_spm(model: bytes, where: str) -> Any:
 
 
 def _read_bytes(path: Path) -> bytes:
-    if not path.is_file():
+    if not _present(path):
         raise HFTokenizerError(f"{path.parent}: the tokenizer file {path.name} is missing")
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise HFTokenizerError(f"{path.parent}: cannot read the tokenizer file {path.name} ({exc})") from None
 
@@ -267,7 +283,7 @@ class MarianSpmTokenizer(_FolderTokenizer):
         if side not in ("source", "target"):
             raise ValueError(f"side must be 'source' or 'target' (got {side!r})")
         settings = tokenizer_settings(folder)
-        separate = bool(settings.get("separate_vocabs")) and (folder / "target_vocab.json").is_file()
+        separate = bool(settings.get("separate_vocabs")) and _present(folder / "target_vocab.json")
         vocab_file = "target_vocab.json" if side == "target" and separate else "vocab.json"
         read = {} if read is None else read
         if vocab_file not in read:
@@ -395,7 +411,7 @@ def _bert_from_vocab_txt(path: Path, settings: Mapping[str, Any], names: Mapping
 def _gpt2_from_vocab_json(folder: Path, settings: Mapping[str, Any]) -> Tokenizer:
     """GPT-2's byte-level BPE from ``vocab.json`` and ``merges.txt``, as ``transformers``' ``GPT2Tokenizer``."""
     for name in ("vocab.json", "merges.txt"):
-        if not (folder / name).is_file():
+        if not _present(folder / name):
             raise HFTokenizerError(f"{folder}: the tokenizer file {name} is missing")
     try:
         vocab, merges = models.BPE.read_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
@@ -421,14 +437,14 @@ def _special_names(model_type: str, settings: Mapping[str, Any]) -> dict[str, st
 def _read_hf_tokenizer(folder: Path, model_type: str, settings: Mapping[str, Any]) -> Tokenizer:
     """The folder's tokenizer: ``tokenizer.json``, else the model type's older vocabulary files."""
     names = _special_names(model_type, settings)
-    if (folder / "tokenizer.json").is_file():
+    if _present(folder / "tokenizer.json"):
         try:
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         except Exception as exc:  # tokenizers raises its own exception type for unreadable files
             raise HFTokenizerError(f"{folder}: cannot read the tokenizer file tokenizer.json ({exc})") from None
-    elif model_type == "bert" and (folder / "vocab.txt").is_file():
+    elif model_type == "bert" and _present(folder / "vocab.txt"):
         tok = _bert_from_vocab_txt(folder / "vocab.txt", settings, {k: v or "" for k, v in names.items()})
-    elif model_type == "gpt2" and (folder / "vocab.json").is_file():
+    elif model_type == "gpt2" and _present(folder / "vocab.json"):
         tok = _gpt2_from_vocab_json(folder, settings)
     else:
         wanted = "tokenizer.json or vocab.txt" if model_type == "bert" else "tokenizer.json or vocab.json + merges.txt"

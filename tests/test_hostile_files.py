@@ -2,6 +2,12 @@
 anything is built from it, and the command-line tools say so without a traceback."""
 
 import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -74,6 +80,10 @@ LIES = {  # name → (change, what the message must say)
     "evals not results": (lambda d, m: m.update(evals=["x"]), "evaluations is not a list of results"),
     "tokenizer garbage": (lambda d, m: d.update(src_tokenizer='{"kind": "word", "tokenizer": 5}'), "tokenizers"),
     "random state": (lambda d, m: d.update(rng={"torch": torch.zeros(3)}), "random-number state"),
+    # shapes cannot tell 8 heads from the 4 the weights were trained with: the fingerprint saved beside them can
+    "8 heads, trained with 4": (lambda d, m: m["model_config"].update(n_heads=8), "changed after it was saved"),
+    "dropout edited": (lambda d, m: m["model_config"].update(dropout=0.5), "changed after it was saved"),
+    "fingerprint not text": (lambda d, m: d.update(model_config_sha256=5), "fingerprint .* is not text"),
 }
 
 
@@ -130,3 +140,55 @@ def test_all_three_command_line_tools_say_what_is_wrong_and_exit(good_checkpoint
         assert captured.err.startswith(f"error: {bad}"), (tool, captured.err)
         assert "Traceback" not in captured.err and captured.out == ""
     assert not (tmp_path / "out").exists()  # nothing written for a file that was refused
+
+
+def test_a_checkpoint_saved_before_fingerprints_still_loads(good_checkpoint, tmp_path):
+    """Files without the model configuration's fingerprint (all saved before it existed) are read as before,
+    an edited head count included: nothing in them can tell it."""
+
+    def old(d, m):
+        del d["model_config_sha256"]
+        m["model_config"].update(n_heads=8)
+
+    session = Session.load(altered(good_checkpoint, tmp_path / "old.ckpt", old), device="cpu")
+    assert session.model_cfg.n_heads == 8
+    fresh = Session.load(good_checkpoint, device="cpu")
+    assert fresh.model_cfg.n_heads == 4
+
+
+def test_the_bundled_model_has_no_fingerprint_and_loads():
+    bundled = sorted((Path(__file__).resolve().parents[1] / "resources" / "models").glob("*.ckpt"))
+    assert bundled
+    for path in bundled:
+        assert "model_config_sha256" not in torch.load(path, weights_only=True)
+        assert Session.load(path, device="cpu").step > 0
+
+
+def returns_without_blocking(call: Callable[[], object], fifo: Path, seconds: float = 10.0) -> BaseException | None:
+    """What ``call`` raises (None if nothing), when it returns within ``seconds`` without waiting on the named
+    pipe ``fifo``. A blocked open holds the interpreter (safetensors opens files without releasing it), so the
+    pipe is released from another process: after ``seconds``, a writer opens it now and then until the end."""
+    release = (
+        "import os, sys, time\ntime.sleep(float(sys.argv[2]))\nwhile True:\n"
+        "    try: os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK))\n"
+        "    except OSError: pass\n    time.sleep(0.2)"
+    )
+    releaser = subprocess.Popen([sys.executable, "-c", release, str(fifo), str(seconds)])
+    start, error = time.monotonic(), None
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 — handed to the test
+        error = exc
+    finally:
+        releaser.kill()
+        releaser.wait()
+    assert time.monotonic() - start < seconds, f"opening {fifo} waited for a writer to the pipe"
+    return error
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_given_as_a_checkpoint_does_not_block(tmp_path):
+    pipe = tmp_path / "model.ckpt"
+    os.mkfifo(pipe)
+    error = returns_without_blocking(lambda: Session.load(pipe, device="cpu"), pipe)
+    assert isinstance(error, CheckpointError) and "not a regular file" in str(error), error
