@@ -57,6 +57,7 @@ class CheckpointError(ValueError):
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` (plain data and tensors) to ``path`` atomically."""
     payload = {"format": FORMAT, "format_version": FORMAT_VERSION, **payload}
+    payload.pop(FINGERPRINT, None)  # one read from an earlier file: the fingerprint is made afresh
     fingerprint = config_fingerprint(payload.get("meta"))
     if fingerprint is not None:
         payload[FINGERPRINT] = fingerprint

@@ -120,7 +120,9 @@ class _Settings:
         self.config, self.path = config, path
 
     def wrong(self, key: str, value: Any, expected: str) -> HFImportError:
-        return HFImportError(f"{self.path}: {key} is {_shown(value)}, but it must be {expected}")
+        return HFImportError(
+            f"{self.path}: {key} is {_shown(value)}, but it must be {expected}; correct it or download the file again"
+        )
 
     def _get(self, key: str, default: Any, nullable: bool) -> Any:
         value = self.config.get(key, default)
@@ -169,7 +171,9 @@ class _Settings:
         """The head count under the key ``heads``, which must divide the model width under the key ``width``."""
         d, h = self.whole(width), self.whole(heads)
         if d % h:
-            raise HFImportError(f"{self.path}: {width} ({d}) is not divisible by {heads} ({h}); the file is damaged")
+            raise HFImportError(
+                f"{self.path}: {width} ({d}) is not divisible by {heads} ({h}); the file is damaged: download it again"
+            )
         return h
 
 

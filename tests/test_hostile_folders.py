@@ -46,7 +46,8 @@ def small_memory(extra: int = 2**30) -> Iterator[None]:
         pytest.skip("the address-space limit is measured from /proc")
     in_use = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (in_use + extra, hard))
+    limit = in_use + extra if hard == resource.RLIM_INFINITY else min(hard, in_use + extra)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     try:
         yield
     finally:
