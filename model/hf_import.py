@@ -386,10 +386,11 @@ def _read_pickled(path: Path) -> dict[str, Tensor]:
     except NotAFileError as exc:
         raise HFImportError(str(exc)) from None
     except pickle.UnpicklingError as exc:
-        if re.search(r"unsupported global", str(exc), re.IGNORECASE):
+        refused = re.search(r"unsupported global:? (?:GLOBAL )?([\w.]+)", str(exc), re.IGNORECASE)
+        if refused:
             raise HFImportError(
-                f"{path}: refused — it holds Python objects besides weights, and opening it could run code "
-                f"({str(exc).splitlines()[0][:160]}). Use the model's model.safetensors instead."
+                f"{path}: refused — it holds Python objects besides weights (such as {refused[1]}), and opening "
+                f"it could run code. Use the model's model.safetensors instead."
             ) from None
         raise HFImportError(f"{path}: is truncated or damaged ({str(exc)[:160]}); download it again") from None
     except HFImportError:
@@ -610,7 +611,8 @@ def check_shapes(weights: dict[str, Tensor], expected: Mapping[str, tuple[int, .
         if tuple(got.shape) != tuple(shape):
             raise HFImportError(
                 f"{where}: the weight {names.get(id(got), name)} has shape {list(got.shape)}, but its "
-                f"config.json implies {list(shape)}; the weights and the configuration do not belong together"
+                f"config.json implies {list(shape)}; the weights and the configuration do not belong together "
+                "(download the model again)"
             )
 
 
