@@ -574,6 +574,8 @@ class Engine(QThread):
                         self._do_shutdown(command.autosave)
                         return
                     self._handle(command)
+                if self._governor is not None:  # (idle too: training starts with the threads that fit)
+                    self._governor.apply()
                 if self._state == TRAINING and not self._stop:
                     self._train_guarded()
                 else:
@@ -673,8 +675,6 @@ class Engine(QThread):
 
     def _train_guarded(self) -> None:
         """One training step; a failure of training itself pauses it (state ``error``: Resume continues)."""
-        if self._governor is not None:
-            self._governor.apply()
         try:
             if self._fail_next_step is not None:
                 message, self._fail_next_step = self._fail_next_step, None

@@ -125,8 +125,9 @@ class ThreadGovernor:
     thread that shares its core with that program: the tiny preset on 2 cores trained at 41.7 steps/s on an idle
     machine and at 5.7 steps/s beside one busy process, against 25.5 steps/s with one thread
     (``bench/contended.py``). So, about once a second, the governor measures how many cores other processes
-    used (the machine's busy time less this process's own, from ``/proc``) and uses the rest, at least one; a
-    change is made only when two readings in a row agree, so a moment's burst elsewhere changes nothing.
+    used (the machine's busy time less this process's own, from ``/proc``) and uses the rest, at least one:
+    fewer threads at once (a thread that waits for a core slows every operation), more again only when two
+    readings in a row agree, so that a program that comes and goes does not make the count swing.
     Where ``/proc`` is missing (macOS, Windows) it keeps every core.
     """
 
@@ -159,7 +160,7 @@ class ThreadGovernor:
         self.others = max(0.0, (reading.all_busy - last[1].all_busy) - (reading.own - last[1].own)) / ticks
         wanted = min(self.cores, max(1, round(self.cores - self.others)))
         agreed, self._wanted = wanted == self._wanted, wanted
-        if not agreed or wanted == self.threads:
+        if wanted == self.threads or (wanted > self.threads and not agreed):
             return None
         self.threads = wanted
         return wanted
