@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from model.safe_files import NotAFileError, open_regular
 from model.snapshots import TRAIN_METRICS, Inspection, RouterView
 
 MAX_PROBES = 300  # probe snapshots kept in a run folder
@@ -42,16 +43,6 @@ LINE_LIMIT = 1 << 20
 # is 24·16·100²·2 B ≈ 8 MB per map; a file that declares more is not the trainer's and is never read
 PROBE_LIMIT = 64 << 20
 PROBE_MEMBERS = 1024  # arrays in a probe snapshot (3 maps, masks, 3 per Mixture-of-Experts layer)
-
-
-def _open_regular(path: Path) -> BinaryIO | None:
-    """``path`` opened for reading if it is a regular file; None for a pipe, a device or a folder. A pipe is
-    opened without waiting for a writer, so this never blocks. OSError when it cannot be opened at all."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
 
 
 def _size(n: float) -> str:
@@ -102,13 +93,10 @@ class MetricsTail:
         if st.st_size == self.pos or not stat.S_ISREG(st.st_mode):
             return [], reset
         try:
-            f = _open_regular(self.path)
-            if f is None:
-                return [], reset
-            with f:
+            with open_regular(self.path) as f:
                 f.seek(self.pos)
                 data = f.read(min(READ_LIMIT, st.st_size - self.pos))
-        except OSError:
+        except (OSError, NotAFileError):
             return [], reset
         self.pos += len(data)
         return [r for r in map(self._record, self._lines(data)) if r is not None], reset
@@ -316,13 +304,13 @@ def read_probe(path: Path) -> Inspection:
     wrong with a damaged one. Its sizes are checked against :data:`PROBE_LIMIT` before anything is read: the file's,
     the sum its zip directory declares, each array's shape × dtype from its header."""
     try:
-        f = _open_regular(path)
+        f = open_regular(path)
     except FileNotFoundError:
         raise ProbeError(path, "is gone", vanished=True) from None
+    except NotAFileError:
+        raise ProbeError(path, "is not a regular file (a pipe, a device or a folder)") from None
     except OSError as exc:
         raise ProbeError(path, f"cannot be read ({exc.strerror})") from None
-    if f is None:
-        raise ProbeError(path, "is not a regular file (a pipe, a device or a folder)")
     with f:
         try:
             arrays = _read_arrays(path, f)

@@ -23,13 +23,13 @@ skipped and reported, as long as they are at most half of its lines.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from model import safe_files
 from model.data.errors import DataError
+from model.safe_files import NotAFileError
 
 FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel", "text")
 MAX_REPORTED = 20  # problems listed one by one; the rest are counted
@@ -100,20 +100,19 @@ def open_regular(path: str | Path) -> BinaryIO:
     """``path`` opened for reading bytes; a DataError that says why not, and for anything but a regular file. A
     pipe is opened without waiting for a writer and refused, so that reading a data file never blocks."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        return safe_files.open_regular(path)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise DataError(f"{path} is a folder; choose a data file inside it") from None
+    except NotAFileError as exc:
+        if Path(path).is_dir():
+            raise DataError(f"{path} is a folder; choose a data file inside it") from None
+        raise DataError(
+            f"{path} is not a regular file (a pipe, a socket or a device); choose a data file on disk"
+        ) from exc
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise DataError(f"{path} is a folder; choose a data file inside it")
-        raise DataError(f"{path} is not a regular file (a pipe, a socket or a device); choose a data file on disk")
-    return os.fdopen(fd, "rb")
 
 
 class _Undecodable(DataError):
