@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from model import follow
 from model.snapshots import Inspection, RouterView
+from tests.blocking import finishes
 
 fifo_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")
 
@@ -82,22 +82,6 @@ def with_meta(good: Path, change: Callable[[dict[str, Any]], Any]) -> Path:
     meta = json.loads(str(np.load(io.BytesIO(parts["meta.npy"]))))
     change(meta)
     return changed(good, meta=npy(np.array(json.dumps(meta))))
-
-
-def finishes(fn: Callable[[], Any], seconds: float = 5.0) -> Any:
-    """``fn()``'s result or the exception it raised, failing when it has not returned within ``seconds``."""
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append(fn())
-        except BaseException as exc:  # handed back to the test
-            out.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    return out[0] if out else TimeoutError(f"{fn} blocked")
 
 
 def unblock(fifo: Path) -> None:

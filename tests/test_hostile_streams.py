@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from model.data import files as fl
 from model.data import stream as st
 from model.data.batching import DEFAULT_SPECIALS
 from model.tokenization import TextTokenizer, TokenizerSpec
+from tests.blocking import finishes
 
 
 @pytest.fixture(autouse=True)
@@ -71,22 +70,6 @@ def encoder_for(scan: st.Scan) -> st.ChunkEncoder:
 def encode_all(scan: st.Scan, encoder: st.ChunkEncoder | None = None) -> tuple[list[Any], Spy]:
     encoder = encoder or encoder_for(scan)
     return [encoder(k) for k in range(scan.chunks)], encoder.src_tok
-
-
-def finishes(fn: Callable[[], Any], seconds: float = 5.0) -> Any:
-    """``fn()``'s result or the exception it raised, failing when it has not returned within ``seconds``."""
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append(fn())
-        except BaseException as exc:  # handed back to the test
-            out.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    return out[0] if out else TimeoutError(f"{fn} blocked")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")
