@@ -1,7 +1,6 @@
 """A failed request never stops training: every kind of command is made to fail while a model trains, and the
 engine answers that request with a message and keeps training; only a failing training step pauses it."""
 
-import dataclasses
 import inspect
 
 import pytest
@@ -72,81 +71,67 @@ def _raising(*args, **kwargs):
     raise UNEXPECTED
 
 
-def test_a_failing_request_of_every_kind_leaves_training_going(qtbot):
+@pytest.fixture
+def training(qtbot):
+    """An engine training a tiny copy model, and what it answers."""
     engine = Engine("cpu", threads=1)
     seen = Answers(engine)
     engine.start()
+    engine.submit(cmd.NewModel(_spec()))
+    engine.submit(cmd.Start())
     try:
-        engine.submit(cmd.NewModel(_spec()))
-        qtbot.waitUntil(lambda: bool(seen.states) and seen.states[-1].run_id == 1, timeout=30000)
-        engine.submit(cmd.Start())
-        qtbot.waitUntil(lambda: seen.steps >= 3, timeout=30000)
-        for kind, (request, handler) in FAILING.items():
-            if handler is not None:
-                setattr(engine, handler, _raising)  # the engine thread looks its handlers up on the instance
-            before = seen.steps
-            rid = engine.submit(request)
-            qtbot.waitUntil(lambda rid=rid: rid in seen.failed, timeout=30000)
-            if handler is not None:
-                delattr(engine, handler)
-            assert seen.failed[rid], kind  # answered with a message
-            assert "Traceback" not in seen.failed[rid] and 'File "' not in seen.failed[rid], kind
-            qtbot.waitUntil(lambda before=before: seen.steps >= before + 3, timeout=30000)  # training goes on
-            assert seen.states[-1].state == "training", kind
-        assert all(s.state != "error" for s in seen.states)
-        unexpected = seen.failed[rid]  # FailOnPurpose: an unexpected error, said as one, that stopped nothing
-        assert "a deliberate failure" in unexpected and "not carried out" in unexpected
+        yield engine, seen
     finally:
         engine.shutdown(None, timeout_ms=30000)
 
 
-def test_requests_flooding_in_before_a_sentence_leave_training_going(qtbot):
+def test_a_failing_request_of_every_kind_leaves_training_going(qtbot, training):
+    engine, seen = training
+    qtbot.waitUntil(lambda: seen.steps >= 3, timeout=30000)
+    for kind, (request, handler) in FAILING.items():
+        if handler is not None:
+            setattr(engine, handler, _raising)  # the engine thread looks its handlers up on the instance
+        before = seen.steps
+        rid = engine.submit(request)
+        qtbot.waitUntil(lambda rid=rid: rid in seen.failed, timeout=30000)
+        if handler is not None:
+            delattr(engine, handler)
+        assert seen.failed[rid], kind  # answered with a message
+        assert "Traceback" not in seen.failed[rid] and 'File "' not in seen.failed[rid], kind
+        qtbot.waitUntil(lambda before=before: seen.steps >= before + 3, timeout=30000)  # training goes on
+        assert seen.states[-1].state == "training", kind
+    assert all(s.state != "error" for s in seen.states)
+    unexpected = seen.failed[rid]  # FailOnPurpose: an unexpected error, said as one, that stopped nothing
+    assert "a deliberate failure" in unexpected and "not carried out" in unexpected
+
+
+def test_requests_flooding_in_before_a_sentence_leave_training_going(qtbot, training):
     """As measured: Decode(step) before any sentence was started, five requests every 50 ms, while a model trains
     (it put the engine in ``error`` at step 1 for good)."""
-    engine = Engine("cpu", threads=1)
-    seen = Answers(engine)
-    engine.start()
-    try:
-        engine.submit(cmd.NewModel(_spec()))
-        engine.submit(cmd.Start())
-        for _ in range(10):
-            for _ in range(5):
-                engine.submit(cmd.Decode("step"))
-            qtbot.wait(50)
-        qtbot.waitUntil(lambda: len(seen.failed) >= 10 and seen.steps >= 20, timeout=30000)
-        assert seen.states[-1].state == "training" and all(s.state != "error" for s in seen.states)
-        assert set(seen.failed.values()) == {"Type a sentence and press Enter to start decoding."}
-        started = engine.submit(cmd.Decode("start", DecodeSettings(text="1 2 3")))
-        engine.submit(cmd.Decode("step"))
-        qtbot.wait(300)
-        assert started not in seen.failed and seen.states[-1].state == "training"
-    finally:
-        engine.shutdown(None, timeout_ms=30000)
+    engine, seen = training
+    for _ in range(10):
+        for _ in range(5):
+            engine.submit(cmd.Decode("step"))
+        qtbot.wait(50)
+    qtbot.waitUntil(lambda: len(seen.failed) >= 10 and seen.steps >= 20, timeout=30000)
+    assert seen.states[-1].state == "training" and all(s.state != "error" for s in seen.states)
+    assert set(seen.failed.values()) == {"Type a sentence and press Enter to start decoding."}
+    started = engine.submit(cmd.Decode("start", DecodeSettings(text="1 2 3")))
+    engine.submit(cmd.Decode("step"))
+    qtbot.wait(300)
+    assert started not in seen.failed and seen.states[-1].state == "training"
 
 
-def test_only_a_failing_training_step_pauses_training_and_resume_continues(qtbot):
-    engine = Engine("cpu", threads=1)
-    seen = Answers(engine)
-    engine.start()
-    try:
-        engine.submit(cmd.NewModel(_spec()))
-        engine.submit(cmd.Start())
-        qtbot.waitUntil(lambda: seen.steps >= 3, timeout=30000)
-        engine.submit(cmd.FailOnPurpose(message="the step broke", in_training=True))
-        qtbot.waitUntil(lambda: seen.states[-1].state == "error", timeout=30000)
-        message = seen.failed[0]  # a training failure answers no request
-        assert "the step broke" in message and "Training is paused" in message and "Traceback" not in message
-        step = seen.states[-1].step
-        engine.submit(cmd.Resume())
-        qtbot.waitUntil(lambda: seen.steps >= step + 3 and seen.states[-1].state == "training", timeout=30000)
-    finally:
-        engine.shutdown(None, timeout_ms=30000)
-
-
-def test_the_failure_table_asks_for_real_failures():
-    """Each request above is one the engine must refuse (not one that merely looks odd)."""
-    assert FAILING[cmd.Decode][0].action == "step" and FAILING[cmd.PauseAt][0].loss != FAILING[cmd.PauseAt][0].loss
-    assert all(dataclasses.is_dataclass(r) for r, _ in FAILING.values())
+def test_only_a_failing_training_step_pauses_training_and_resume_continues(qtbot, training):
+    engine, seen = training
+    qtbot.waitUntil(lambda: seen.steps >= 3, timeout=30000)
+    engine.submit(cmd.FailOnPurpose(message="the step broke", in_training=True))
+    qtbot.waitUntil(lambda: seen.states[-1].state == "error", timeout=30000)
+    message = seen.failed[0]  # a training failure answers no request
+    assert "the step broke" in message and "Training is paused" in message and "Traceback" not in message
+    step = seen.states[-1].step
+    engine.submit(cmd.Resume())
+    qtbot.waitUntil(lambda: seen.steps >= step + 3 and seen.states[-1].state == "training", timeout=30000)
 
 
 def test_closing_never_waits_for_the_engines_own_preparations(qtbot, monkeypatch):
