@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
@@ -30,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.help_families import FAMILY_HELP
 from explorer.i18n import language, tr
 
 HELP: dict[str, dict[str, str]] = {
@@ -47,9 +50,11 @@ the model writes alone. <b>Gradient norm</b>: the gradient's size before clippin
 it); spikes warn of trouble.</p>
 <p><b>Label smoothing</b> (ε = 0.1): the target is not 100% the right token; ε is spread over the whole
 vocabulary, so the model is never pushed to be completely sure. The loss therefore cannot reach 0 (its floor
-grows with the vocabulary), but the paper found that accuracy and BLEU improve. <b>BLEU</b> (0–100) counts how
-many pieces of 1 to 4 tokens of the output (for Chinese: characters) also occur in the reference, with a penalty
-for outputs shorter than the reference. <b>Warm-up</b>: the learning rate rises during the first warm-up steps,
+grows with the vocabulary), but the paper found that accuracy and BLEU improve. <b>BLEU</b> (0–100) compares the
+translations with their references: for n = 1 to 4 it takes the share of the outputs' n-grams (runs of n words;
+for Chinese, characters) that the reference also has, each counted at most as often as the reference has it
+(clipped); the four shares are combined as a geometric mean and multiplied by a brevity penalty, below 1 when the
+outputs are shorter than the references. <b>Warm-up</b>: the learning rate rises during the first warm-up steps,
 then falls like 1/√step; full-size steps at the start, while the weights are random and Adam's running averages
 rest on a few gradients, can throw training off.</p>
 <p>Try: train the same task with <b>Post-LN</b> and <b>Pre-LN</b> (see the Model panel's help), or with and
@@ -63,8 +68,9 @@ first and depends less on warm-up.</p>""",
 说明模型在死记硬背。<b>词元准确率</b>：最可能的下一个词元正确的比例；<b>完全匹配</b>和 <b>BLEU</b> 评价模型独立写出的译文。
 <b>梯度范数</b>：裁剪之前梯度的大小（Adam 的步长几乎与它无关）；突然的尖峰预示问题。</p>
 <p><b>标签平滑</b>（ε = 0.1）：训练时的目标分布并不把百分之百给正确词元，而是把 ε 平均分给整个词表，这样模型永远不会被推向完全确定。
-因此损失不会降到 0（其下限随词表增大而升高），但论文发现准确率和 BLEU 都会提高。<b>BLEU</b>（0–100）统计输出中长度为 1 到 4
-个词元的片段（中文按字计）有多少也出现在参考译文中，并惩罚比参考译文短的输出。<b>预热</b>：学习率在最初的预热步中上升，
+因此损失不会降到 0（其下限随词表增大而升高），但论文发现准确率和 BLEU 都会提高。<b>BLEU</b>（0–100）把译文与参考译文比较：
+对 n = 1 到 4，计算输出中的 n 元组（连续 n 个词；中文按字计）有多大比例也出现在参考译文中，每个 n 元组的计数不超过它在参考译文中
+出现的次数（截断）；四个比例取几何平均，再乘以简短惩罚——输出比参考译文短时它小于 1。<b>预热</b>：学习率在最初的预热步中上升，
 之后按 1/√步数 下降；开始时权重是随机的，Adam 的滑动平均也只基于很少几个梯度，这时迈出全尺寸的步子可能让训练失控。</p>
 <p>试一试：用 <b>Post-LN</b> 和 <b>Pre-LN</b>（见“模型”面板的说明）或有无标签平滑各训练一次同一任务，勾选之前的运行来比较曲线。
 Pre-LN 在开始阶段通常学得更平稳，也不那么依赖预热。</p>""",
@@ -237,7 +243,7 @@ table is shared by all layers of a stack, and cross-attention gets none. The pos
 T5 itself also normalises before each sublayer (Pre-LN) and was pre-trained by filling in dropped spans of
 text.</p>""",
         "zh": """<p><b>编码器–解码器</b>：论文的 Transformer，也是 T5 的结构。<b>编码器</b>一次读入整个原文；它的自注意力不带掩码，所以每个原文词元都能看到整句话，前后两个方向都能看。<b>解码器</b>一次写出一个词元：它的自注意力是<b>因果</b>的（一个位置只看它自己和它之前的位置，从不看后面的位置），它的<b>交叉注意力</b>读取编码器的输出。因此这里有三种注意力可看。训练时译文的每个位置同时预测它的下一个词元（教师强制）；因果掩码保证每个位置都看不到它要预测的词元。</p>
-<p><b>T5</b>（Raffel 等，2020）保留这个结构，改变的是位置信息进入模型的方式。嵌入上不加任何东西；每个自注意力在得分 q·k/√d<sub>k</sub>上加一个学到的<b>相对位置偏置</b>：按偏移 键 − 查询 所在的<i>桶</i>，每个头一个数。小的偏移各有自己的桶，较大的偏移按对数尺度共用桶（T5：32 个桶，覆盖到 128 个位置），更远的偏移全部共用最后一个桶。编码器的桶区分查询之前和之后的键；解码器的桶只向前看；一个堆栈的所有层共用同一张表，交叉注意力没有偏置。位置编码实验室显示这些桶。T5 本身还在每个子层之前做归一化（Pre-LN），并通过补全文本中被删去的片段进行预训练。</p>""",
+<p><b>T5</b>（Raffel 等，2020）保留这个结构，改变的是位置信息进入模型的方式。嵌入上不加任何东西；每个自注意力在得分 q·k/√d<sub>k</sub>上加一个学到的<b>相对位置偏置</b>：按偏移 键 − 查询 所在的<i>桶</i>，每个头一个数。小的偏移各有自己的桶，较大的偏移按对数尺度共用桶（T5：32 个桶，覆盖到 128 个位置），更远的偏移全部共用最后一个桶。编码器的桶区分查询之前和之后的键；解码器的桶只看之前的键；一个堆栈的所有层共用同一张表，交叉注意力没有偏置。位置编码实验室显示这些桶。T5 本身还在每个子层之前做归一化（Pre-LN），并通过补全文本中被删去的片段进行预训练。</p>""",
     },
     "family_decoder_only": {
         "en": """<p><b>Decoder-only</b>: GPT (Radford et al., 2018). One stack instead of two: the paper's decoder
@@ -312,15 +318,22 @@ text again. <b>Beam</b> search keeps the k most probable continuations, as for t
     "zh": """<p>仅解码器模型（GPT）不做翻译：它<b>接着提示词往下写</b>，一次一个词元。每一步它读入 &lt;bos&gt;、提示词和已经写出的内容，
 给每个可能的下一个词元一个概率；条形图显示概率最高的十个。</p>
 <p><b>贪心</b>总是取最可能的词元，所以同一个提示词总是得到同一段文字（而且常常重复）。<b>采样</b>按概率随机抽取词元：
-<b>温度</b> T 在 softmax 之前去除得分——小于 1 时可能的词元更可能，大于 1 时分布变平；<b>top-k</b> 只保留最可能的 k 个词元，
+<b>温度</b>：在 softmax 之前把得分除以温度 T——小于 1 时可能的词元更可能，大于 1 时分布变平；<b>top-k</b> 只保留最可能的 k 个词元，
 <b>top-p</b>（核采样）只保留概率之和达到 p 的最小的一组最可能词元。灰色的条是被这些截断去掉的词元，不可能被抽到；带框的条是抽中的那个。
 同一个<b>种子</b>会再次抽出同一段文字。<b>束搜索</b>与翻译时一样，保留概率最高的 k 个续写。</p>""",
 }
 HELP.update(TOPIC_HELP)
+HELP.update(FAMILY_HELP)
+# a line break of the source between two Chinese characters (or full-width marks) would show as a space
+WIDE = "[\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”‘’—…]"
+CHINESE_BREAK = re.compile(f"(?<={WIDE})\n(?={WIDE})")
 
 
 def help_text(key: str) -> str:
-    return HELP[key].get(language.code, HELP[key]["en"])
+    """The explanation ``key`` in the interface language; "training+training_moe": the topics one after another
+    (:func:`explorer.help_families.family_topic`)."""
+    text = "".join(HELP[k].get(language.code, HELP[k]["en"]) for k in key.split("+"))
+    return CHINESE_BREAK.sub("", text) if language.code == "zh" else text
 
 
 SHEET_SHADOW = 12  # px of soft shadow drawn left of the sheet's border

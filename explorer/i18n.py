@@ -43,3 +43,14 @@ def tr(text: str) -> str:
     if language.code == "zh":
         return ZH.get(text, text)
     return text
+
+
+# The marks that join translated parts in code ("Parameters" + ": " + a number): full width in Chinese, which
+# needs no space after them (nor between two parts).
+FULL_WIDTH = {": ": "：", "; ": "；", ", ": "，", "(": "（", ")": "）", " ": ""}
+
+
+def mark(text: str) -> str:
+    """The punctuation ``text`` (": ", "; ", ", ", "(", ")", or " " between two parts) as the interface language
+    writes it."""
+    return FULL_WIDTH.get(text, text) if language.code == "zh" else text

@@ -150,7 +150,8 @@ ZH = {
     "Show": "显示",
     "Similarity": "相似度",
     "Similarity PE(p)·PE(q) / (d_model/2): depends only on p − q (1 at p = q)": "相似度 PE(p)·PE(q) / (d_model/2)：只取决于 p − q（p = q 时为 1）",
-    "Sinusoids: PE(pos, i) for chosen dimensions i": "正弦曲线：所选维度 i 的 PE(pos, i)",
+    "Sinusoids: PE(pos, dim) for chosen dimensions": "正弦曲线：所选维度的 PE(pos, dim)",
+    "dim {n}": "第 {n} 维",
     "Smoothing": "曲线平滑",
     "Source": "原文",
     "Speed": "速度",
@@ -317,6 +318,9 @@ ZH = {
     "{kind} — layer {layer}, head {head}": "{kind} — 第 {layer} 层，第 {head} 个头",
     "{kind} — layer {layer}, average of all heads": "{kind} — 第 {layer} 层，所有头的平均",
     "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k) = exp / Σ exp, with d_k = {d_k}, √d_k = {root}, Σ exp = {total}; output = Σ weight · v": "<b>{title}</b> — 查询 {i}“{token}”：权重 = softmax(q·kᵀ / √d_k) = exp / Σ exp，其中 d_k = {d_k}，√d_k = {root}，Σ exp = {total}；输出 = Σ 权重 · v",
+    "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k + b) = exp / Σ exp, with d_k = {d_k}, √d_k = {root}, Σ exp = {total}; output = Σ weight · v": "<b>{title}</b> — 查询 {i}“{token}”：权重 = softmax(q·kᵀ / √d_k + b) = exp / Σ exp，其中 d_k = {d_k}，√d_k = {root}，Σ exp = {total}；输出 = Σ 权重 · v",
+    "T5's positions: b is this head's learned relative position bias for the bucket of the offset key − query, added to the scaled scores (the column “q·k / √d_k + b”). T5 itself computes q·k without dividing by √d_k (the factor is folded into the initialisation of W^Q), normalises with an RMS norm and does not scale its embeddings; this app scales as the paper does (q·k / √d_k, LayerNorm, embeddings × √d_model).": "T5 的位置：b 是这个头对偏移 键 − 查询 所在的桶学到的相对位置偏置，加在缩放后的得分上（“q·k / √d_k + b”那一列）。T5 本身计算 q·k 时不除以 √d_k（这个因子并入了 W^Q 的初始化），用 RMS 归一化，也不缩放嵌入；本程序的缩放与论文相同（q·k / √d_k、LayerNorm、嵌入乘以 √d_model）。",
+    "RoPE: q and k are shown after the rotation. Each pair of their dimensions has been turned by an angle proportional to its position, so positions enter q·k only through the offset between query and key; what q and k contain still matters.": "RoPE：这里显示的 q 和 k 是旋转之后的。它们的每一对维度都按位置转过了一个与位置成正比的角度，因此位置只通过查询和键之间的偏移进入 q·k；q 和 k 的内容仍然起作用。",
     "Checking a printed copy of this example? Softmax weights always add up to 1, so a printed row that adds up to 0.85 cannot be a softmax: it is a misprint. Correct for query {i}: exp = {exp}, Σ exp = {total}, weights = exp / Σ exp = {weights}, output = {output}. Row sums here: {sums}.": "手里有这个算例的印刷版？softmax 权重之和总是 1，所以印出来和为 0.85 的一行不可能是 softmax 的结果，那是印刷错误。查询 {i} 的正确数值：exp = {exp}，Σ exp = {total}，权重 = exp / Σ exp = {weights}，输出 = {output}。这里各行之和：{sums}。",
     # model map (explorer/panels/model_map.py, model_map_text.py)
     "Figure 1 of the paper, for this model": "论文图 1，按本模型绘制",
@@ -328,7 +332,7 @@ ZH = {
     "No model yet.": "还没有模型。",
     "M is the causal mask: M<sub>ij</sub> = 0 for j ≤ i and −∞ for j &gt; i, so position i sees only the words up to itself, never the ones still to be written.": "M 是因果掩码：j ≤ i 时 M<sub>ij</sub> = 0，j &gt; i 时为 −∞，所以位置 i 只能看到它自己及之前的词，看不到还没写出的词。",
     "Pre-LN: the norm comes before the sublayer and the residual path x is never normalised; each stack ends with a final LayerNorm.": "Pre-LN：归一化放在子层之前，残差通路 x 本身从不被归一化；每个栈的最后有一个最终 LayerNorm。",
-    "Rotary positions (RoPE) add nothing to the embeddings: every self-attention (not the cross-attention) rotates each pair of q and k by an angle proportional to the position, so q·k depends only on how far apart the two positions are.": "旋转位置编码（RoPE）不往嵌入上加任何东西：每个自注意力（交叉注意力除外）把 q 和 k 的每一对分量旋转一个与位置成正比的角度，因此 q·k 只取决于两个位置相隔多远。",
+    "Rotary positions (RoPE) add nothing to the embeddings: every self-attention (not the cross-attention) rotates each pair of q and k by an angle proportional to the position, so positions enter q·k only through the offset n − m; what q and k contain still matters.": "旋转位置编码（RoPE）不往嵌入上加任何东西：每个自注意力（交叉注意力除外）把 q 和 k 的每一对分量旋转一个与位置成正比的角度，因此位置只通过偏移 n − m 进入 q·k；q 和 k 的内容仍然起作用。",
     "Tied to the output embedding (paper §3.4): the matrix is counted once, with the embedding; only the bias b is the output layer's own.": "与输出嵌入共享权重（论文 §3.4）：这个矩阵只计一次，算在嵌入里；只有偏置 b 属于输出层自己。",
     "Multi-head self-attention": "多头自注意力",
     "Masked multi-head self-attention": "带掩码的多头自注意力",
@@ -355,9 +359,9 @@ ZH = {
     "sinusoidal": "正弦",
     "learned table": "学习得到的表",
     "RoPE, in self-attention": "RoPE，在自注意力中",
-    "Every source position looks at every source position.": "每个源语言位置都看向所有源语言位置。",
-    "Every target position looks at itself and the positions before it, never ahead.": "每个目标语言位置只看它自己和它之前的位置，从不往后看。",
-    "Every target position looks at the encoder's output: where the translation comes from.": "每个目标语言位置都看向编码器的输出：译文从这里来。",
+    "Every source position looks at every source position.": "每个原文位置都看向所有原文位置。",
+    "Every target position looks at itself and the positions before it, never ahead.": "每个译文位置只看它自己和它之前的位置，从不往后看。",
+    "Every target position looks at the encoder's output: where the translation comes from.": "每个译文位置都看向编码器的输出：译文从这里来。",
     "The same two-layer network applied to each position on its own.": "同一个两层网络，分别作用于每个位置。",
     "Adds the sublayer's input back (residual) and normalises the sum.": "把子层的输入加回来（残差），再对和做归一化。",
     "Normalises the sublayer's input; the residual path skips it.": "对子层的输入做归一化；残差通路绕过它。",
@@ -368,15 +372,15 @@ ZH = {
     "Tells the model where each token is.": "告诉模型每个词元在什么位置。",
     "Turns the decoder's vector into one score (logit) per target piece.": "把解码器的向量变成译文词表中每个词元一个分数（logit）。",
     "Turns the scores into probabilities for the next token.": "把分数变成下一个词元的概率。",
-    "Q, K and V all come from this layer's input: the source sentence as the layer below left it.": "Q、K、V 都来自这一层的输入：经过下面各层处理后的源语言句子。",
-    "Q, K and V all come from the target prefix: the words written so far, shifted right behind the start token.": "Q、K、V 都来自目标前缀：到目前为止写出的词，右移一位，排在起始词元之后。",
+    "Q, K and V all come from this layer's input: the source sentence as the layer below left it.": "Q、K、V 都来自这一层的输入：经过下面各层处理后的原文句子。",
+    "Q, K and V all come from the target prefix: the words written so far, shifted right behind the start token.": "Q、K、V 都来自译文前缀：到目前为止写出的词，右移一位，排在起始词元之后。",
     "Q comes from the decoder; K and V come from the encoder's output m, the same for every decoder layer.": "Q 来自解码器；K 和 V 来自编码器的输出 m，对解码器的每一层都相同。",
     "on top of the decoder": "在解码器之上",
     "Encoder": "编码器",
     "Decoder": "解码器",
     "over {v} pieces": "在 {v} 个词元上",
     "shared": "共享",
-    "one table for source and target (shared vocabulary)": "源语言和目标语言共用一张表（共享词表）",
+    "one table for source and target (shared vocabulary)": "原文和译文共用一张表（共享词表）",
     "tied": "绑定",
     "the output layer uses the same matrix (tied weights)": "输出层使用同一个矩阵（权重绑定）",
     "No parameters: nothing here is learned.": "没有参数：这里没有需要学习的东西。",
@@ -384,7 +388,15 @@ ZH = {
     "The same network for every position; every layer has its own.": "每个位置用同一个网络；每一层有自己的网络。",
     "μ and σ² are the mean and variance of one position’s features": "μ 和 σ² 是一个位置上各特征的均值和方差",
     "The residual stream carries x past the sublayer, so every layer only adds a change to it.": "残差流把 x 绕过子层传下去，所以每一层只是在它上面加一个改变量。",
-    "The paper multiplies by √d_model so that embeddings and positional encodings have similar sizes.": "论文乘以 √d_model，使嵌入和位置编码的大小相近。",
+    "The paper multiplies the embedding weights by √d_model (§3.4); it does not say why.": "论文把嵌入权重乘以 √d_model（§3.4），但没有说明原因。",
+    "This model does not multiply its embeddings by √d_model (the paper does, §3.4; GPT-2 and BERT do not).": "本模型不把嵌入乘以 √d_model（论文这样做，§3.4；GPT-2 和 BERT 不这样做）。",
+    "The sum is normalised by a LayerNorm of its own (BERT's embedding norm; γ, β ∈ ℝ<sup>{d}</sup>) before the first layer.": "在进入第一层之前，这个和先经过它自己的 LayerNorm（BERT 的嵌入归一化；γ, β ∈ ℝ<sup>{d}</sup>）。",
+    "Laid out as Marian lays it out: the sines fill the first half of the dimensions, the cosines the second; the paper interleaves them (sin at 2i, cos at 2i + 1). The values are the same, in another order.": "按 Marian 的排列方式：前一半维度为正弦，后一半为余弦；论文把它们交替排列（2i 处为 sin，2i + 1 处为 cos）。数值相同，只是顺序不同。",
+    "GELU(x) ≈ 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), the tanh approximation of x · Φ(x) (GPT-2); the paper uses ReLU = max(0, x).": "GELU(x) ≈ 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))，即 x · Φ(x) 的 tanh 近似（GPT-2）；论文用的是 ReLU = max(0, x)。",
+    "SiLU(x) = x · σ(x), also called swish (Marian); the paper uses ReLU = max(0, x).": "SiLU(x) = x · σ(x)，也叫 swish（Marian）；论文用的是 ReLU = max(0, x)。",
+    "B is T5's relative position bias: a learned number per head for the bucket of each offset key − query (the positional encoding's part of the map).": "B 是 T5 的相对位置偏置：每个头对每个偏移 键 − 查询 所在的桶学到一个数（见结构图中的位置编码部分）。",
+    "T5 itself also computes q·k without dividing by √d_k (the factor is folded into the initialisation of W<sup>Q</sup>), normalises with an RMS norm (no mean subtracted, no β) and does not scale its embeddings. This app scales as the paper does: q·k / √d_k, LayerNorm, and embeddings × √d_model where the model scales them.": "T5 本身计算 q·k 时还不除以 √d_k（这个因子并入了 W<sup>Q</sup> 的初始化），用 RMS 归一化（不减均值，没有 β），也不缩放嵌入。本程序的缩放与论文相同：q·k / √d_k、LayerNorm，以及在模型缩放嵌入时乘以 √d_model。",
+    "embedding norm": "嵌入归一化",
     "one score (logit) per target piece.": "译文词表中每个词元一个分数（logit）。",
     "target pieces: one probability each, adding up to 1.": "个译文词元：每个一个概率，总和为 1。",
     "Greedy decoding takes the most likely piece; beam search keeps the best prefixes.": "贪心解码取概率最大的词元；束搜索保留最好的几个前缀。",
@@ -451,6 +463,8 @@ ZH = {
     "Following a run replaces the current model.": "跟踪运行将替换当前模型。",
     "Following {name} — waiting for its first checkpoint": "正在跟踪 {name}——等待它的第一个检查点",
     "Following {name} — step {step}, last update {ago} ago": "正在跟踪 {name}——第 {step} 步，上次更新于 {ago} 前",
+    "{n} s": "{n} 秒",
+    "{n} min": "{n} 分钟",
     "{n} probe snapshots skipped": "跳过了 {n} 个探针快照",
     "{n} lines of its log are not records": "其日志中有 {n} 行不是记录",
     "reading": "读取中",
@@ -468,8 +482,10 @@ ZH = {
 # the strings of the model families' views, kept in files of their own
 from explorer.i18n_zh_decoding import ZH_DECODING  # noqa: E402
 from explorer.i18n_zh_inspecting import ZH_INSPECTING  # noqa: E402
+from explorer.i18n_zh_settings import ZH_SETTINGS  # noqa: E402
 from explorer.i18n_zh_training import ZH_TRAINING  # noqa: E402
 
 ZH.update(ZH_TRAINING)
 ZH.update(ZH_DECODING)
 ZH.update(ZH_INSPECTING)
+ZH.update(ZH_SETTINGS)

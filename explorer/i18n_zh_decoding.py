@@ -15,7 +15,9 @@ ZH_DECODING: dict[str, str] = {
     "Sample": "采样",
     "Temperature": "温度",
     "Divides the scores before the softmax: below 1 sharpens the probabilities towards the most probable token, "
-    "above 1 flattens them.": "在 softmax 之前用它去除分数：小于 1 时概率更集中于最可能的词元，大于 1 时概率更平均。",
+    "above 1 flattens them.": (
+        "在 softmax 之前把得分除以温度 T：小于 1 时概率更集中于最可能的词元，大于 1 时概率更平均。"
+    ),
     "Top-k": "Top-k",
     "Draw only among the k most probable tokens (0: no cut).": "只在概率最大的 k 个词元中抽取（0：不截断）。",
     "Top-p": "Top-p",
@@ -52,23 +54,23 @@ ZH_DECODING: dict[str, str] = {
         "输入一个句子，在缺词的地方写 <mask>，然后按回车"
     ),
     "An encoder-only model reads the whole sentence at once, left and right of each <mask>, and guesses what is "
-    "hidden there.": "仅编码器模型一次读入整个句子，包括每个 <mask> 左边和右边的内容，并猜出那里被遮住的是什么。",
+    "hidden there.": "仅编码器模型一次读入整个句子，包括每个 <mask> 左边和右边的内容，并猜出那里被藏起来的是什么。",
     "Insert <mask>": "插入 <mask>",
     "Write <mask> at the cursor": "在光标处写入 <mask>",
     "Fill the mask": "填空",
     "Put a random sentence of the test split (sentences the model never trained on) in the box and mask one of its "
-    "tokens.": "把测试集（模型从没训练过的句子）中的一个随机句子放进输入框，并遮住其中一个词元。",
+    "tokens.": "把测试集（模型从没训练过的句子）中的一个随机句子放进输入框，并把其中一个词元换成掩码。",
     "Guesses": "猜测数",
-    "How many guesses to show for each masked position": "每个被遮住的位置显示多少个猜测",
-    "Click a token to mask it; click it again to unmask it.": "点击一个词元把它遮住；再点一次取消遮住。",
+    "How many guesses to show for each masked position": "每个掩码位置显示多少个猜测",
+    "Click a token to mask it; click it again to unmask it.": "点击一个词元把它换成掩码；再点一次取消掩码。",
     "No <mask> in the sentence: write <mask> where a word is missing, or click a token to mask it.": (
-        "句子中没有 <mask>：在缺词的地方写 <mask>，或点击一个词元把它遮住。"
+        "句子中没有 <mask>：在缺词的地方写 <mask>，或点击一个词元把它换成掩码。"
     ),
     "This <mask> is written in the sentence: delete it there to unmask it.": (
-        "这个 <mask> 是写在句子里的：要取消遮住，请在句子中删掉它。"
+        "这个 <mask> 是写在句子里的：要取消掩码，请在句子中删掉它。"
     ),
     "<mask> written in the sentence": "写在句子里的 <mask>",
-    "“{token}”, masked: click to unmask it": "“{token}”，已遮住：点击取消遮住",
+    "“{token}”, masked: click to unmask it": "“{token}”，已换成掩码：点击取消掩码",
     "Position {n}: <mask> as written": "位置 {n}：写入的 <mask>",
     "Written as <mask>: there is no original to compare with.": "写入的 <mask>：没有原来的词元可以比较。",
     "Position {n}: was “{token}”": "位置 {n}：原来是“{token}”",

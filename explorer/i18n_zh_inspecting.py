@@ -60,19 +60,22 @@ ZH_INSPECTING: dict[str, str] = {
     "query position": "查询位置",
     "key position": "键位置",
     "encoder (both ways)": "编码器（双向）",
-    "decoder (looks back)": "解码器（只向前看）",
+    "decoder (looks back)": "解码器（只看之前的键）",
     "The model's learned position table": "模型学到的位置表",
     "This lab has no picture of this model's positions ({kind}).": "这个实验室还没有这种位置编码（{kind}）的图示。",
     "This model adds nothing to its embeddings: each self-attention adds a learned number per head to its scores, "
     "chosen by the bucket of the offset key − query (T5's relative position bias; cross-attention gets none). Small "
-    "offsets have a bucket each; larger ones share buckets on a logarithmic scale up to {far}, and all farther ones "
-    "share the last. One table of {n} buckets × heads per stack, shared by its layers.": "这个模型不往嵌入上加任何东西："
+    "offsets have a bucket each; larger ones share buckets whose width grows logarithmically, on a scale set by the "
+    "distance {far}. One table of {n} buckets × heads per stack, shared by its layers.": "这个模型不往嵌入上加任何东西："
     "每个自注意力按偏移 键 − 查询 所在的桶，给每个头的得分加上一个学到的数（T5 的相对位置偏置；交叉注意力没有）。"
-    "小的偏移各有一个桶；较大的偏移按对数尺度共用桶，直到 {far}，更远的偏移全部共用最后一个桶。每个堆栈一张 {n} 个桶 × 头数 的表，"
+    "小的偏移各有一个桶；较大的偏移共用桶，桶宽按对数增长，尺度由距离 {far} 决定。每个堆栈一张 {n} 个桶 × 头数 的表，"
     "由它的各层共用。",
-    "The encoder's buckets are split between keys before and after the query ({e} exact offsets each way).": "编码器的桶"
-    "分给查询之前和之后的键（每个方向 {e} 个精确的偏移）。",
-    "The decoder's all look back ({d} exact offsets).": "解码器的桶全部向前看（{d} 个精确的偏移）。",
+    "The encoder's buckets are split between keys before and after the query: {b} exact offsets before the query (0 "
+    "included), {a} after; each side's last bucket holds every distance from {s} on.": "编码器的桶分给查询之前和之后的键："
+    "查询之前 {b} 个精确的偏移（含 0），之后 {a} 个；每一边的最后一个桶包含 {s} 及更远的所有距离。",
+    "The decoder's all look back: {d} exact offsets (0 included); the last bucket holds every distance from {s} on.": (
+        "解码器的桶只看之前的键：{d} 个精确的偏移（含 0）；最后一个桶包含 {s} 及更远的所有距离。"
+    ),
     "T5: each head's learned bias, per offset key − query": "T5：每个注意力头学到的偏置，按偏移 键 − 查询",
     "bias": "偏置",
 }

@@ -35,6 +35,7 @@ from explorer.commands import (
 from explorer.engine_client import EngineClient
 from explorer.first_launch import FirstLaunch
 from explorer.help import HelpBox
+from explorer.help_families import family_topic
 from explorer.i18n import LANGUAGES, N_, language, tr
 from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
@@ -57,6 +58,7 @@ from explorer.worker import (
     MetricsBatch,
     RunInfo,
 )
+from model.config import ModelConfig
 from model.follow import RunFolderError, check_run_folder
 from resources import default_model, resource_path
 
@@ -515,11 +517,13 @@ class MainWindow(QMainWindow):
         "encoder_only": (N_("Fill the mask"), "family_encoder_only"),
     }
 
-    def _follow_family(self, arch: str) -> None:
-        title, topic = self.DECODING_OF.get(arch, self.DECODING_OF["encoder_decoder"])
+    def _follow_family(self, cfg: ModelConfig) -> None:
+        title, topic = self.DECODING_OF.get(cfg.arch, self.DECODING_OF["encoder_decoder"])
         self._decoding_title = title
         self.docks["decoding"].setWindowTitle(tr(title))
         self.help_boxes["decoding"].set_topic(topic, "")
+        for key in ("training", "map"):  # each family's own explanation, with its experts' and T5's paragraphs
+            self.help_boxes[key].set_topic(family_topic(key, cfg), "")
 
     def retranslate(self) -> None:
         titles = {**dict(self.PANELS), "decoding": getattr(self, "_decoding_title", N_("Decoding"))}
@@ -634,7 +638,7 @@ class MainWindow(QMainWindow):
         # a late automatic load never overwrites settings the person has been editing meanwhile
         self.training.on_run(info, fill_form=not (automatic and self.training.form.edited))
         self.decoding.on_run(info)
-        self._follow_family(info.model_config.arch)
+        self._follow_family(info.model_config)
         self.attention.on_run(info)
         self.positional.on_run(info)
         self.model_panel.on_run(info)
@@ -773,7 +777,7 @@ class MainWindow(QMainWindow):
             text = tr("Following {name} — waiting for its first checkpoint").replace("{name}", name)
         else:
             idle = max(0, round(f.idle_s))
-            ago = f"{idle} s" if idle < 120 else f"{idle // 60} min"
+            ago = tr("{n} s").format(n=idle) if idle < 120 else tr("{n} min").format(n=idle // 60)
             text = tr("Following {name} — step {step}, last update {ago} ago")
             text = text.replace("{name}", name).replace("{step}", f"{f.step:,}").replace("{ago}", ago)
         if f.bad_lines:

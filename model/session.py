@@ -86,10 +86,11 @@ EXP_LIMIT = 700.0
 
 def explain(
     q, k, v, mask, title: str, query_tokens: list[str], key_tokens: list[str], kind: str = "example",
-    layer: int = -1, head: int = -1, bias=None,
+    layer: int = -1, head: int = -1, bias=None, positional: str = "",
 ) -> AttentionExplanation:  # fmt: skip
     """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code; ``bias``
-    (T5's relative bias, ``[Lq, Lk]``) is part of the scaled scores, as in the model."""
+    (T5's relative bias, ``[Lq, Lk]``) is part of the scaled scores, as in the model; ``positional``: what the
+    model's positions did inside this attention (:attr:`AttentionExplanation.positional`)."""
     q, k, v = (torch.as_tensor(x, dtype=torch.float64) for x in (q, k, v))
     mask = None if mask is None else torch.as_tensor(mask, dtype=torch.bool)
     bias = None if bias is None else torch.as_tensor(bias, dtype=torch.float64)
@@ -101,7 +102,7 @@ def explain(
     return AttentionExplanation(
         title, query_tokens, key_tokens, n(steps.query), n(steps.keys), n(steps.values), n(steps.scores),
         n(steps.scaled), n(steps.mask), n(steps.weights), n(steps.output), n(exp), n(shift[..., 0]), kind, layer,
-        head,
+        head, positional,
     )  # fmt: skip
 
 
@@ -770,7 +771,8 @@ class Session:
         if bias is not None:  # T5: each head's relative bias is part of its scaled scores
             bias = bias[0, head]
             title += " (scaled scores include T5's relative position bias)"
-        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head, bias)
+        inside = cfg.positional if cfg.positional in ("rope", "t5_relative") and memory is None else ""
+        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head, bias, inside)
 
     def _explain_inputs(
         self, src_text: str, tgt_ids: list[int] | None

@@ -143,7 +143,7 @@ class AttentionExplanation:
     k: np.ndarray  # [Lk, d_k]
     v: np.ndarray  # [Lk, d_v]
     scores: np.ndarray  # QKᵀ [Lq, Lk]
-    scaled: np.ndarray  # QKᵀ / √d_k
+    scaled: np.ndarray  # QKᵀ / √d_k (+ b, T5's relative position bias, when the model has one)
     mask: np.ndarray  # True = may attend
     weights: np.ndarray  # softmax of the scaled, masked scores
     output: np.ndarray  # weights · V [Lq, d_v] (this head's part, before W^O)
@@ -152,6 +152,9 @@ class AttentionExplanation:
     kind: str = "example"  # "example" (the worked example) | "encoder" | "decoder_self" | "cross"
     layer: int = -1  # 0-based layer of the head, −1 for the worked example
     head: int = -1  # 0-based head, −1 for the worked example
+    # what positions did inside this attention: "rope" (q and k were rotated), "t5_relative" (scaled includes the
+    # head's relative bias b); "" for nothing (cross-attention, positions added to the embeddings, the example)
+    positional: str = ""
 
 
 # -- step-through decoding -------------------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ def test_the_rate_row_follows_the_schedule_by_its_label_not_its_text(form):
     try:
         form.retranslate()
         assert form._rate_label.text() == "学习率"
-        form.schedule.setCurrentText("noam")
+        form.schedule.setCurrentIndex(form.schedule.findData("noam"))  # its text is the value's Chinese name
         assert form._rate_label.text() == "Noam 系数"
     finally:
         language.set("en")

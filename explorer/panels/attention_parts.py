@@ -62,6 +62,31 @@ WORKED_EXAMPLE = N_("Worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0
 ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and map at most this often
 SCORE_COLUMNS = 5  # q·k, scaled, mask, exp, softmax; then the value vector
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter  # numbers in the explainer's tables
+# the explainer's title: the paper's scores, or T5's (the head's relative position bias b added)
+EXPLAIN_TITLES = {
+    False: N_(
+        "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k) = exp / Σ exp, with d_k = {d_k}, "
+        "√d_k = {root}, Σ exp = {total}; output = Σ weight · v"
+    ),
+    True: N_(
+        "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k + b) = exp / Σ exp, with d_k = {d_k}, "
+        "√d_k = {root}, Σ exp = {total}; output = Σ weight · v"
+    ),
+}
+# what the model's positions did inside the explained attention (AttentionExplanation.positional)
+POSITIONS_NOTES = {
+    "t5_relative": N_(
+        "T5's positions: b is this head's learned relative position bias for the bucket of the offset key − query, "
+        "added to the scaled scores (the column “q·k / √d_k + b”). T5 itself computes q·k without dividing by √d_k "
+        "(the factor is folded into the initialisation of W^Q), normalises with an RMS norm and does not scale its "
+        "embeddings; this app scales as the paper does (q·k / √d_k, LayerNorm, embeddings × √d_model)."
+    ),
+    "rope": N_(
+        "RoPE: q and k are shown after the rotation. Each pair of their dimensions has been turned by an angle "
+        "proportional to its position, so positions enter q·k only through the offset between query and key; what "
+        "q and k contain still matters."
+    ),
+}
 
 
 def kinds_of(arch: str) -> tuple[tuple[str, str], ...]:
@@ -386,17 +411,14 @@ class QkExplainer(QWidget):
         i = max(0, self.query.currentIndex())
         d_k = e.q.shape[1]
         self.explain_title.setText(
-            tr(
-                "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ / √d_k) = exp / Σ exp, with d_k = {d_k}, "
-                "√d_k = {root}, Σ exp = {total}; output = Σ weight · v"
-            ).format(
+            tr(EXPLAIN_TITLES[e.positional == "t5_relative"]).format(
                 title=explanation_title(e, self.arch), i=i + 1, token=html.escape(e.query_tokens[i]), d_k=d_k,
                 root=f"{np.sqrt(d_k):.3f}", total=number(float(e.exp[i].sum())),
             )
         )  # fmt: skip
-        self.explain_note.setVisible(e.kind == "example")
-        if e.kind == "example":
-            self.explain_note.setText(self._example_note(e, i))
+        note = self._example_note(e, i) if e.kind == "example" else tr(POSITIONS_NOTES.get(e.positional, ""))
+        self.explain_note.setVisible(bool(note))
+        self.explain_note.setText(note)
         self._fill_per_key(e, i)
         self._fill_vectors(e, i)
 
@@ -408,8 +430,9 @@ class QkExplainer(QWidget):
         d_v = e.v.shape[1]
         self.per_key.setColumnCount(SCORE_COLUMNS + d_v)
         self.per_key.setRowCount(len(keys) + 1)
+        scaled = "q·k / √d_k + b" if e.positional == "t5_relative" else "÷ √d_k"  # T5: the head's bias b added
         self.per_key.setHorizontalHeaderLabels(
-            ["q·k", "÷ √d_k", tr("mask"), exp_header, "softmax", *(f"v[{c + 1}]" for c in range(d_v))]
+            ["q·k", scaled, tr("mask"), exp_header, "softmax", *(f"v[{c + 1}]" for c in range(d_v))]
         )
         self.per_key.setVerticalHeaderLabels([f"k{j + 1} {t}" for j, t in enumerate(keys)] + [tr("Σ, output")])
         for j in range(len(keys)):

@@ -11,7 +11,7 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from explorer.i18n import N_, tr
+from explorer.i18n import N_, mark, tr
 from explorer.widgets import named
 from explorer.worker import RunInfo
 from model.config import ModelConfig
@@ -31,6 +31,21 @@ def tokenizer_text(info: RunInfo) -> str:
     if info.model_config.single_stream:
         return tr("{kind} ({n} pieces, one vocabulary)").format(kind=info.tokenizer.kind, n=src)
     return tr("{kind} ({src} / {tgt} pieces)").format(kind=info.tokenizer.kind, src=src, tgt=tgt)
+
+
+# The values of the settings' choices in the interface language (in English the value itself, which is also what
+# the command line takes): this panel's summary and the settings form's boxes (whose item data stays the value).
+VALUE_NAMES = {
+    "positional": {
+        "sinusoidal": N_("sinusoidal"),
+        "learned": N_("learned"),
+        "rope": N_("rope"),
+        "t5_relative": N_("t5_relative"),
+    },
+    "norm": {"post": N_("post"), "pre": N_("pre")},
+    "activation": {"relu": N_("relu"), "gelu": N_("gelu"), "silu": N_("silu"), "gelu_tanh": N_("gelu_tanh")},
+    "schedule": {"noam": N_("noam"), "constant": N_("constant"), "cosine": N_("cosine")},
+}
 
 
 FAMILY_TITLES = {
@@ -65,12 +80,12 @@ def parameters_text(info: RunInfo) -> str:
     """All the parameters; with experts also those one token passes through (k of each layer's N experts)."""
     m = info.model_config
     if not m.moe:
-        return f"<b>{tr('Parameters')}: {info.total_parameters:,}</b>"
+        return f"<b>{tr('Parameters')}{mark(': ')}{info.total_parameters:,}</b>"
     share = 100 * info.active_parameters / max(1, info.total_parameters)
     experts = tr("Mixture of experts: {n} expert FFNs in each layer; a router sends each token to {k} of them "
                  "(balance loss × {w:g})").format(n=m.n_experts, k=m.experts_top_k, w=m.aux_loss_coef)  # fmt: skip
     active = tr("{active} active per token ({share:.0f}%)").format(active=f"{info.active_parameters:,}", share=share)
-    return f"{experts}<br><b>{tr('Parameters')}: {info.total_parameters:,}; {active}</b>"
+    return f"{experts}<br><b>{tr('Parameters')}{mark(': ')}{info.total_parameters:,}{mark('; ')}{active}</b>"
 
 
 class ModelPanel(QWidget):
@@ -118,20 +133,22 @@ class ModelPanel(QWidget):
         if m.tie_embeddings:
             tied.append(tr("output projection tied to the token embedding") if m.single_stream else
                         tr("output projection tied to the target embedding"))  # fmt: skip
-        positional: str = m.positional
+        positional = tr(VALUE_NAMES["positional"].get(m.positional, m.positional))
         if m.positional == "sinusoidal" and m.sinusoid_layout == "split":
-            positional += " " + tr("(sines in the first half of the dimensions, cosines in the second)")
+            positional += mark(" ") + tr("(sines in the first half of the dimensions, cosines in the second)")
         if not m.scale_embedding:
-            positional += "; " + tr("embeddings not scaled by √d_model")
+            positional += mark("; ") + tr("embeddings not scaled by √d_model")
         if m.embed_norm:
-            positional += "; " + tr("LayerNorm over the summed embeddings")
+            positional += mark("; ") + tr("LayerNorm over the summed embeddings")
+        activation = tr(VALUE_NAMES["activation"].get(m.activation, m.activation))
         lines = [
             f"<b>{tr(FAMILY_TITLES[m.arch])}</b> — {origin_text(info)}",
-            f"{stacks_text(m)}; d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} (d_k = d_v = {m.head_dim}), "
-            f"d_ff = {m.d_ff}, P_drop = {m.dropout:g}",
-            f"{norm}; {tr('positional encoding')}: {positional}; {tr('activation')}: {m.activation}; "
-            f"max_len = {m.max_len}",
-            f"{tr('Tokenizer')}: {tokenizer_text(info)}" + (f"; {', '.join(tied)}" if tied else ""),
+            f"{stacks_text(m)}{mark('; ')}d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} "
+            f"(d_k = d_v = {m.head_dim}), d_ff = {m.d_ff}, P_drop = {m.dropout:g}",
+            f"{norm}{mark('; ')}{tr('positional encoding')}{mark(': ')}{positional}{mark('; ')}"
+            f"{tr('activation')}{mark(': ')}{activation}{mark('; ')}max_len = {m.max_len}",
+            f"{tr('Tokenizer')}{mark(': ')}{tokenizer_text(info)}"
+            + (mark("; ") + mark(", ").join(tied) if tied else ""),
             parameters_text(info),
         ]
         self.summary.setText("<br>".join(lines))

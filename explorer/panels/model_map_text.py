@@ -15,7 +15,7 @@ import html
 import math
 from dataclasses import dataclass
 
-from explorer.i18n import N_, tr
+from explorer.i18n import N_, mark, tr
 from explorer.panels.model_info import FAMILY_TITLES, parameters_text, stacks_text
 from explorer.worker import RunInfo
 from model.config import ModelConfig
@@ -105,6 +105,7 @@ POSITIONAL_KINDS = {
     "rope": N_("RoPE, in self-attention"),
     "t5_relative": N_("T5 relative bias, in attention"),
 }
+ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "gelu_tanh": "GELU (tanh)"}
 # each sublayer as a function of its input {x}; m is the encoder's output (the "memory")
 SUBLAYER_SYMBOLS = {
     "encoder_self_attention": "MultiHead({x}, {x}, {x})",
@@ -161,7 +162,7 @@ def box_detail(part: ModelPart, cfg: ModelConfig, vocab: tuple[int, int]) -> str
     if kind == "feed_forward" and cfg.moe:
         return tr("{n} experts · top-{k} · router").format(n=cfg.n_experts, k=cfg.experts_top_k)
     if kind == "feed_forward":
-        return f"d_ff = {cfg.d_ff} · {cfg.activation.upper()}"
+        return f"d_ff = {cfg.d_ff} · {ACTIVATION_NAMES.get(cfg.activation, cfg.activation)}"
     if kind == "mlm_head":
         return f"{cfg.d_model} → {cfg.d_model} · GELU"
     if kind == "embedding":
@@ -205,16 +206,16 @@ def where(part: ModelPart, cfg: ModelConfig) -> str:
     stack = tr("Encoder") if part.stack == "encoder" else tr("Decoder")
     if part.layer is None:
         return stack
-    return f"{stack}, " + tr("layer {n} of {total}").format(n=part.layer + 1, total=total)
+    return stack + mark(", ") + tr("layer {n} of {total}").format(n=part.layer + 1, total=total)
 
 
 def params_line(count: int | None, all_layers: int | None = None, n: int = 1) -> str:
     """``Parameters: …`` (with the total over all ``n`` layers when there are several)."""
     if count is None:
         return f"<p>{tr('No parameters: nothing here is learned.')}</p>"
-    text = f"<p><b>{tr('Parameters')}: {count:,}</b>"
+    text = f"<p><b>{tr('Parameters')}{mark(': ')}{count:,}</b>"
     if all_layers is not None and n > 1:
-        text += " " + tr("(all {n} layers: {total})").format(n=n, total=f"{all_layers:,}")
+        text += mark(" ") + tr("(all {n} layers: {total})").format(n=n, total=f"{all_layers:,}")
     return text + "</p>"
 
 
@@ -240,7 +241,8 @@ def overview_html(info: RunInfo) -> str:
         f"<p>{stacks_text(m)}; "
         f"d<sub>model</sub> = {m.d_model}, h = {m.n_heads}, d<sub>k</sub> = {m.head_dim}, "
         f"d<sub>ff</sub> = {m.d_ff}</p>",
-        f"<p>{norm}; {tr('positional encoding')}: {tr(POSITIONAL_KINDS.get(m.positional, m.positional))}</p>",
+        f"<p>{norm}{mark('; ')}{tr('positional encoding')}{mark(': ')}"
+        f"{tr(POSITIONAL_KINDS.get(m.positional, m.positional))}</p>",
         f"<p>{parameters_text(info)}</p>",
         f"<p>{tr('Point at a part of the drawing to see its equation; click it to keep it here.')}</p>",
     ]
@@ -300,7 +302,9 @@ def per_layer(info: RunInfo, key: str, n: int, share: int = 1) -> tuple[int | No
 def _attention(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
     d, h, dk = m.d_model, m.n_heads, m.head_dim
-    scores = "QK<sup>T</sup> / √d<sub>k</sub>" + (" + M" if part.kind == "decoder_self_attention" else "")
+    biased = m.positional == "t5_relative" and part.kind != "cross_attention"  # T5: self-attention only
+    scores = "QK<sup>T</sup> / √d<sub>k</sub>" + (" + B" if biased else "")
+    scores += " + M" if part.kind == "decoder_self_attention" else ""
     rows = [
         formula(f"Attention(Q, K, V) = softmax({scores}) V"),
         formula("MultiHead(Q, K, V) = Concat(head<sub>1</sub>, …, head<sub>h</sub>) W<sup>O</sup>"),
@@ -317,6 +321,8 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
         rows.append(f"<p>{tr(MASK_TEXT)}</p>")
     if m.positional == "rope" and part.kind != "cross_attention":
         rows.append(f"<p>{tr('RoPE rotates q and k by their positions before the product QKᵀ.')}</p>")
+    if biased:
+        rows.append(f"<p>{tr(T5_SCORES_TEXT)}</p>")
     n = layer_count(m, part.stack)
     count, total = per_layer(info, PARAMETER_KEYS[part.kind], n)
     rows.append(params_line(count, total, n))
@@ -326,6 +332,10 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
     return "".join(rows)
 
 
+T5_SCORES_TEXT = N_(
+    "B is T5's relative position bias: a learned number per head for the bucket of each offset key − query "
+    "(the positional encoding's part of the map)."
+)
 MASK_TEXT = N_(
     "M is the causal mask: M<sub>ij</sub> = 0 for j ≤ i and −∞ for j &gt; i, so position i sees only "
     "the words up to itself, never the ones still to be written."
@@ -338,7 +348,7 @@ def _feed_forward(part: ModelPart, info: RunInfo) -> str:
         return _experts(part, info)
     d, dff = m.d_model, m.d_ff
     inner = "xW<sub>1</sub> + b<sub>1</sub>"
-    act = f"max(0, {inner})" if m.activation == "relu" else f"GELU({inner})"
+    act = f"max(0, {inner})" if m.activation == "relu" else f"{ACTIVATION_SYMBOLS[m.activation]}({inner})"
     rows = [
         formula(f"FFN(x) = {act} W<sub>2</sub> + b<sub>2</sub>"),
         f"<p>W<sub>1</sub> ∈ ℝ<sup>{d}×{dff}</sup>, b<sub>1</sub> ∈ ℝ<sup>{dff}</sup>, "
@@ -346,14 +356,25 @@ def _feed_forward(part: ModelPart, info: RunInfo) -> str:
         f"= {dff / d:g} · d<sub>model</sub></p>",
         f"<p>{tr('The same network for every position; every layer has its own.')}</p>",
     ]
-    if m.activation == "gelu":
-        rows.append(f"<p>{tr('GELU(x) = x · Φ(x), a smooth ReLU; the paper uses ReLU = max(0, x).')}</p>")
+    if m.activation in ACTIVATION_TEXTS:
+        rows.append(f"<p>{tr(ACTIVATION_TEXTS[m.activation])}</p>")
     n = layer_count(m, part.stack)
     count, total = per_layer(info, f"{part.stack} feed-forward", n)
     rows.append(params_line(count, total, n))
     if count == 2 * d * dff + dff + d:
         rows.append(f"<p>= 2·{d}·{dff} + {dff} + {d}</p>")
     return "".join(rows)
+
+
+ACTIVATION_SYMBOLS = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU", "gelu_tanh": "GELU"}
+ACTIVATION_TEXTS = {  # what each non-linearity other than the paper's ReLU computes
+    "gelu": N_("GELU(x) = x · Φ(x), a smooth ReLU; the paper uses ReLU = max(0, x)."),
+    "gelu_tanh": N_(
+        "GELU(x) ≈ 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), the tanh approximation of x · Φ(x) (GPT-2); "
+        "the paper uses ReLU = max(0, x)."
+    ),
+    "silu": N_("SiLU(x) = x · σ(x), also called swish (Marian); the paper uses ReLU = max(0, x)."),
+}
 
 
 def _experts(part: ModelPart, info: RunInfo) -> str:
@@ -368,9 +389,10 @@ def _experts(part: ModelPart, info: RunInfo) -> str:
             "g<sub>i</sub> = p<sub>i</sub>(x) / Σ<sub>j ∈ TopK</sub> p<sub>j</sub>(x)"
         )
     rows = [
-        formula("p(x) = softmax(x W<sub>r</sub>)"),
+        formula("p(x) = softmax(x W<sub>r</sub> + b<sub>r</sub>)"),
         mix,
-        f"<p>N = <b>{n}</b> {tr('experts')}, k = <b>{k}</b>; W<sub>r</sub> ∈ ℝ<sup>{d}×{n}</sup>; "
+        f"<p>N = <b>{n}</b> {tr('experts')}{mark(', ')}k = <b>{k}</b>{mark('; ')}W<sub>r</sub> ∈ ℝ<sup>{d}×{n}</sup>, "
+        f"b<sub>r</sub> ∈ ℝ<sup>{n}</sup>{mark('; ')}"
         + tr(EXPERTS_TEXT).format(dff=dff, k=k)
         + " "
         + tr(WEIGHTS_TOP1 if k == 1 else WEIGHTS_TOPK)
@@ -382,7 +404,9 @@ def _experts(part: ModelPart, info: RunInfo) -> str:
     count, total = per_layer(info, f"{part.stack} feed-forward", layers)
     rows.append(params_line(count, total, layers))
     if count is not None and count == n * (2 * d * dff + dff + d) + d * n + n:
-        rows.append(f"<p>= {n}·(2·{d}·{dff} + {dff} + {d}) + {d}·{n} + {n}: {tr('the experts and the router')}</p>")
+        rows.append(
+            f"<p>= {n}·(2·{d}·{dff} + {dff} + {d}) + {d}·{n} + {n}{mark(': ')}{tr('the experts and the router')}</p>"
+        )
     return "".join(rows)
 
 
@@ -394,8 +418,8 @@ WEIGHTS_TOP1 = N_(
 WEIGHTS_TOPK = N_("With k ≥ 2 the k chosen probabilities are renormalised to sum to 1 (GShard, Mixtral).")
 BALANCE_TEXT = N_(
     "f<sub>i</sub> is the share of the tokens sent to expert i and P<sub>i</sub> its mean router probability; "
-    "the balance loss is 1 when the experts share the tokens evenly and grows as a few take most of them. "
-    "Training adds its mean over the MoE layers, times its weight, to the loss."
+    "the balance loss is 1 when the tokens (or the probabilities) are spread evenly and grows when tokens and "
+    "probability pile on the same experts. Training adds its mean over the MoE layers, times its weight, to the loss."
 )
 
 
@@ -416,17 +440,19 @@ def _norm(part: ModelPart, info: RunInfo) -> str:
         rows = [formula("y = LayerNorm(x<sub>N</sub>)"), f"<p>N = {layer_count(m, part.stack)}</p>"]
     rows.append(formula(LAYER_NORM))
     rows.append(
-        f"<p>{tr('μ and σ² are the mean and variance of one position’s features')} "
-        f"(d<sub>model</sub> = {m.d_model}); γ, β ∈ ℝ<sup>{m.d_model}</sup>; ε = {m.layer_norm_eps:g}</p>"
+        f"<p>{tr('μ and σ² are the mean and variance of one position’s features')}{mark(' ')}{mark('(')}"
+        f"d<sub>model</sub> = {m.d_model}{mark(')')}{mark('; ')}"
+        f"γ, β ∈ ℝ<sup>{m.d_model}</sup>; ε = {m.layer_norm_eps:g}</p>"
     )
     if part.kind == "add_norm":
         rows.append(f"<p>{tr('Dropout (P_drop = {p}) acts on the sublayer’s output before the add.')}</p>"
                     .format(p=f"{m.dropout:g}"))  # fmt: skip
     if part.kind == "final_norm":
         n, (count, total) = 1, per_layer(info, f"{part.stack} final norm", 1)
-    else:  # the layer's norms, one per sublayer
+    else:  # one of the layer's norms (one per sublayer): this norm in each of the n layers
         n = layer_count(m, part.stack)
-        count, total = per_layer(info, f"{part.stack} norms", n, len(stack_sublayers(m, part.stack or "encoder")))
+        count, _ = per_layer(info, f"{part.stack} norms", n, len(stack_sublayers(m, part.stack or "encoder")))
+        total = None if count is None else count * n
     return "".join(rows) + params_line(count, total, n)
 
 
@@ -441,10 +467,47 @@ def _residual(part: ModelPart, info: RunInfo) -> str:
     rows = [
         formula("x + Sublayer(LayerNorm(x))"),
         formula(f"<b>x +</b> Dropout({sublayer_text(part.wraps, 'LayerNorm(x)')})"),
-        f"<p>{tr('The residual stream carries x past the sublayer, so every layer only adds a change to it.')} "
-        f"P<sub>drop</sub> = {m.dropout:g}</p>",
+        f"<p>{tr('The residual stream carries x past the sublayer, so every layer only adds a change to it.')}"
+        f"{mark(' ')}P<sub>drop</sub> = {m.dropout:g}</p>",
     ]
     return "".join(rows) + params_line(None)
+
+
+def embedded(cfg: ModelConfig) -> str:
+    """A token's embedding as this model takes it: × √d_model where it scales it (the paper, Marian)."""
+    return "Embedding(token)" + (" · √d<sub>model</sub>" if cfg.scale_embedding else "")
+
+
+def position_term(cfg: ModelConfig) -> str:
+    """What is added to the embedding for the position ("" where positions act inside the attention)."""
+    return {"sinusoidal": "PE<sub>pos</sub>", "learned": "P<sub>pos</sub>"}.get(cfg.positional, "")
+
+
+def input_formula(cfg: ModelConfig) -> str:
+    """x, the first layer's input, as this model computes it: the embedding, the position's vector, BERT's segment
+    embedding, and the LayerNorm over their sum where the model has one (BERT)."""
+    terms = [embedded(cfg), position_term(cfg)]
+    if cfg.arch == "encoder_only":
+        terms.append("S<sub>segment</sub>")
+    total = " + ".join(t for t in terms if t)
+    return "x = " + (f"LayerNorm({total})" if cfg.embed_norm else total)
+
+
+def scaling_text(cfg: ModelConfig) -> str:
+    """√d_model with its value, and that the paper gives no reason for it; or that this model does not scale."""
+    if not cfg.scale_embedding:
+        return f"<p>{tr(UNSCALED_TEXT)}</p>"
+    return f"<p>√d<sub>model</sub> = √{cfg.d_model} = {sqrt_text(cfg.d_model)}</p><p>{tr(SCALED_TEXT)}</p>"
+
+
+SCALED_TEXT = N_("The paper multiplies the embedding weights by √d_model (§3.4); it does not say why.")
+UNSCALED_TEXT = N_(
+    "This model does not multiply its embeddings by √d_model (the paper does, §3.4; GPT-2 and BERT do not)."
+)
+EMBED_NORM_TEXT = N_(
+    "The sum is normalised by a LayerNorm of its own (BERT's embedding norm; γ, β ∈ ℝ<sup>{d}</sup>) before the "
+    "first layer."
+)
 
 
 def _embedding(part: ModelPart, info: RunInfo) -> str:
@@ -454,12 +517,11 @@ def _embedding(part: ModelPart, info: RunInfo) -> str:
     if m.single_stream:
         return _token_embedding(part, info, size)
     rows = [
-        formula("Embedding(token) · √d<sub>model</sub>"),
-        f"<p>√d<sub>model</sub> = √{m.d_model} = {sqrt_text(m.d_model)}; E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>: "
+        formula(embedded(m)),
+        f"<p>E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>{mark(': ')}"
         + tr("one row of d_model numbers per piece of the vocabulary (V = {v}).").format(v=f"{size:,}")
         + "</p>",
-        f"<p>{tr('The paper multiplies by √d_model so that embeddings and positional encodings have similar sizes.')}"
-        "</p>",
+        scaling_text(m),
     ]
     note = embedding_note(part, m)
     if note:
@@ -474,45 +536,39 @@ def _embedding(part: ModelPart, info: RunInfo) -> str:
 
 
 def _token_embedding(part: ModelPart, info: RunInfo, size: int) -> str:
-    """The one embedding of a single-stream model (and BERT's segment embedding beside it)."""
+    """The one embedding of a single-stream model (and BERT's segment embedding and embedding norm beside it)."""
     m = info.model_config
     segment = m.arch == "encoder_only"
     rows = [
-        formula("Embedding(token) · √d<sub>model</sub>" + (" + S<sub>segment</sub>" if segment else "")),
-        f"<p>√d<sub>model</sub> = √{m.d_model} = {sqrt_text(m.d_model)}; E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>: "
+        formula(input_formula(m)),
+        f"<p>E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>{mark(': ')}"
         + tr("one row of d_model numbers per piece of the vocabulary (V = {v}).").format(v=f"{size:,}")
         + "</p>",
     ]
     if segment:
-        rows.append(f"<p>S ∈ ℝ<sup>2×{m.d_model}</sup>: " + tr("sentence A or B of a pair (BERT's segments).")
+        rows.append(f"<p>S ∈ ℝ<sup>2×{m.d_model}</sup>{mark(': ')}" + tr("sentence A or B of a pair (BERT's segments).")
                     + "</p>")  # fmt: skip
+    if m.embed_norm:
+        rows.append("<p>" + tr(EMBED_NORM_TEXT).format(d=m.d_model) + "</p>")
+    rows.append(scaling_text(m))
     note = embedding_note(part, m)
     if note:
         rows.append(f"<p><b>{note}</b></p>")
     count = info.parameters.get("token embedding")
-    if count is not None and segment:
-        count += info.parameters.get("segment embedding", 0)
+    if count is not None:
+        count += info.parameters.get("segment embedding", 0) + info.parameters.get("embedding norm", 0)
     return "".join(rows) + params_line(count)
 
 
 def _positional(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
-    d, last = m.d_model, m.max_len - 1
     if m.positional == "sinusoidal":
-        angle = "pos / 10000<sup>2i/d<sub>model</sub></sup>"
-        rows = [
-            formula(f"PE<sub>(pos, 2i)</sub> = sin({angle})"),
-            formula(f"PE<sub>(pos, 2i+1)</sub> = cos({angle})"),
-            f"<p>d<sub>model</sub> = {d}, i = 0 … {d // 2 - 1}, pos = 0 … {last}</p>",
-            formula("x = Embedding(token) · √d<sub>model</sub> + PE<sub>pos</sub>"),
-            f"<p>{tr('A fixed table, the same for the encoder and the decoder; wavelengths from 2π to 10000 · 2π.')}"
-            "</p>",
-        ]
-        return "".join(rows) + params_line(None)
+        return _sinusoids(m)
     if m.positional == "learned":
+        last = m.max_len - 1
         rows = [
-            formula("x = Embedding(token) · √d<sub>model</sub> + P<sub>pos</sub>"),
-            f"<p>P ∈ ℝ<sup>{m.max_len}×{d}</sup>, pos = 0 … {last}: "
+            formula(input_formula(m)),
+            f"<p>P ∈ ℝ<sup>{m.max_len}×{m.d_model}</sup>, pos = 0 … {last}{mark(': ')}"
             + tr("one learned row per position; longer sequences cannot be represented.")
             + "</p>",
         ]
@@ -525,17 +581,46 @@ def _positional(part: ModelPart, info: RunInfo) -> str:
     return _rope(m)
 
 
+def _sinusoids(m: ModelConfig) -> str:
+    """The paper's table, interleaved (sin at 2i, cos at 2i + 1) or laid out as Marian lays it out (the sines in
+    the first half of the dimensions, the cosines in the second)."""
+    d, angle = m.d_model, "pos / 10000<sup>2i/d<sub>model</sub></sup>"
+    split = m.sinusoid_layout == "split"
+    sin_at, cos_at = ("i", "d<sub>model</sub>/2 + i") if split else ("2i", "2i+1")
+    rows = [
+        formula(f"PE<sub>(pos, {sin_at})</sub> = sin({angle})"),
+        formula(f"PE<sub>(pos, {cos_at})</sub> = cos({angle})"),
+        f"<p>d<sub>model</sub> = {d}, i = 0 … {d // 2 - 1}, pos = 0 … {m.max_len - 1}</p>",
+        formula(input_formula(m)),
+        f"<p>{tr('A fixed table, the same for the encoder and the decoder; wavelengths from 2π to 10000 · 2π.')}</p>",
+    ]
+    if split:
+        rows.append(f"<p>{tr(SPLIT_TEXT)}</p>")
+    return "".join(rows) + params_line(None)
+
+
+SPLIT_TEXT = N_(
+    "Laid out as Marian lays it out: the sines fill the first half of the dimensions, the cosines the second; "
+    "the paper interleaves them (sin at 2i, cos at 2i + 1). The values are the same, in another order."
+)
 T5_TEXT = N_("buckets of offsets, wider for distant positions, up to {d}; one bias per head and bucket, learned.")
+T5_ORIGINAL_TEXT = N_(
+    "T5 itself also computes q·k without dividing by √d_k (the factor is folded into the initialisation of "
+    "W<sup>Q</sup>), normalises with an RMS norm (no mean subtracted, no β) and does not scale its embeddings. "
+    "This app scales as the paper does: q·k / √d_k, LayerNorm, and embeddings × √d_model where the model scales "
+    "them."
+)
 
 
 def _t5(part: ModelPart, info: RunInfo) -> str:
     """T5's relative position bias: a learned number per head and offset bucket, added to the scores."""
     m = info.model_config
     rows = [
-        formula("x = Embedding(token) · √d<sub>model</sub>"),
+        formula(input_formula(m)),
         formula("softmax(QK<sup>T</sup> / √d<sub>k</sub> + B) V"),
         formula("B<sub>ij</sub> = b<sub>h</sub>(bucket(j − i))"),
         f"<p>{m.t5_buckets} " + tr(T5_TEXT).format(d=m.t5_max_distance) + "</p>",
+        f"<p>{tr(T5_ORIGINAL_TEXT)}</p>",
     ]
     key = "encoder relative bias (T5)" if part.stack == "encoder" else "decoder relative bias (T5)"
     return "".join(rows) + params_line(info.parameters.get(key))
@@ -545,7 +630,7 @@ def _rope(m: ModelConfig) -> str:
     c, s = "cos pos·θ<sub>i</sub>", "sin pos·θ<sub>i</sub>"
     q0, q1 = "q<sub>2i</sub>", "q<sub>2i+1</sub>"
     rows = [
-        formula("x = Embedding(token) · √d<sub>model</sub>"),
+        formula(input_formula(m)),
         formula(f"({q0}, {q1}) ↦ ({q0} {c} − {q1} {s}, {q0} {s} + {q1} {c})"),
         formula("θ<sub>i</sub> = 10000<sup>−2i/d<sub>k</sub></sup>"),
         f"<p>d<sub>k</sub> = {m.head_dim}, i = 0 … {m.head_dim // 2 - 1}, pos = 0 … {m.max_len - 1}</p>",
@@ -555,9 +640,9 @@ def _rope(m: ModelConfig) -> str:
 
 
 ROPE_TEXT = N_(
-    "Rotary positions (RoPE) add nothing to the embeddings: every self-attention (not the "
-    "cross-attention) rotates each pair of q and k by an angle proportional to the position, so q·k "
-    "depends only on how far apart the two positions are."
+    "Rotary positions (RoPE) add nothing to the embeddings: every self-attention (not the cross-attention) "
+    "rotates each pair of q and k by an angle proportional to the position, so positions enter q·k only through "
+    "the offset n − m; what q and k contain still matters."
 )
 
 
@@ -566,7 +651,9 @@ def _output_linear(part: ModelPart, info: RunInfo) -> str:
     v = info.vocab_sizes[1]
     rows = [
         formula("z = x W + b"),
-        f"<p>W ∈ ℝ<sup>{m.d_model}×{v:,}</sup>, b ∈ ℝ<sup>{v:,}</sup>: " + tr(LOGITS_TEXT[m.single_stream]) + "</p>",
+        f"<p>W ∈ ℝ<sup>{m.d_model}×{v:,}</sup>, b ∈ ℝ<sup>{v:,}</sup>{mark(': ')}"
+        + tr(LOGITS_TEXT[m.single_stream])
+        + "</p>",
     ]
     if m.arch == "encoder_only":
         rows.append(f"<p>{tr('x is the output of the masked-LM head.')}</p>")
@@ -597,7 +684,7 @@ def _mlm_head(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
     rows = [
         formula("h′ = LayerNorm(GELU(x W + b))"),
-        f"<p>W ∈ ℝ<sup>{m.d_model}×{m.d_model}</sup>, b ∈ ℝ<sup>{m.d_model}</sup>; "
+        f"<p>W ∈ ℝ<sup>{m.d_model}×{m.d_model}</sup>, b ∈ ℝ<sup>{m.d_model}</sup>{mark('; ')}"
         + tr("the output layer then scores every piece at each masked position.")
         + "</p>",
     ]

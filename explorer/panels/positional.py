@@ -39,6 +39,17 @@ from explorer.worker import PositionalReady, PositionalTables, RunInfo, engine_l
 SIMILARITY_TITLE = N_("Similarity PE(p)·PE(q) / (d_model/2): depends only on p − q (1 at p = q)")
 
 
+def last_bucket_start(bidirectional: bool, n_buckets: int, far: int) -> int:
+    """The smallest distance that T5's last bucket (of a side) holds: every farther one shares it."""
+    import torch
+
+    from model.positional import t5_buckets
+
+    distance = torch.arange(far + 1)
+    bucket = t5_buckets(-distance, bidirectional, n_buckets, far)  # keys before the query: both kinds have them
+    return int(distance[bucket == bucket.max()].min())
+
+
 class LinePlot(QWidget):
     """A plain line plot with export (picture or numbers)."""
 
@@ -136,7 +147,7 @@ class PositionalPanel(QWidget):
         self.dims.editingFinished.connect(self.redraw)
 
     def _create_views(self) -> None:
-        self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, i) for chosen dimensions i"), N_("position"), "PE")
+        self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, dim) for chosen dimensions"), N_("position"), "PE")
         self.matrix = Heatmap("pe_matrix_heatmap", N_("The PE matrix (positions × dimensions)"), (-1.0, 1.0),
                               DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
         self.similarity = Heatmap("pe_similarity_heatmap", SIMILARITY_TITLE,
@@ -276,7 +287,8 @@ class PositionalPanel(QWidget):
         n = self.positions.value()
         pe = sinusoidal_table(n, d).numpy().astype(np.float64)
         pos = np.arange(n)
-        self.curves.set_series([(f"i = {i}", pos, pe[:, i], {}) for i in self.chosen_dims()])
+        # "dim", not the paper's i: dimension 2i holds a sine and 2i + 1 a cosine of the pair i
+        self.curves.set_series([(tr("dim {n}").format(n=i), pos, pe[:, i], {}) for i in self.chosen_dims()])
         self.matrix.set_data(pe, [str(p) for p in range(n)], [str(i) for i in range(d)])
         sim = pe @ pe.T / (d / 2)  # each pair contributes sin² + cos² = 1 at p = q
         self.similarity.set_data(sim, [str(p) for p in range(n)], [str(p) for p in range(n)], levels=(sim.min(), 1.0))
@@ -433,15 +445,22 @@ class PositionalPanel(QWidget):
 
     @staticmethod
     def _t5_note(arch: str, n_buckets: int, far: int) -> str:
-        both, back = n_buckets // 4, n_buckets // 2  # offsets with a bucket of their own (each way; looking back)
+        # offsets with a bucket of their own: half of each direction's half (the encoder's), half of all (the
+        # decoder's); offset 0 counts as "before", so the encoder has one exact offset fewer after the query
+        before, back = n_buckets // 4, n_buckets // 2
         note = tr(
             "This model adds nothing to its embeddings: each self-attention adds a learned number per head to its "
             "scores, chosen by the bucket of the offset key − query (T5's relative position bias; cross-attention "
-            "gets none). Small offsets have a bucket each; larger ones share buckets on a logarithmic scale up to "
-            "{far}, and all farther ones share the last. One table of {n} buckets × heads per stack, shared by its "
-            "layers."
+            "gets none). Small offsets have a bucket each; larger ones share buckets whose width grows "
+            "logarithmically, on a scale set by the distance {far}. One table of {n} buckets × heads per stack, "
+            "shared by its layers."
         ).format(far=far, n=n_buckets)
-        encoder = tr("The encoder's buckets are split between keys before and after the query ({e} exact offsets "
-                     "each way).").format(e=both)  # fmt: skip
-        decoder = tr("The decoder's all look back ({d} exact offsets).").format(d=back)
+        encoder = tr(
+            "The encoder's buckets are split between keys before and after the query: {b} exact offsets before the "
+            "query (0 included), {a} after; each side's last bucket holds every distance from {s} on."
+        ).format(b=before, a=before - 1, s=last_bucket_start(True, n_buckets, far))
+        decoder = tr(
+            "The decoder's all look back: {d} exact offsets (0 included); the last bucket holds every distance from "
+            "{s} on."
+        ).format(d=back, s=last_bucket_start(False, n_buckets, far))
         return sentences(note, encoder if arch != "decoder_only" else "", decoder if arch != "encoder_only" else "")

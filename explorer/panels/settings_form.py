@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.i18n import N_, tr
+from explorer.panels.model_info import VALUE_NAMES
 from explorer.widgets import named
 from explorer.worker import NewModelSpec, RunInfo
 from model.config import PRESETS, SINGLE_STREAM, ModelConfig
@@ -257,7 +258,7 @@ class SettingsForm(QWidget):
     def _connect(self) -> None:
         self.browse.clicked.connect(self._on_browse)
         self.preset_combo.currentTextChanged.connect(self._on_preset)
-        self.schedule.currentTextChanged.connect(self._on_schedule)
+        self.schedule.currentIndexChanged.connect(self._on_schedule)
         self.task_combo.currentIndexChanged.connect(self._on_task)
         # before validate (connected below): the family's tasks and rows are in place when it checks
         self.arch_combo.currentIndexChanged.connect(self._on_family)
@@ -288,10 +289,31 @@ class SettingsForm(QWidget):
                 combo.setItemData(i, tr(names[combo.itemData(i)]), Qt.ItemDataRole.ToolTipRole)
             combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)  # the list shows whole names
             combo.setToolTip(combo.currentText())
+        self._name_values()
         self._name_tasks()
         self._update_file_label()
         self._show_rate_row()  # the label and decimals only: the rate itself stays as the person set it
         self.validate()
+
+    def _name_values(self) -> None:
+        """Each choice's value in the interface language, and each setting's help as the tooltip of its row (the
+        family's box keeps its name as tooltip: a narrow box cuts it)."""
+        for name, names in VALUE_NAMES.items():
+            combo = {**self.model_widgets, **self.train_widgets}[name]
+            assert isinstance(combo, QComboBox)
+            for i in range(combo.count()):
+                combo.setItemText(i, tr(names.get(combo.itemData(i), combo.itemData(i))))
+        rows = [(s, self.model_form, self.model_widgets[s.name]) for s in MODEL_SETTINGS if s is not FAMILY_SETTING]
+        rows += [(s, self.train_form, self.train_widgets[n]) for n, s in TRAIN_SETTINGS.items() if n not in RATE_FIELDS]
+        rows.append((NSP_SETTING, self.train_form, self.nsp_check))
+        for s, form, widget in rows:
+            widget.setToolTip(tr(s.setting.help))
+            label = form.labelForField(widget)
+            if label is not None:
+                label.setToolTip(tr(s.setting.help))
+        family = self.data_form.labelForField(self.arch_combo)
+        if family is not None:
+            family.setToolTip(tr(FAMILY_SETTING.setting.help))
 
     def _name_tasks(self) -> None:
         """The file item's text and each task's description (a tooltip)."""
@@ -372,7 +394,7 @@ class SettingsForm(QWidget):
         self.nsp_check.setChecked(NSP_SETTING.default)
         self.preset_combo.setCurrentText("tiny")
         self._on_preset("tiny")
-        self._on_schedule(self.schedule.currentText())  # the rate row (no signal: the schedule was already noam)
+        self._on_schedule()  # the rate row (no signal: the schedule was already noam)
         self._on_experts(self.experts_spin.value())
         self._on_family()
 
@@ -388,15 +410,17 @@ class SettingsForm(QWidget):
             if field in self.train_widgets:
                 set_widget_value(self.train_widgets[field], value)
 
-    def _on_schedule(self, schedule: str) -> None:
+    def _on_schedule(self, *_: Any) -> None:
         self._show_rate_row()
-        self.rate.setValue(TRAIN_SETTINGS[rate_field(schedule)].default)
+        self.rate.setValue(TRAIN_SETTINGS[rate_field(self.schedule.currentData())].default)
 
     def _show_rate_row(self) -> None:
         """Label and decimals of the rate row: those of the field the schedule uses (Noam factor or rate)."""
-        s = TRAIN_SETTINGS[rate_field(self.schedule.currentText())]
+        s = TRAIN_SETTINGS[rate_field(self.schedule.currentData())]
         self.rate.setDecimals(s.setting.decimals)
         self._rate_label.setText(tr(s.setting.label))
+        self._rate_label.setToolTip(tr(s.setting.help))
+        self.rate.setToolTip(tr(s.setting.help))
 
     def _on_task(self) -> None:
         if self.task_combo.currentData() == FILE_ITEM and not self.data_path:

@@ -1,0 +1,43 @@
+"""简体中文 for the settings' values and help texts (the settings form's boxes and tooltips, the Model panel)."""
+# ruff: noqa: E501 — prose: Chinese characters count double towards the line length
+
+ZH_SETTINGS: dict[str, str] = {
+    # the values of the choices (explorer/panels/model_info.py: VALUE_NAMES); "sinusoidal" is in i18n_zh.py
+    "learned": "可学习",
+    "rope": "RoPE（旋转）",
+    "t5_relative": "T5 相对偏置",
+    "post": "Post-LN（后置）",
+    "pre": "Pre-LN（前置）",
+    "relu": "ReLU",
+    "gelu": "GELU",
+    "silu": "SiLU",
+    "gelu_tanh": "GELU（tanh 近似）",
+    "noam": "Noam",
+    "constant": "恒定",
+    "cosine": "余弦",
+    # the help of each setting (model/config.py, model/train_config.py), shown as its tooltip
+    "encoder_decoder (the paper, T5), decoder_only (GPT: predicts the next token, looks only back) or encoder_only (BERT: fills in masked tokens, looks both ways)": "编码器–解码器（论文、T5）、仅解码器（GPT：预测下一个词元，只看之前的词元）或仅编码器（BERT：补全掩码词元，两个方向都看）",
+    "width of every residual stream": "每个残差流的宽度",
+    "attention heads per attention block; d_model % n_heads == 0": "每个注意力块的注意力头数；d_model 必须能被头数整除",
+    "N in the paper, encoder side": "论文中的 N，编码器一侧",
+    "N in the paper, decoder side": "论文中的 N，解码器一侧",
+    "inner width of the position-wise feed-forward network": "逐位置前馈网络内部的宽度",
+    "P_drop: residual, embedding, attention and FFN dropout": "P_drop：残差、嵌入、注意力和前馈网络上的 dropout",
+    "positions: sinusoidal (the paper), a learned table, rotary (RoPE), or T5's relative bias (bucketed offsets, a learned bias per head added to the attention scores)": "位置编码：正弦（论文）、可学习的表、旋转位置编码（RoPE），或 T5 的相对偏置（把偏移分桶，每个头一个学到的偏置，加到注意力得分上）",
+    "post (the paper: x = LN(x + f(x))) or pre (x = x + f(LN(x)), final LN)": "后置（论文：x = LN(x + f(x))）或前置（x = x + f(LN(x))，最后再加一个 LN）",
+    'FFN non-linearity: relu (the paper), gelu (BERT), silu ("swish", Marian) or gelu_tanh (GPT-2\'s tanh approximation of gelu)': "前馈网络的非线性函数：ReLU（论文）、GELU（BERT）、SiLU（“swish”，Marian）或 GELU 的 tanh 近似（GPT-2）",
+    "output projection shares the target embedding's weights (paper presets tie)": "输出投影与译文嵌入共享权重（论文预设都共享）",
+    "Mixture-of-Experts: N expert FFNs per layer, a router sends each token to k of them (1 = the paper's dense FFN)": "混合专家：每层 N 个专家前馈网络，路由器把每个词元送给其中 k 个（1 = 论文中的普通前馈网络）",
+    "k: experts each token is sent to, their outputs weighted by the router": "k：每个词元被送往的专家数，它们的输出按路由器给的权重相加",
+    "weight of the load-balancing loss N·Σ f_i·P_i (mean over the MoE layers, 1 when balanced) added to the training loss (0: no balancing)": "负载均衡损失 N·Σ f_i·P_i（各 MoE 层的平均，均衡时为 1）加进训练损失时的权重（0：不做均衡）",
+    "sentence pairs per step": "每步的句对数",
+    "noam (the paper), constant or cosine, each after a linear warm-up": "Noam（论文）、恒定或余弦，都在线性预热之后",
+    "steps of rising rate (the paper's 4000; fewer for small models)": "学习率上升的步数（论文用 4000；小模型可以更少）",
+    "Noam: factor in front of d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)": "Noam：乘在 d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) 前面的系数",
+    "constant/cosine: learning rate after warm-up": "恒定或余弦调度：预热之后的学习率",
+    "the paper's ε_ls": "论文中的 ε_ls",
+    "gradient clipping by global norm; 0 turns it off": "按全局范数裁剪梯度；0 表示不裁剪",
+    "weights, dropout and batch order": "决定初始权重、dropout 和批次顺序",
+    "steps between evaluations on the valid split": "两次在验证集上评估之间的步数",
+    "encoder-only: also learn whether sentence B follows sentence A (BERT's NSP; pairs from consecutive lines of the text)": "仅编码器：同时学习句子 B 是否紧跟在句子 A 后面（BERT 的下一句预测；句对取自文本中相邻的行）",
+}
