@@ -5,6 +5,12 @@ ZH_TRAINING: dict[str, str] = {
     "Encoder–decoder (the paper)": "编码器–解码器（论文原型）",
     "GPT: decoder-only, next token": "GPT：仅解码器，预测下一个词元",
     "BERT: encoder-only, masked tokens": "BERT：仅编码器，预测掩码词元",
+    "GPT (decoder-only)": "GPT（仅解码器）",
+    "BERT (encoder-only)": "BERT（仅编码器）",
+    "Pause or stop the training first: Train from scratch replaces the model being trained": (
+        "请先暂停或停止训练：“从头训练”会替换正在训练的模型"
+    ),
+    "The settings on the left cannot work yet: see the message under them": "左边的设置还不能用：请看它们下面的说明",
     "Next-sentence prediction": "下一句预测",
     "A decoder-only model": "仅解码器模型",
     "An encoder-only model": "仅编码器模型",

@@ -12,8 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -26,6 +27,8 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
     QVBoxLayout,
     QWidget,
 )
@@ -58,13 +61,19 @@ SHORT_NAMES = {
     "aux_loss_coef": "balance_spin",
 }  # fmt: skip
 # Choices shown by a readable name (the combo box's data stays the field's value); the others show their value.
-# the family's best-known name first: a narrow settings column (1366 px) shows the start of it
+# Short enough to be read whole in the settings column of a 1366-px laptop; what each learns is in the tooltip.
 FAMILY_NAMES = {
+    "encoder_decoder": N_("Encoder–decoder (the paper)"),
+    "decoder_only": N_("GPT (decoder-only)"),
+    "encoder_only": N_("BERT (encoder-only)"),
+}
+FAMILY_TIPS = {
     "encoder_decoder": N_("Encoder–decoder (the paper)"),
     "decoder_only": N_("GPT: decoder-only, next token"),
     "encoder_only": N_("BERT: encoder-only, masked tokens"),
 }
 CHOICE_NAMES = {"arch": FAMILY_NAMES}
+CHOICE_TIPS = {"arch": FAMILY_TIPS}
 # The tasks each kind of family learns from: sentence pairs (encoder–decoder) or single texts (the others).
 PAIR_TASKS = tuple(t for t in TASKS if t not in MONOLINGUAL_TASKS)
 TEXT_TASKS = tuple(MONOLINGUAL_TASKS)
@@ -97,9 +106,8 @@ def setting_widget(s: SettingField) -> Editor:
         combo = QComboBox()
         for choice in s.choices:
             combo.addItem(choice, choice)  # a readable name replaces the text in retranslate (CHOICE_NAMES)
-        if s.name in CHOICE_NAMES:  # long names: the closed box may be narrow, its list shows them whole
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(6)
+        # as wide as its longest choice, in the language shown (the settings column is made that wide)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         w, kind = combo, "combo"
     elif s.kind is bool:
         w, kind = QCheckBox(), "check"
@@ -119,6 +127,25 @@ def widget_value(w: Editor) -> Any:
     if isinstance(w, QDoubleSpinBox):
         return round(w.value(), w.decimals())
     return w.value()
+
+
+def fit_choices(combo: QComboBox) -> None:
+    """Make ``combo`` wide enough for its longest choice (its size hint falls a few pixels short in some styles,
+    and the name chosen would then be cut with "…")."""
+    option = QStyleOptionComboBox()
+    combo.initStyleOption(option)
+    option.rect = QRect(0, 0, 400, max(combo.height(), 20))
+    field = combo.style().subControlRect(
+        QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, combo
+    )
+    metrics = combo.fontMetrics()
+    widest = max((metrics.horizontalAdvance(combo.itemText(i)) for i in range(combo.count())), default=0)
+    combo.setMinimumWidth(widest + option.rect.width() - field.width() + 2)
+
+
+def fit_number(spin: QAbstractSpinBox) -> None:
+    """A few pixels beyond the spin box's own least width, which in some styles cuts its number's last pixel."""
+    spin.setMinimumWidth(spin.minimumSizeHint().width() + 4)
 
 
 def set_widget_value(w: Editor, value: Any) -> None:
@@ -181,8 +208,7 @@ class SettingsForm(QWidget):
 
     def _create_data_rows(self) -> None:
         self.task_combo = named(QComboBox(), "task_combo")
-        self.task_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.task_combo.setMinimumContentsLength(8)  # narrow, it cuts the name; the list shows names whole
+        self.task_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)  # task names read whole
         self.file_label = QLabel()
         self.file_label.setWordWrap(True)
         self.browse = QPushButton()
@@ -284,13 +310,18 @@ class SettingsForm(QWidget):
         for name, names in CHOICE_NAMES.items():
             combo = self.model_widgets[name]
             assert isinstance(combo, QComboBox)
+            tips = CHOICE_TIPS.get(name, names)
             for i in range(combo.count()):
                 combo.setItemText(i, tr(names[combo.itemData(i)]))
-                combo.setItemData(i, tr(names[combo.itemData(i)]), Qt.ItemDataRole.ToolTipRole)
+                combo.setItemData(i, tr(tips[combo.itemData(i)]), Qt.ItemDataRole.ToolTipRole)
             combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)  # the list shows whole names
             combo.setToolTip(combo.currentText())
         self._name_values()
         self._name_tasks()
+        for choices in self.findChildren(QComboBox):
+            fit_choices(choices)
+        for number in self.findChildren(QAbstractSpinBox):
+            fit_number(number)
         self._update_file_label()
         self._show_rate_row()  # the label and decimals only: the rate itself stays as the person set it
         self.validate()
@@ -348,6 +379,7 @@ class SettingsForm(QWidget):
             self._shown_kind = kind
             self._name_tasks()
             combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)
+            fit_choices(combo)
         finally:
             combo.blockSignals(False)
 
@@ -418,6 +450,7 @@ class SettingsForm(QWidget):
         """Label and decimals of the rate row: those of the field the schedule uses (Noam factor or rate)."""
         s = TRAIN_SETTINGS[rate_field(self.schedule.currentData())]
         self.rate.setDecimals(s.setting.decimals)
+        fit_number(self.rate)
         self._rate_label.setText(tr(s.setting.label))
         self._rate_label.setToolTip(tr(s.setting.help))
         self.rate.setToolTip(tr(s.setting.help))

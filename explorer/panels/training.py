@@ -11,12 +11,14 @@ form is refilled).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QTextLayout, QTextOption
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
@@ -29,6 +31,9 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSlider,
     QSplitter,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
@@ -134,6 +139,78 @@ class PlotArea(QScrollArea):
             inner.resize(width, max(height, self.needed))
 
 
+class SettingsArea(QScrollArea):
+    """The settings form's column: as wide as the form needs for every label and value to be read whole (its
+    longest choice in the language shown), scrolling up and down only."""
+
+    def __init__(self, form: QWidget) -> None:
+        super().__init__()
+        self.setWidget(form)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+    def _needed_width(self) -> int:
+        """The form's least width (where a label and its field do not fit side by side, the label goes above;
+        nothing is cut), the vertical scroll bar and the frame."""
+        form = self.widget()
+        inner = form.minimumSizeHint().width() if form is not None else 0
+        return inner + self.verticalScrollBar().sizeHint().width() + 2 * self.frameWidth()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 — Qt's name
+        return QSize(self._needed_width(), super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(self._needed_width(), super().minimumSizeHint().height())
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()  # another language or family: other widths
+        return super().eventFilter(watched, event)
+
+
+def laid_out_height(text: str, font: QFont, width: int) -> float:
+    """The height of ``text`` wrapped into ``width`` pixels, line by line as it is drawn (a line with Chinese
+    characters takes the taller line height of the font they come from)."""
+    layout = QTextLayout(text, font)
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    layout.setTextOption(option)
+    layout.beginLayout()
+    height = 0.0
+    while (line := layout.createLine()).isValid():
+        line.setLineWidth(width)
+        height += line.height()
+    layout.endLayout()
+    return height
+
+
+class WrappedRuns(QStyledItemDelegate):
+    """The run list's rows as tall as their wrapped text (the list's own estimate counts lines of the Latin
+    font's height, and a second line in Chinese would be cut to "…")."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:  # noqa: N802 — Qt's name
+        hint = super().sizeHint(option, index)
+        view = option.widget
+        if view is None or not isinstance(view, QListWidget):
+            return hint
+        item = QStyleOptionViewItem(option)
+        self.initStyleOption(item, index)
+        item.rect = QRect(0, 0, view.viewport().width(), hint.height())
+        text = view.style().subElementRect(QStyle.SubElement.SE_ItemViewItemText, item, view)
+        margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+        needed = laid_out_height(item.text, item.font, text.width() - 2 * margin)
+        return QSize(hint.width(), max(hint.height(), math.ceil(needed) + 4))
+
+
+def scratch_tip(training: bool, valid: bool) -> str:
+    """What *Train from scratch* does, or why it is greyed."""
+    if training:
+        return tr("Pause or stop the training first: Train from scratch replaces the model being trained")
+    if not valid:
+        return tr("The settings on the left cannot work yet: see the message under them")
+    return tr("A fresh model with the settings on the left, training at once")
+
+
 class TrainingPanel(QWidget):
     """Settings, Start/Pause/Stop/Reset/Step, the run list and the live plots (six, and the experts' load
     for a Mixture-of-Experts model)."""
@@ -234,9 +311,15 @@ class TrainingPanel(QWidget):
 
     def _create_plots(self) -> None:
         self.run_list = named(QListWidget(), "run_list")
-        self.run_list.setMaximumHeight(70)
+        # each run's description whole: wrapped onto a second line rather than cut (a narrow column on a laptop)
+        self.run_list.setWordWrap(True)
+        self.run_list.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.run_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.run_list.setItemDelegate(WrappedRuns(self.run_list))
+        self.run_list.setMaximumHeight(4 * self.run_list.fontMetrics().lineSpacing() + 8)
         self.run_list.itemChanged.connect(self._on_run_toggled)
         self.runs_label = QLabel()
+        self.runs_label.setWordWrap(True)
         self.plots: dict[str, MetricPlot] = {}
         grid = self._plot_grid_widget = QWidget()  # every plot's parent, shown or not (themes find them there)
         self.plot_grid = QGridLayout(grid)
@@ -279,7 +362,7 @@ class TrainingPanel(QWidget):
 
     def _lay_out(self, control_rows: list[QHBoxLayout]) -> None:
         """The settings form on the left (scrolling), the controls and the plots on the right."""
-        right = QWidget()
+        right = named(QWidget(), "training_controls")
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 0, 0, 0)
         for row in control_rows:
@@ -290,12 +373,10 @@ class TrainingPanel(QWidget):
         right_layout.addLayout(runs_row)
         right_layout.addWidget(self.run_list)
         right_layout.addWidget(self._plot_area(), 1)
-        scroll = self.settings_area = QScrollArea()
-        scroll.setWidget(self.form)
-        scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(120)  # it scrolls: the panel fits beside the attention map on a 1024-px screen
-        scroll.setMaximumWidth(380)
+        scroll = self.settings_area = SettingsArea(self.form)
+        self.form.installEventFilter(scroll)
         splitter = QSplitter()
+        splitter.setChildrenCollapsible(False)
         splitter.addWidget(scroll)
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
@@ -315,7 +396,6 @@ class TrainingPanel(QWidget):
         self.reset_button.setText(tr("Reset"))
         self.step_button.setText(tr("Step 1"))
         self.scratch_button.setText(tr("Train from scratch"))
-        self.scratch_button.setToolTip(tr("A fresh model with the settings on the left, training at once"))
         self.step_n_button.setText(tr("Step N"))
         self.step_n.setToolTip(tr("N: how many updates Step N does"))
         self.smooth_label.setText(tr("Smoothing"))
@@ -417,6 +497,7 @@ class TrainingPanel(QWidget):
         self.stop_button.setEnabled(state in (TRAINING, PAUSED, ERROR))
         self.reset_button.setEnabled(valid and self.current is not None)
         self.scratch_button.setEnabled(valid and not training)
+        self.scratch_button.setToolTip(scratch_tip(training, valid))  # greyed: says why
 
     # -- the route to the engine -------------------------------------------------------------------
     def attach(self, client: EngineClient, confirm_replace: ConfirmReplace) -> None:
