@@ -292,14 +292,14 @@ parameters for about k times the work per token.</p>
 more and are chosen more, while the others get few tokens to learn from. Training therefore adds a
 <b>load-balancing loss</b> (Switch Transformer): N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>, where
 f<sub>i</sub> is the share of the token assignments that went to expert i and P<sub>i</sub> the mean router
-probability of expert i over the batch. It is 1 when tokens and probabilities are spread evenly and grows when a
-few experts take most of both; the Training panel plots its mean over the MoE layers, so 1 there means balanced
+probability of expert i over the batch. It is 1 when the tokens (or the probabilities) are spread evenly and grows
+when tokens and probability pile on the same experts; the Training panel plots its mean over the MoE layers, so 1 there means balanced
 too. The loads under the map count this one input; the balance is asked for over whole batches.</p>
 <p>Here <b>no token is dropped</b>: an expert takes every token sent to it, however many, so a token's output never
 depends on which other tokens share its batch. (Large systems give each expert a capacity and let the tokens beyond
 it skip the layer.)</p>""",
         "zh": """<p><b>混合专家</b>（Mixture-of-Experts）层把一层的前馈网络换成 N 个前馈网络，即<b>专家</b>，再加一个<b>路由器</b>。路由器是从词元向量到 N 个得分的一个线性映射，再接 softmax：每个词元对每个专家得到一个概率（图中的一行，总和为 1）。词元被送往概率最高的 <b>k</b> 个专家（带框的格子），这一层的输出是这些专家输出按概率的加权和。<b>k = 1</b> 时权重就是被选中专家自己的概率（Switch Transformer）：路由器对选择越有把握，那个专家的输出就传得越多，任务本身正是这样教会路由器的（权重若恒为 1，就与路由器毫无关系）。<b>k ≥ 2</b> 时把那 k 个概率<b>重新归一化</b>到总和为 1（GShard、Mixtral）。每个词元只用 k 个专家的权重，而不是 N 个：模型拥有 N 倍的前馈参数，每个词元的计算量却只约为 k 倍。</p>
-<p>放任不管的话，路由器往往偏爱一开始碰巧最好的几个专家：它们分到更多词元、学得更多、于是更常被选中，其余专家则只分到很少的词元可学。因此训练时加上<b>负载均衡损失</b>（Switch Transformer）：N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>，其中 f<sub>i</sub> 是分给专家 i 的词元份额，P<sub>i</sub> 是这一批中专家 i 的平均路由概率。词元和概率分布均匀时它等于 1，少数专家占去大部分词元和概率时它变大；训练面板画的是它在各 MoE 层上的平均，所以那里的 1 同样表示均衡。图下方的负载只统计这一条输入；均衡是对整批数据要求的。</p>
+<p>放任不管的话，路由器往往偏爱一开始碰巧最好的几个专家：它们分到更多词元、学得更多、于是更常被选中，其余专家则只分到很少的词元可学。因此训练时加上<b>负载均衡损失</b>（Switch Transformer）：N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>，其中 f<sub>i</sub> 是分给专家 i 的词元份额，P<sub>i</sub> 是这一批中专家 i 的平均路由概率。词元（或概率）分布均匀时它等于 1，词元和概率都集中到同一些专家上时它变大；训练面板画的是它在各 MoE 层上的平均，所以那里的 1 同样表示均衡。图下方的负载只统计这一条输入；均衡是对整批数据要求的。</p>
 <p>这里<b>不丢弃任何词元</b>：一个专家接收送来的所有词元，不论多少，所以一个词元的输出从不取决于同一批里还有哪些别的词元。（大型系统给每个专家设定容量，超出容量的词元直接跳过这一层。）</p>""",
     },
 }
@@ -326,14 +326,14 @@ HELP.update(TOPIC_HELP)
 HELP.update(FAMILY_HELP)
 # a line break of the source between two Chinese characters (or full-width marks) would show as a space
 WIDE = "[\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”‘’—…]"
-CHINESE_BREAK = re.compile(f"(?<={WIDE})\n(?={WIDE})")
+CHINESE_BREAK = re.compile(f"({WIDE}(?:</?\\w+>)*)\n((?:</?\\w+>)*{WIDE})")  # tags such as <b> may stand between
 
 
 def help_text(key: str) -> str:
     """The explanation ``key`` in the interface language; "training+training_moe": the topics one after another
     (:func:`explorer.help_families.family_topic`)."""
     text = "".join(HELP[k].get(language.code, HELP[k]["en"]) for k in key.split("+"))
-    return CHINESE_BREAK.sub("", text) if language.code == "zh" else text
+    return CHINESE_BREAK.sub(r"\1\2", text) if language.code == "zh" else text
 
 
 SHEET_SHADOW = 12  # px of soft shadow drawn left of the sheet's border

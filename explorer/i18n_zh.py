@@ -462,7 +462,7 @@ ZH = {
     "Watch a run that another process writes into a folder (python -m model.train … --out DIR, or torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe snapshots. Nothing is written into the folder.": "查看另一个进程写入文件夹的训练运行（python -m model.train … --out 文件夹，或在集群上用 torchrun 并共享该文件夹）：它的曲线、最新的检查点和探针快照。不会向该文件夹写入任何内容。",
     "Following a run replaces the current model.": "跟踪运行将替换当前模型。",
     "Following {name} — waiting for its first checkpoint": "正在跟踪 {name}——等待它的第一个检查点",
-    "Following {name} — step {step}, last update {ago} ago": "正在跟踪 {name}——第 {step} 步，上次更新于 {ago} 前",
+    "Following {name} — step {step}, last update {ago} ago": "正在跟踪 {name}——第 {step} 步，上次更新于 {ago}前",
     "{n} s": "{n} 秒",
     "{n} min": "{n} 分钟",
     "{n} probe snapshots skipped": "跳过了 {n} 个探针快照",

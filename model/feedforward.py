@@ -13,9 +13,11 @@ so the output never depends on which other tokens share the batch.
 
 Load balancing (Switch Transformer, eq. 4; GShard): ``aux = N · Σ_i f_i · P_i`` where f_i is the share of
 the (token, slot) assignments that went to expert i and P_i the mean router probability of expert i, both over
-real (non-padding) tokens. With k = 1 f_i is Switch's fraction of tokens. A uniform router with a uniform
-load gives 1, the minimum when the loads are balanced. A model's ``aux`` is the mean over its MoE layers (still 1
-at balance, whatever the depth), and the training loss adds ``aux_loss_coef · aux``.
+real (non-padding) tokens. With k = 1 f_i is Switch's fraction of tokens. It is exactly 1 when the load is
+balanced (every f_i = 1/N) or the router is (every P_i = 1/N), and grows when tokens and probability pile on the
+same experts; it is no minimum at 1 (it dips below when f and P disagree: many tokens sent, each barely, to one
+expert). A model's ``aux`` is the mean over its MoE layers (still 1 at balance, whatever the depth), and the
+training loss adds ``aux_loss_coef · aux``.
 """
 
 from __future__ import annotations
