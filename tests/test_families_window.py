@@ -2,17 +2,27 @@
 
 from explorer.help import HELP
 from explorer.i18n import language
+from model.config import ModelConfig
+
+
+def family(arch: str) -> ModelConfig:
+    """A tiny model of the family ``arch``."""
+    if arch == "encoder_decoder":
+        return ModelConfig.preset("tiny", src_vocab_size=40, tgt_vocab_size=40)
+    return ModelConfig.preset("tiny", src_vocab_size=0, tgt_vocab_size=0, vocab_size=40, arch=arch)
 
 
 def test_the_decoding_dock_follows_the_family(make_window):
     window = make_window()
     dock, box = window.docks["decoding"], window.help_boxes["decoding"]
-    window._follow_family("encoder_only")
+    window._follow_family(family("encoder_only"))
     assert dock.windowTitle() == "Fill the mask" and box.key == "family_encoder_only"
-    window._follow_family("decoder_only")
+    assert window.help_boxes["training"].key == "training_encoder_only"  # the Training panel's help follows too
+    window._follow_family(family("decoder_only"))
     assert dock.windowTitle() == "Decoding" and box.key == "generation"
     assert "top-p" in box.text.text() and "seed" in box.text.text()
-    window._follow_family("encoder_only")
+    assert window.help_boxes["map"].key == "map_decoder_only"
+    window._follow_family(family("encoder_only"))
     language.set("zh")
     try:
         window.retranslate()
@@ -20,8 +30,9 @@ def test_the_decoding_dock_follows_the_family(make_window):
     finally:
         language.set("en")
         window.retranslate()
-    window._follow_family("encoder_decoder")
+    window._follow_family(family("encoder_decoder"))
     assert dock.windowTitle() == "Decoding" and box.key == "decoding"
+    assert (window.help_boxes["training"].key, window.help_boxes["map"].key) == ("training", "map")
 
 
 def test_the_generation_help_exists_in_both_languages():

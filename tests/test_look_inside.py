@@ -264,7 +264,7 @@ def test_positional_lab_data_equal_the_formula(trained_window):
     p.dims.setText("4 5 6 7")
     p.redraw()
     for i in (4, 5, 6, 7):
-        x, y = p.curves.series[f"i = {i}"]
+        x, y = p.curves.series[f"dim {i}"]
         f = math.sin if i % 2 == 0 else math.cos
         assert y == pytest.approx([f(pos / 10000 ** ((i - i % 2) / 20)) for pos in x], abs=1e-6)
     assert p.matrix.values == pytest.approx(sinusoidal_table(50, 20).numpy(), abs=1e-6)
