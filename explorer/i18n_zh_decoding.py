@@ -70,6 +70,25 @@ ZH_DECODING: dict[str, str] = {
         "这个 <mask> 是写在句子里的：要取消掩码，请在句子中删掉它。"
     ),
     "<mask> written in the sentence": "写在句子里的 <mask>",
+    "Type a sentence with <mask> or {mask} where a word is missing, and press Enter": (
+        "输入一个句子，在缺词的地方写 <mask> 或 {mask}，然后按回车"
+    ),
+    "No <mask> or {mask} in the sentence: write one where a word is missing, or click a token to mask it.": (
+        "句子中没有 <mask> 或 {mask}：在缺词的地方写一个，或点击一个词元把它换成掩码。"
+    ),
+    # -- what a step shows while it is computed, at step 0, and after the sentence is edited (decoding.py) -------
+    "Computing step {n}…": "正在计算第 {n} 步…",
+    "Computing…": "正在计算…",
+    "Reading the sentence…": "正在读入句子…",
+    "({n} more queued)": "（还有 {n} 个在排队）",
+    "Step 0: nothing written yet — press Step ▶ for the first token's candidates": (
+        "第 0 步：还没有写出词元——按“单步 ▶”看第一个词元的候选"
+    ),
+    "Step 0: press Step ▶ to see where the first token looks": "第 0 步：按“单步 ▶”看第一个词元看向哪里",
+    "previous sentence": "上一个句子",
+    "The sentence in the box is not decoded yet: Decode or Step ▶ starts it.": (
+        "输入框里的句子还没有解码：按“解码”或“单步 ▶”开始。"
+    ),
     "“{token}”, masked: click to unmask it": "“{token}”，已换成掩码：点击取消掩码",
     "Position {n}: <mask> as written": "位置 {n}：写入的 <mask>",
     "Written as <mask>: there is no original to compare with.": "写入的 <mask>：没有原来的词元可以比较。",

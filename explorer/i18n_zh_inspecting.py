@@ -20,10 +20,20 @@ ZH_INSPECTING: dict[str, str] = {
     "Hatched cells are masked: a position may not look at later ones, because the next token, the one it must "
     "predict, is there.": "行：文本中的各个位置，标为“读入 → 预测”；列：已读入的词元（键）；每行之和为 1。带斜线的格子被掩码屏蔽："
     "一个位置不能看后面的位置，因为下一个词元，也就是它要预测的那个，就在那里。",
-    "Rows: positions (queries); columns: positions (keys); each row sums to 1. Nothing is masked: every token sees "
-    "the whole text, both ways. At a <mask> row the model gathers what it needs to guess the hidden token.": "行：各个位置（查询）；"
-    "列：各个位置（键）；每行之和为 1。没有任何掩码：每个词元都能看到整段文本，前后两个方向都能看。在 <mask> 那一行，"
-    "模型汇集猜出被藏起来的词元所需的信息。",
+    "Rows: positions (queries); columns: positions (keys); each row sums to 1. No cell is hatched: the attention "
+    "mask hides no position, every token sees the whole text, both ways. A <mask> token is another thing: a word "
+    "hidden from the input, which the model guesses from what its row gathers.": "行：各个位置（查询）；列：各个位置"
+    "（键）；每行之和为 1。没有带斜线的格子：注意力掩码不屏蔽任何位置，每个词元都能看到整段文本，前后两个方向都能看。"
+    "<mask> 词元是另一回事：它是从输入中藏起来的词，模型根据它那一行汇集的信息来猜。",
+    "Following the fill-mask panel": "跟随“填空”面板",
+    "Type a sentence in the fill-mask panel; its attention appears here.": "在“填空”面板中输入一个句子；它的注意力会显示在这里。",
+    "Update": "更新",
+    "Draw the map again with the model's current weights": "用模型当前的权重重新画这张图",
+    "the model is now at step {now}: press Update to redraw the map": "模型现在已到第 {now} 步：按“更新”重画这张图",
+    "step 0: nothing written yet — press Step ▶ in the Decoding panel": "第 0 步：还没有写出词元——在“解码”面板中按“单步 ▶”",
+    "previous sentence: the one typed now is decoded at Decode or Step ▶": (
+        "上一个句子：现在输入的句子要按“解码”或“单步 ▶”才会解码"
+    ),
     "Router (experts)": "路由器（专家）",
     # the router page
     "MoE layer": "混合专家层",

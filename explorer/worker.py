@@ -283,6 +283,7 @@ class RunInfo:
     origin: int = 0  # id of the request that created this run (a load, a new model); 0: a settings update
     weights_step: int = 0  # the training step of the model's weights (a followed run's grow as the trainer saves)
     model_origin: ModelOrigin | None = None  # the Hugging Face model it was opened from; None: made here
+    mask_token: str | None = None  # an encoder-only model's own mask piece (<mask>, BERT's [MASK]); None: no masks
 
 
 @dataclass(frozen=True)
@@ -403,6 +404,12 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     a.setflags(write=False)
     return a
+
+
+def _mask_token(s: Session) -> str | None:
+    """The piece an encoder-only model reads as a hidden word, as a person types it (``<mask>`` is read as it too)."""
+    mask_id = s.src_tok.mask_id
+    return s.src_tok.id_to_token(mask_id) if s.model_cfg.arch == "encoder_only" and mask_id is not None else None
 
 
 def _pieces(encoded: Encoded) -> PiecesOf:
@@ -907,6 +914,7 @@ class Engine(QThread):
             history_evals=f.evaluations() if f else tuple(Evaluation.of(e) for e in s.history.evals),
             model_origin=ModelOrigin.of(s.notes),
             weights_step=s.step,
+            mask_token=_mask_token(s),
         )
 
     def _start(self) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QPushButton  # noqa: E402
 
 from explorer.panels.decoding import DecodingPanel  # noqa: E402
 from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
+from explorer.widgets.token_strip import shown_piece  # noqa: E402
 from explorer.worker import DecodeStepped  # noqa: E402
 from model.snapshots import DecodeSettings  # noqa: E402
 from model.stepping import DecodeDriver  # noqa: E402
@@ -47,7 +48,7 @@ def run_info(session, pieces=None):
     """What the panel reads of a run (the engine's RunInfo carries more)."""
     tok = session.tgt_tok
     return SimpleNamespace(run_id=id(session), model_config=session.model_cfg, src_words=session.source_words(),
-                           weights_step=session.step,
+                           weights_step=session.step, model_origin=None,
                            tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
 
 
@@ -102,11 +103,11 @@ def test_markup_in_model_text_and_input_is_shown_literally(qtbot, session):
     assert rendered(panel.chips.toolTip()) == "[<b>] [&amp;] [<unk>] [<eos>]"
     assert panel.nbest.item(0, 0).text() == TRICKY
     panel._on_node(1, 0)
-    assert visible(panel.candidates.title).endswith(f"“{TRICKY}”")
+    assert visible(panel.candidates.title).endswith(f"“{shown_piece(TRICKY)}”")  # its spaces as the chips write them
     qtbot.waitUntil(lambda: not panel.tree.pending)
     node = next(n for n in panel.tree.nodes if n.level == 1 and n.token != session.model_cfg.eos_id)
-    assert node.piece == TRICKY
-    assert rendered(node_tooltip(node)).startswith(TRICKY + "  ")
+    assert node.piece == shown_piece(TRICKY)
+    assert rendered(node_tooltip(node)).startswith(shown_piece(TRICKY) + "  ")
     panel.show_view(dataclasses.replace(view, at_end=False, focus_text="a  &lt;  b"))  # spaces kept too
     assert visible(panel.output) == "Output so far: a  &lt;  b"
 

@@ -94,8 +94,9 @@ def run_info(session: Session):
     from types import SimpleNamespace
 
     tok = session.tgt_tok
+    mask = None if session.src_tok.mask_id is None else session.src_tok.id_to_token(session.src_tok.mask_id)
     return SimpleNamespace(run_id=id(session), model_config=session.model_cfg, src_words=session.source_words(),
-                           weights_step=session.step,
+                           weights_step=session.step, mask_token=mask, model_origin=None,
                            tgt_pieces=tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
 
 
@@ -369,7 +370,7 @@ def test_a_decoder_only_and_an_encoder_only_model_in_the_window(make_window, qtb
     expected = bert.fill_mask("我<mask>天去了")
     assert d.fill_view.charts[0].tokens == expected.predictions[0].tokens
     assert np.allclose(d.fill_view.charts[0].probs, expected.predictions[0].probs, atol=1e-5)
-    qtbot.waitUntil(lambda: window.attention.inspections["pair"] is d.fill_view.view.inspection, timeout=10000)
+    qtbot.waitUntil(lambda: window.attention.inspections["decoding"] is d.fill_view.view.inspection, timeout=10000)
 
 
 def test_the_new_views_speak_chinese(qtbot, gpt, bert):

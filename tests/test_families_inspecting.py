@@ -207,7 +207,7 @@ def test_the_causal_hatch_covers_exactly_the_masked_cells(panel, gpt_moe, bert):
     panel.on_run(run_info(bert[0]))
     panel.on_inspection(bert[1])
     assert not panel.heatmap.hatched().any() and not panel.heatmap.overlay.isVisible()
-    assert "Nothing is masked" in panel.caption.text() and "Hatched" not in panel.caption.text()
+    assert "No cell is hatched" in panel.caption.text() and "Hatched" not in panel.caption.text()
 
 
 # -- the explainer and the probe, for every family --------------------------------------------------------------

@@ -137,7 +137,7 @@ def test_a_corpus_without_a_test_split_gives_another_and_says_so(qtbot, copy_ses
     d = DecodingPanel()
     qtbot.addWidget(d)
     d.on_run(SimpleNamespace(run_id=7, model_config=session.model_cfg, src_words=session.source_words(), weights_step=0,
-                             tgt_pieces=()))  # fmt: skip
+                             tgt_pieces=(), model_origin=None))  # fmt: skip
     d.sample = (41, False)
     d._on_sentence_sampled(SentenceSampled(41, 7, "test", split, source, reference))
     assert d.input.text() == source and "validation split" in d.sample_button.toolTip()

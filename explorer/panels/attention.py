@@ -50,11 +50,13 @@ from PySide6.QtWidgets import (
 from explorer.commands import Command, Explain, ExplainWorkedExample, Inspect, SetProbe
 from explorer.help import HelpBox
 from explorer.i18n import N_, tr
+from explorer.panels.attention_caption import MapCaption, empty_hint, rows_caption
 from explorer.panels.attention_parts import FAMILY_NAMES, ProbeTimeline, QkExplainer, head_title, kinds_of
 from explorer.panels.router import RouterPage
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
-from explorer.worker import Explained, InspectionReady, ProbeSnapshot, RunInfo
+from explorer.widgets.token_strip import shown_piece
+from explorer.worker import EngineStatus, Explained, InspectionReady, ProbeSnapshot, RunInfo
 from model.snapshots import AttentionExplanation, DecodeView, Inspection
 
 if TYPE_CHECKING:
@@ -66,8 +68,11 @@ SOURCES = (
     ("pair", N_("A source/target pair (teacher forcing)")),
     ("probe", N_("The probe sentence over training")),
 )
-TABS = (N_("Map"), N_("Attention over training"), N_("Q·K explainer: one head, one query, step by step"),
-        N_("Router (experts)"))  # fmt: skip
+# the tabs' names, short enough for the panel's width beside the decoding panel (what the explainer does: its tip)
+TABS = (N_("Map"), N_("Attention over training"), N_("Q·K explainer"), N_("Router (experts)"))
+EXPLAINER_TIP = N_("Q·K explainer: one head, one query, step by step")
+# what the decoding panel is for a family that does not decode (an encoder-only model fills masks there)
+FOLLOW_SOURCE = {"encoder_only": N_("Following the fill-mask panel")}
 # what a sentence typed here is for a single-stream family (and the names of its two fields)
 PAIR_SOURCE = {"decoder_only": N_("A prompt and its continuation"), "encoder_only": N_("A text of your own")}
 PAIR_FIELDS = {
@@ -89,15 +94,17 @@ def maps_of(
     """
     allowed = inspection.masks.get(kind)  # the engine's mask: True = may attend
     hidden = None if allowed is None or allowed.all() else ~allowed
+    sources = [shown_piece(t) for t in inspection.src_tokens]  # a piece's space written as the chips write it
     if kind == "encoder":
-        return inspection.encoder, inspection.src_tokens, inspection.src_tokens, hidden
-    outs = list(inspection.out_tokens)
+        return inspection.encoder, sources, sources, hidden
+    reads = [shown_piece(t) for t in inspection.tgt_tokens]
+    outs = [shown_piece(t) for t in inspection.out_tokens]
     if open_end and outs:
         outs[-1] = "?"
-    rows = [f"{read} → {predicts}" for read, predicts in zip(inspection.tgt_tokens, outs)]
+    rows = [f"{read} → {predicts}" for read, predicts in zip(reads, outs)]
     if kind == "decoder_self":
-        return inspection.decoder_self, rows, inspection.tgt_tokens, hidden
-    return inspection.cross, rows, inspection.src_tokens, hidden
+        return inspection.decoder_self, rows, reads, hidden
+    return inspection.cross, rows, sources, hidden
 
 
 class AttentionPanel(QWidget):
@@ -111,12 +118,16 @@ class AttentionPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("attention_panel")
         self.client: EngineClient | None = None  # set by attach; without it the panel asks nothing
+        self.decoding: DecodingPanel | None = None  # the panel whose sentence "decoding" follows (attach)
         self.info: RunInfo | None = None
+        self.weights_step: int | None = None  # the training step of the model's weights now (engine status)
+        self.pair_asked: Inspect | None = None  # the newest pair this panel asked for (Update asks it again)
         self.arch = "encoder_decoder"  # the family whose kinds of attention are offered (_set_family)
         self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
         self.decode_id = -1
         self.decoding_open = False  # decoding still going: the last decoder row has no prediction yet
         self.decoded = 0  # tokens the decoding panel's focus has chosen (its last one at the current step)
+        self.previous_sentence = False  # another sentence is typed in the decoding panel, not decoded yet
         self._entropy_stale = False  # the entropy plot is drawn when its tab is opened
         self._create_choices()
         self._create_views()
@@ -152,8 +163,8 @@ class AttentionPanel(QWidget):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.heatmap)
         self.stack.addWidget(self.grid)
-        self.caption = named(QLabel(), "attention_caption")
-        self.caption.setWordWrap(True)
+        self.map_caption = MapCaption()
+        self.caption, self.update_button = self.map_caption.label, self.map_caption.update_button
         self.over_training = ProbeTimeline()
         self.explainer = QkExplainer()
         self.router = RouterPage()  # a Mixture-of-Experts model's routing (its tab is hidden for dense models)
@@ -170,6 +181,7 @@ class AttentionPanel(QWidget):
         self.pair_src.returnPressed.connect(self._on_pair)
         self.pair_tgt.returnPressed.connect(self._on_pair)
         self.grid.cell_clicked.connect(self._on_grid_click)
+        self.map_caption.update_asked.connect(self._on_update)
         self.over_training.absorbed.connect(self._on_absorbed)
         self.over_training.scrubbed.connect(self._on_scrubbed)
         self.over_training.probe_chosen.connect(self._on_probe_chosen)
@@ -203,7 +215,7 @@ class AttentionPanel(QWidget):
         map_layout = QVBoxLayout(map_page)
         map_layout.setContentsMargins(0, 0, 0, 0)
         map_layout.addWidget(self.stack, 1)
-        map_layout.addWidget(self.caption)
+        map_layout.addWidget(self.map_caption)
         for page in (map_page, self.over_training, self.explainer, self.router):
             self.tabs.addTab(page, "")
         self.tabs.setTabVisible(self.tabs.indexOf(self.router), False)
@@ -216,8 +228,9 @@ class AttentionPanel(QWidget):
         layout.addWidget(self.tabs, 1)
 
     def retranslate(self) -> None:
+        named_for = {"pair": PAIR_SOURCE, "decoding": FOLLOW_SOURCE}  # the sources a family names its own way
         for i, (key, text) in enumerate(SOURCES):
-            self.source.setItemText(i, tr(PAIR_SOURCE.get(self.arch, text) if key == "pair" else text))
+            self.source.setItemText(i, tr(named_for.get(key, {}).get(self.arch, text)))
         for i, (_, text) in enumerate(kinds_of(self.arch)):
             self.kind.setItemText(i, tr(text))
         src, tgt, placeholder = PAIR_FIELDS.get(self.arch, PAIR_FIELDS["encoder_decoder"])
@@ -233,7 +246,9 @@ class AttentionPanel(QWidget):
         self.pair_button.setText(tr("Show"))
         for page, text in enumerate(TABS):
             self.tabs.setTabText(page, tr(text))
-        for part in (self.heatmap, self.grid, self.over_training, self.explainer, self.router, self.family_help):
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.explainer), tr(EXPLAINER_TIP))
+        parts = (self.heatmap, self.grid, self.map_caption, self.over_training, self.explainer, self.router)
+        for part in (*parts, self.family_help):
             part.retranslate()
         self.refresh()
 
@@ -267,12 +282,14 @@ class AttentionPanel(QWidget):
     def attach(self, client: EngineClient, decoding: DecodingPanel) -> None:
         """Send this panel's requests through ``client`` and hear their answers; follow what the
         decoding panel shows."""
-        self.client = client
+        self.client, self.decoding = client, decoding
         client.engine.inspection_ready.connect(self._on_inspection_ready)
         client.engine.explained.connect(self._on_explained)
         client.engine.probe_recorded.connect(self.on_probe)
+        client.engine.status_changed.connect(self._on_status)
         decoding.view_shown.connect(self.on_decode)
         decoding.inspection_shown.connect(self.on_inspection)
+        decoding.sentence_edited.connect(self.on_sentence_edited)
 
     def follow_cross_attention(self, layer: int) -> None:
         """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes (a
@@ -285,13 +302,40 @@ class AttentionPanel(QWidget):
         if self.client is not None:
             self.client.ask(command)
 
+    def _ask_pair(self, command: Inspect) -> None:
+        """Ask for a pair's maps; only the answer to this request is shown as the pair (the fill-mask panel asks
+        for inspections too: its answers come as its sentence's, through ``on_inspection``)."""
+        self.pair_asked = command
+        self._ask(command)
+
     def _on_probe_chosen(self, command: SetProbe) -> None:
         if self.client is not None:
             self.client.send(command)
 
     def _on_inspection_ready(self, reply: InspectionReady) -> None:
-        if self.client is not None and self.client.fresh(Inspect, reply.request_id):
-            self.on_inspection(reply.inspection)
+        asked = self.pair_asked is not None and reply.request_id == self.pair_asked.request_id
+        if asked and self.client is not None and self.client.fresh(Inspect, reply.request_id):
+            self.inspections["pair"] = reply.inspection
+            self.source.setCurrentIndex(self.source.findData("pair"))
+            self.refresh()
+
+    def _on_status(self, status: EngineStatus) -> None:
+        """The weights' training step: a map drawn with older ones says so (the caption only; nothing is redrawn)."""
+        if self.info is not None and status.run_id != self.info.run_id:
+            return
+        if status.step != self.weights_step:
+            self.weights_step = status.step
+            inspection, mode = self.current()
+            if inspection is not None and mode != "probe":
+                self._write_caption(inspection, self.kind.currentData(), mode)
+
+    def _on_update(self) -> None:
+        """Update: the sentence shown, made again with the current weights (by the panel that asked for it)."""
+        mode = self.source.currentData()
+        if mode == "decoding" and self.decoding is not None:
+            self.decoding.redo()
+        elif mode == "pair" and self.pair_asked is not None:
+            self._ask_pair(Inspect(source=self.pair_asked.source, target=self.pair_asked.target))
 
     def _on_explained(self, reply: Explained) -> None:
         fresh = self.client is not None and (
@@ -304,10 +348,12 @@ class AttentionPanel(QWidget):
     def on_run(self, info: RunInfo) -> None:
         new_run = self.info is None or info.run_id != self.info.run_id
         self.info = info
+        self.weights_step = info.weights_step
         m = info.model_config
         if new_run:  # nothing of the last model stays: its maps, snapshots and explanation go
             self.inspections = {"decoding": None, "pair": None}
-            self.decoding_open, self.decoded = False, 0
+            self.pair_asked = None
+            self.decoding_open, self.decoded, self.previous_sentence = False, 0, False
             self.over_training.reset(info.run_id)
             self.explainer.clear()
         self._set_family(m.arch)  # after the last model's maps have gone: they would bring back its family
@@ -326,9 +372,20 @@ class AttentionPanel(QWidget):
         self.refresh()
 
     def on_inspection(self, inspection: Inspection) -> None:
-        self.inspections["pair"] = inspection
-        self.source.setCurrentIndex(self.source.findData("pair"))
+        """The decoding panel's input shown without a decode view (an encoder-only model's fill-mask sentence)."""
+        self.inspections["decoding"] = inspection
+        self.decoding_open, self.decoded = False, 0
+        self.source.setCurrentIndex(self.source.findData("decoding"))
         self.refresh()
+
+    def on_sentence_edited(self, previous: bool) -> None:
+        """The decoding panel's sentence was edited: what it shows (and so this map) is the previous sentence's
+        until the new one is decoded (``previous``)."""
+        if previous != self.previous_sentence:
+            self.previous_sentence = previous
+            inspection, mode = self.current()
+            if inspection is not None and mode == "decoding":
+                self._write_caption(inspection, self.kind.currentData(), mode)
 
     def on_probe(self, snapshot: ProbeSnapshot) -> None:
         """A probe snapshot; the timeline takes them in a few times a second (:meth:`_on_absorbed`)."""
@@ -389,12 +446,12 @@ class AttentionPanel(QWidget):
         if inspection is None:
             self.heatmap.set_data(np.zeros((0, 0)), [], [])
             self.grid.set_data(np.zeros((0, 0, 0, 0)))
-            self.caption.setText(self._empty_hint(mode))
+            self.map_caption.show_hint(empty_hint(mode, self.arch))
             self.snapshot_selected.emit(-1)
             self.over_training.mark_step(-1)
             return
         self._draw(inspection, kind, mode)
-        self.caption.setText(self._caption(inspection, kind, mode))
+        self._write_caption(inspection, kind, mode)
         self._update_entropy()
         self.map_drawn.emit(mode)
         snapshot = self.over_training.current() if mode == "probe" else None
@@ -406,9 +463,8 @@ class AttentionPanel(QWidget):
         """The chosen head (or the average of the heads) of one layer, or every map as a grid."""
         maps, rows, cols, mask = maps_of(inspection, kind, open_end=mode == "decoding" and self.decoding_open)
         layer, head = self.layer.value() - 1, self.head.value() - 1
-        if self.all_heads.isChecked():
-            shown = maps.mean(axis=1, keepdims=True) if self.average.isChecked() else maps
-            self.grid.set_data(shown, mask)
+        if self.all_heads.isChecked():  # every head, whatever "Average over heads" says: the columns are heads
+            self.grid.set_data(maps, mask)
             self.stack.setCurrentWidget(self.grid)
             return
         # the row that predicted the token chosen at the decoding panel's current step: "… → <that token>"
@@ -425,8 +481,9 @@ class AttentionPanel(QWidget):
     def _enable_choices(self) -> None:
         """The kind, layer, head and colour choices are the maps'; the Router tab has a layer choice of its own."""
         maps = self.tabs.currentWidget() is not self.router
-        for w in (self.kind, self.layer, self.average, self.all_heads, self.stretch):
+        for w in (self.kind, self.layer, self.all_heads, self.stretch):
             w.setEnabled(maps)
+        self.average.setEnabled(maps and not self.all_heads.isChecked())  # the grid shows every head
         self.head.setEnabled(maps and not self.average.isChecked() and not self.all_heads.isChecked())
 
     def _show_routing(self, inspection: Inspection | None) -> None:
@@ -438,49 +495,24 @@ class AttentionPanel(QWidget):
         if moe:
             self.router.show_inspection(inspection)
 
-    def _empty_hint(self, mode: str) -> str:
-        pair = {
-            "decoder_only": tr("Type a prompt (and, if you like, its continuation) and press Show."),
-            "encoder_only": tr("Type a text (write <mask> where a word is hidden) and press Show."),
-        }
-        return {
-            "decoding": tr("Decode a sentence in the Decoding panel; its attention appears here, step by step."),
-            "pair": pair.get(self.arch) or tr("Type a source sentence (and, if you like, a target) and press Show."),
-            "probe": tr("The probe sentence's attention is recorded while the model trains."),
-        }[mode]
-
-    def _caption(self, inspection: Inspection, kind: str, mode: str) -> str:
-        rows = self._rows_caption(kind)
-        src = tr("training step {n}").format(n=inspection.step)
-        if mode == "decoding" and kind != "encoder" and self.decoded:
-            src += " · " + tr("the outlined row predicted the token chosen at the decoding panel's current step")
+    def _write_caption(self, inspection: Inspection, kind: str, mode: str) -> None:
+        """What the rows are, and which sentence and weights drew the map: a map of the decoding panel's or of a
+        pair, drawn with weights older than the model's now, says so and offers Update."""
+        notes = []
+        at_start = mode == "decoding" and self.decoding_open and not self.decoded and kind != "encoder"
+        if at_start:
+            notes.append(tr("step 0: nothing written yet — press Step ▶ in the Decoding panel"))
+        elif mode == "decoding" and kind != "encoder" and self.decoded:
+            notes.append(tr("the outlined row predicted the token chosen at the decoding panel's current step"))
         elif mode != "decoding" and not inspection.teacher_forced:
             if self.arch == "decoder_only":
-                src += " · " + tr("continuation: the model's own greedy one")
+                notes.append(tr("continuation: the model's own greedy one"))
             else:
-                src += " · " + tr("target: the model's own greedy translation")
-        return f"{rows}  ({src})"
-
-    def _rows_caption(self, kind: str) -> str:
-        """What the rows and columns of a ``kind`` map are, for this family."""
-        if self.arch == "decoder_only":
-            return tr("Rows: positions of the text, labelled “read → predicts”; columns: the tokens read (keys); each "
-                      "row sums to 1. Hatched cells are masked: a position may not look at later ones, because the "
-                      "next token, the one it must predict, is there.")  # fmt: skip
-        if self.arch == "encoder_only":
-            return tr("Rows: positions (queries); columns: positions (keys); each row sums to 1. Nothing is masked: "
-                      "every token sees the whole text, both ways. At a <mask> row the model gathers what it needs "
-                      "to guess the hidden token.")  # fmt: skip
-        return {
-            "encoder": tr("Rows: source positions (queries); columns: source positions (keys). Each row shows how one "
-                          "source token spreads its attention over the whole source, and sums to 1. Encoder rows "
-                          "predict nothing: they build the representation the decoder reads."),
-            "decoder_self": tr("Rows: target positions, labelled “read → predicts”; columns: the target tokens read "
-                               "(keys); each row sums to 1. Hatched cells are masked: a position may not look at "
-                               "later ones."),
-            "cross": tr("Rows: target positions, labelled “read → predicts”; columns: source positions (the "
-                        "encoder's output); each row sums to 1."),
-        }[kind]  # fmt: skip
+                notes.append(tr("target: the model's own greedy translation"))
+        if mode == "decoding" and self.previous_sentence:
+            notes.append(tr("previous sentence: the one typed now is decoded at Decode or Step ▶"))
+        now = None if mode == "probe" else self.weights_step  # a snapshot is of its own step, by design
+        self.map_caption.show_caption(rows_caption(kind, self.arch), notes, inspection.step, now)
 
     def _on_grid_click(self, layer: int, head: int) -> None:
         self.layer.setValue(layer + 1)
@@ -490,7 +522,7 @@ class AttentionPanel(QWidget):
 
     def _on_pair(self) -> None:
         if self.pair_src.text().strip():
-            self._ask(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
+            self._ask_pair(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
 
     def show_tab(self, key: str) -> None:
         """Raise the map (``"map"``), the attention over training, the Q·K explainer (``"explainer"``) or the
@@ -517,7 +549,7 @@ class AttentionPanel(QWidget):
         """Explain the head shown (the layer's first head when the heads are averaged)."""
         inspection, mode = self.current()
         if inspection is None:
-            self.explainer.show_hint(self._empty_hint(mode))
+            self.explainer.show_hint(empty_hint(mode, self.arch))
             return
         layer, head = self.layer.value() - 1, self.head.value() - 1
         self._ask(Explain(inspection.source, tuple(inspection.target_ids), self.kind.currentData(), layer, head))

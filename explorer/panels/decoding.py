@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
@@ -37,6 +39,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -49,13 +52,14 @@ from PySide6.QtWidgets import (
 
 from explorer.commands import Decode, DecodeAction, SampleSentence
 from explorer.i18n import N_, tr
+from explorer.panels.decoding_progress import DecodingProgress
 from explorer.panels.fill_mask import FillMaskPanel
 from explorer.widgets import named
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.candidates import AXIS, CandidateBars
 from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
-from explorer.widgets.token_strip import TokenStrip
+from explorer.widgets.token_strip import TokenStrip, shown_piece
 from explorer.widgets.word_completer import WordCompleter
 from model.snapshots import DecodeSettings, DecodeStep, DecodeView, Inspection
 from model.tokenization import join_words
@@ -71,8 +75,14 @@ FALLBACK_SPLIT = {
 }
 
 
+GENERATION_AXIS = N_("P(token | text so far)")  # what a decoder-only model's bars measure: it reads no source
+AT_STEP_0 = N_("Step 0: nothing written yet — press Step ▶ for the first token's candidates")
+CROSS_TITLE = N_("This step's cross-attention")
+CROSS_AT_STEP_0 = N_("Step 0: press Step ▶ to see where the first token looks")
 CHART_HEIGHT = 233  # the candidates' title and a chart 200 px high with ten readable labels
 PREFIX_SHOWN = 8  # pieces of the prefix named in the candidates' title
+SPEEDS = (0.5, 1.0, 2.0, 3.0, 5.0)  # auto-play's steps a second: the speed slider's notches (+ and − in presenter mode)
+LARGE = 1.5  # the output line's type over the interface's (and, in presenter mode, the sentence's and the step's)
 
 
 def prompt_of(sentence: str) -> str:
@@ -82,6 +92,13 @@ def prompt_of(sentence: str) -> str:
     if len(words) > 1:
         return " ".join(words[: max(1, len(words) // 2)])
     return sentence.strip()[: max(1, len(sentence.strip()) // 2)]
+
+
+def large_font() -> QFont:
+    """The interface's font, ``LARGE`` times its size."""
+    font = QFont(QApplication.font())
+    font.setPointSizeF(font.pointSizeF() * LARGE)
+    return font
 
 
 def joined(prompt: str, continuation: str) -> str:
@@ -100,6 +117,7 @@ class DecodingPanel(QWidget):
     # attention of an input shown without a decode view (an encoder-only model's masked sentence)
     inspection_shown = Signal(Inspection)
     sentence_asked = Signal()  # the person asked for a sentence of their own to be decoded
+    sentence_edited = Signal(bool)  # the sentence was edited; True: what is shown is the previous sentence's
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -108,6 +126,10 @@ class DecodingPanel(QWidget):
         self.info: RunInfo | None = None
         self.view: DecodeView | None = None
         self.waiting = False  # a request is out; auto-play sends the next only after the answer
+        self.progress = DecodingProgress(self)  # the requests out, and the busy state shown while they compute
+        self.previous = False  # the sentence shown is not the one in the box (edited since): marked as previous
+        self.pieces: tuple[str, ...] = ()  # the model's target pieces as the views write them (shown_piece)
+        self._share_pending = False  # the beam tree appeared while its page was hidden: its height is shared later
         self.selected: tuple[int, int] | None = None  # (step, row) whose candidates are shown
         self.autoplay_on_start = False  # presenter mode: a new sentence plays by itself
         self.focus: str | None = None  # presenter mode: the part shown enlarged (see set_focus)
@@ -184,8 +206,9 @@ class DecodingPanel(QWidget):
         self.play_button = named(QPushButton(), "decode_autoplay_button")
         self.play_button.setCheckable(True)
         self.speed = named(QSlider(Qt.Orientation.Horizontal), "decode_speed_slider")
-        self.speed.setRange(1, 10)  # steps per second
-        self.speed.setValue(2)
+        self.speed.setRange(0, len(SPEEDS) - 1)  # a notch of SPEEDS
+        self.speed.setPageStep(1)
+        self.speed.setValue(SPEEDS.index(2.0))
         self.speed.setMaximumWidth(90)
         self.play_timer = QTimer(self)
         self.play_timer.setInterval(500)
@@ -196,9 +219,11 @@ class DecodingPanel(QWidget):
         self.output.setTextFormat(Qt.TextFormat.RichText)  # the model's text in it is escaped (show_view)
         self.output.setWordWrap(True)
         self.output.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        font = self.output.font()
-        font.setPointSizeF(font.pointSizeF() * 1.5)
-        self.output.setFont(font)
+        self.output.setFont(large_font())
+        self.sentence_label = named(QLabel(), "decode_sentence_label")  # presenter mode: the sentence, read-only
+        self.sentence_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.sentence_label.setWordWrap(True)
+        self.sentence_label.hide()
         self.reference = named(QLabel(), "decode_reference")
         self.reference.hide()  # shown when the sentence has a reference translation
         self.notice = named(QLabel(), "decode_notice")  # e.g. the input was cut to the model's length
@@ -210,9 +235,7 @@ class DecodingPanel(QWidget):
         self.notice.setStyleSheet("color: #b26a00")
         self.notice.hide()
         self.candidates = CandidateBars("candidates_plot")
-        self.cross = Heatmap(
-            "step_cross_heatmap", N_("This step's cross-attention"), row_name=N_("head"), col_name=N_("source")
-        )
+        self.cross = Heatmap("step_cross_heatmap", CROSS_TITLE, row_name=N_("head"), col_name=N_("source"))
         self.cross_layer = named(QSpinBox(), "step_cross_layer_spin")
         self.cross_layer.setRange(1, 1)
         self.tree = BeamTreeView("beam_tree_view")
@@ -237,10 +260,11 @@ class DecodingPanel(QWidget):
         self.run_button.clicked.connect(lambda: self._act("run"))
         self.reset_button.clicked.connect(lambda: self._act("reset"))
         self.play_button.toggled.connect(self._on_play)
-        self.speed.valueChanged.connect(lambda v: self.play_timer.setInterval(int(1000 / v)))
+        self.speed.valueChanged.connect(lambda notch: self.play_timer.setInterval(round(1000 / SPEEDS[notch])))
         self.play_timer.timeout.connect(self._on_play_tick)
         self.cross_layer.valueChanged.connect(lambda _: self._draw_cross())
         self.tree.node_clicked.connect(self._on_node)
+        self.progress.changed.connect(self._on_progress)
         self.fill_view.inspection_shown.connect(self.inspection_shown)
         self.fill_view.sentence_asked.connect(self.sentence_asked)
         self.fill_view.sentence_asked.connect(self._drop_sample)  # a random sentence on its way is not wanted now
@@ -278,14 +302,22 @@ class DecodingPanel(QWidget):
         buttons.addWidget(self.step_label)
         buttons.setSpacing(4)
         self.speed_label.setMinimumWidth(0)
+        self.buttons_row, self.presenter_row = buttons, QHBoxLayout()  # (set_presenting moves the step label)
+        self.presenter_row.addWidget(self.sentence_label, 1)
+        self.editing = QWidget()  # the rows that edit: presenter mode gives their height to the views
+        editing = QVBoxLayout(self.editing)
+        editing.setContentsMargins(0, 0, 0, 0)
+        editing.setSpacing(3)  # on a 768-px screen every pixel of height goes to the candidates and the tree
+        editing.addLayout(top)
+        editing.addWidget(self.chips)
+        editing.addLayout(controls)
+        editing.addWidget(self.sampling_box)
+        editing.addLayout(buttons)
         layout = QVBoxLayout(self.decoding_page)
         layout.setContentsMargins(4, 2, 4, 2)
-        layout.setSpacing(3)  # on a 768-px screen every pixel of height goes to the candidates and the tree
-        layout.addLayout(top)
-        layout.addWidget(self.chips)
-        layout.addLayout(controls)
-        layout.addWidget(self.sampling_box)
-        layout.addLayout(buttons)
+        layout.setSpacing(3)
+        layout.addWidget(self.editing)
+        layout.addLayout(self.presenter_row)
         for label in (self.notice, self.output, self.reference):
             layout.addWidget(label)
         layout.addWidget(self._lay_out_body(), 1)
@@ -302,12 +334,13 @@ class DecodingPanel(QWidget):
         layer_row.addStretch(1)
         cross_layout.addLayout(layer_row)
         cross_layout.addWidget(self.cross, 1)
-        self.beam_box, nbest_box = QWidget(), QWidget()
-        self.tree_title, _ = titled_view(self.beam_box, self.tree, "beam_tree", self.tree.export, ("PNG", "SVG", "CSV"))
-        self.nbest_title, _ = titled_view(nbest_box, self.nbest, "n_best", self.export_nbest, ("PNG", "SVG", "CSV"))
+        self.beam_box, self.nbest_box = QWidget(), QWidget()
+        formats = ("PNG", "SVG", "CSV")
+        self.tree_title, _ = titled_view(self.beam_box, self.tree, "beam_tree", self.tree.export, formats)
+        self.nbest_title, _ = titled_view(self.nbest_box, self.nbest, "n_best", self.export_nbest, formats)
         self.beside = QStackedWidget()  # beside the candidates: the step's cross-attention, or the n-best list
         self.beside.addWidget(cross_box)
-        self.beside.addWidget(nbest_box)
+        self.beside.addWidget(self.nbest_box)
         middle = self.middle = QSplitter(Qt.Orientation.Horizontal)
         middle.addWidget(self.candidates)
         middle.addWidget(self.beside)
@@ -404,6 +437,8 @@ class DecodingPanel(QWidget):
         if generating and sample < 0:
             self.mode.insertItem(1, tr("Sample"), "sample")
         elif not generating and sample >= 0:
+            if self.mode.currentIndex() == sample:  # not the next item (beam search): nobody chose that
+                self.mode.setCurrentIndex(self.mode.findData("greedy"))
             self.mode.removeItem(sample)
         self._name_inputs()
         self._on_mode()
@@ -446,9 +481,11 @@ class DecodingPanel(QWidget):
         self.reference.hide()
         self.notice.clear()
         self.notice.hide()
-        self.step_label.clear()
+        self.sentence_label.setText(self.input.text())
         self.chips.set_tokens([])
-        self.tree.set_steps((), self.info.tgt_pieces if self.info else (), self.eos_id)
+        self._mark_previous()
+        self._describe_step()
+        self.tree.set_steps((), self.pieces, self.eos_id)
         self.nbest.setRowCount(0)
         self._show_candidates()
         self._draw_cross()
@@ -462,12 +499,25 @@ class DecodingPanel(QWidget):
         client.engine.sentence_sampled.connect(self._on_sentence_sampled)
 
     def _send(self, command: Decode) -> None:
-        if self.client is not None:
-            self.client.ask(command)  # the newest decoding request is the one whose answer is shown
+        if self.client is not None:  # the newest decoding request is the one whose answer is shown
+            self.progress.sent(self.client.ask(command), command.action)
 
     def _on_decode_stepped(self, reply: DecodeStepped) -> None:
+        self.progress.answered(reply.request_id, reply.view.position)
         if self.client is not None and self.client.fresh(Decode, reply.request_id):
             self.show_view(reply.view)
+
+    def _on_progress(self) -> None:
+        """A request has been computing for a while, or more wait behind it, or all are answered."""
+        self._update_buttons()
+        self._describe_step()
+
+    def redo(self) -> None:
+        """What is shown, made again with the model's current weights (the attention panel's Update)."""
+        if self.family == "encoder_only":
+            self.fill_view.redo()
+        elif self.view is not None and not self.waiting:
+            self._act("show", restart=False)
 
     def play_sample(self, sentence: str) -> None:
         """Greedy decoding of ``sentence`` after its first step — its candidates, the token chosen and where
@@ -534,15 +584,28 @@ class DecodingPanel(QWidget):
         self.sample = None
 
     def _on_typed(self, _text: str) -> None:
-        """The person edits the sentence: a random sentence still on its way is not wanted; words are offered."""
+        """The person edits the sentence: a random sentence still on its way is not wanted; words are offered;
+        what is shown is marked as the previous sentence's."""
         if self._filling:
             return
         self.sample = None
+        self._mark_previous()
         self.completer.update_popup()
+
+    def _mark_previous(self) -> None:
+        """The chips, the step label and (through ``sentence_edited``) the attention map say that they show the
+        previous sentence while the box holds another, not decoded yet."""
+        previous = self.view is not None and self.input.text() != self.view.settings.text
+        if previous != self.previous:
+            self.previous = previous
+            self.chips.set_faded(previous)
+            self._describe_step()
+            self.sentence_edited.emit(previous)
 
     def on_failed(self) -> None:
         """The engine refused a request: nothing is waited for, and auto-play must not keep hitting it."""
         self.waiting = False
+        self.progress.failed()
         self.play_button.setChecked(False)
 
     def _act(self, action: DecodeAction, restart: bool = True) -> None:
@@ -582,11 +645,30 @@ class DecodingPanel(QWidget):
         self._act("step", restart=False)  # typing a new sentence does not restart a sentence playing
 
     def _update_buttons(self) -> None:
+        """While a step computes (busy), Back, Run and Reset wait greyed; Step ▶ queues, and counts, its clicks."""
+        v, busy = self.view, self.progress.busy
+        self.back_button.setEnabled(v is not None and v.position > 0 and not busy)
+        self.step_button.setEnabled(v is None or not v.at_end or busy)
+        self.run_button.setEnabled((v is None or not v.at_end) and not busy)
+        self.reset_button.setEnabled(v is not None and v.position > 0 and not busy)
+        queued = self.progress.queued if busy else 0
+        self.step_button.setText(tr("Step") + " ▶" + (f" (+{queued})" if queued else ""))
+
+    def _describe_step(self) -> None:
+        """The step shown (or, busy, the one being computed), and whether it is the previous sentence's."""
         v = self.view
-        self.back_button.setEnabled(v is not None and v.position > 0)
-        self.step_button.setEnabled(v is None or not v.at_end)
-        self.run_button.setEnabled(v is None or not v.at_end)
-        self.reset_button.setEnabled(v is not None and v.position > 0)
+        if self.progress.busy:
+            text = self.progress.describe()
+        elif v is None:
+            text = ""
+        else:
+            text = (tr("Step {n}, finished") if v.at_end else tr("Step {n}")).format(n=len(v.steps))
+        if self.previous and v is not None:
+            text += " · " + tr("previous sentence")
+        self.step_label.setText(text)
+        self.step_label.setToolTip(
+            tr("The sentence in the box is not decoded yet: Decode or Step ▶ starts it.") if self.previous else ""
+        )
 
     # -- answers ---------------------------------------------------------------------------------
     def on_run(self, info: RunInfo) -> None:
@@ -604,12 +686,15 @@ class DecodingPanel(QWidget):
             self.cross_layer.setValue(info.model_config.n_decoder_layers)
             decoding = self.view is not None or self.waiting or self.fill_view.view is not None
             self.play_button.setChecked(False)
+            self.pieces = tuple(shown_piece(p) for p in info.tgt_pieces)
             self._apply_family()
             self.clear()
             self.completer.set_words(info.src_words)
             self.sample_split = "test"
             self._describe_sample_button()
-            if replaced:  # (asking would also make the engine read the corpus on the launch path)
+            # a model opened from a folder has no sample sentence of its own (the bundled model's is played by the
+            # first launch: asking for one would make the engine read the corpus on the launch path)
+            if replaced or info.model_origin is not None:
                 self._replace_input("")
                 self._ask_sample(decode=decoding)
         elif self.view is not None and info.weights_step != self.view.weights_step and not self.waiting:
@@ -630,10 +715,10 @@ class DecodingPanel(QWidget):
         return self.info.model_config.eos_id if self.info else 2
 
     def piece(self, token: int) -> str:
+        """The target piece ``token`` as the views write it (a space as ␣, as the chips do)."""
         if token == self.eos_id:
             return "<eos>"
-        pieces = self.info.tgt_pieces if self.info else ()
-        return pieces[token] if 0 <= token < len(pieces) else f"#{token}"
+        return self.pieces[token] if 0 <= token < len(self.pieces) else f"#{token}"
 
     def show_view(self, view: DecodeView) -> None:
         """Show a decoding step (the engine client has dropped answers to requests made stale since)."""
@@ -647,11 +732,15 @@ class DecodingPanel(QWidget):
         self.reference.setText(f"{tr('Reference (from the corpus)')}: {reference}" if reference else "")
         self.reference.setVisible(bool(reference))  # no empty line taken from the views when there is none
         self._note_input(view)
-        self.step_label.setText((tr("Step {n}, finished") if view.at_end else tr("Step {n}")).format(n=n_steps))
+        self._mark_previous()
+        self._describe_step()
+        self.sentence_label.setText(view.settings.text)
         self._apply_focus(beam)
         if beam:
-            self.tree.set_steps(view.steps, self.info.tgt_pieces if self.info else (), self.eos_id)
+            self.tree.set_steps(view.steps, self.pieces, self.eos_id)
             self._fill_nbest(view)
+            if self.focus == "tree":
+                self._fit_nbest()
         last = n_steps - 1
         if self.selected is None or self.selected[0] > last:
             self.selected = (last, 0) if n_steps else None
@@ -681,9 +770,35 @@ class DecodingPanel(QWidget):
         self.focus = focus
         beam = self.view.settings.beam_size > 1 if self.view is not None else self.mode.currentData() == "beam"
         self._apply_focus(beam)
-        if focus == "tree":  # the n-best list above the tree needs a few rows only (once: a drag then wins)
-            height = sum(self.body.sizes()) or self.body.height()
-            self.body.setSizes([height // 4, height - height // 4])
+        if focus == "tree":
+            self._fit_nbest()
+
+    def _fit_nbest(self) -> None:
+        """The tree's view (presenter mode): the n-best list above the tree only as tall as its rows — its header and
+        one row while no hypothesis has finished —, at most a third; the tree gets the rest."""
+        table = self.nbest
+        rows = max(1, table.rowCount()) * table.verticalHeader().defaultSectionSize()
+        head = self.nbest_box.layout().itemAt(0).sizeHint().height()  # the title and its export button
+        needed = head + table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth()
+        height = sum(self.body.sizes()) or self.body.height()
+        top = min(needed, height // 3)
+        self.body.setSizes([top, height - top])
+
+    def set_presenting(self, on: bool) -> None:
+        """Presenter mode (once the interface's font has grown): the rows that edit — the sentence box, its tokens,
+        the settings and the stepping buttons — leave their height to the views; the sentence, read-only, and the
+        step count stay, side by side, in large type. Auto-play stops on the way out."""
+        self.editing.setVisible(not on)
+        self.sentence_label.setVisible(on)
+        old, new = (self.buttons_row, self.presenter_row) if on else (self.presenter_row, self.buttons_row)
+        old.removeWidget(self.step_label)
+        new.addWidget(self.step_label)
+        for label in (self.sentence_label, self.step_label):
+            label.setFont(large_font() if on else QFont())  # (an empty font: the interface's again)
+        self.output.setFont(large_font())
+        self.autoplay_on_start = on
+        if not on:
+            self.play_button.setChecked(False)
 
     def _apply_focus(self, beam: bool) -> None:
         """Greedy: the candidates beside the step's cross-attention. Beam search: the candidates beside the
@@ -692,11 +807,18 @@ class DecodingPanel(QWidget):
         tree = self.focus == "tree" or (beam and self.focus is None)
         appears = tree and self.beam_box.isHidden()
         self.beside.setCurrentIndex(1 if tree else 0)
+        for page in range(self.beside.count()):  # the page not shown sets no height (a stack takes its largest)
+            policy = QSizePolicy.Policy.Preferred if page == self.beside.currentIndex() else QSizePolicy.Policy.Ignored
+            self.beside.widget(page).setSizePolicy(policy, policy)
         self.beside.setVisible(tree or self.family != "decoder_only")
         self.candidates.setVisible(self.focus != "tree")
         self.beam_box.setVisible(tree)
-        if appears and self.focus is None and self.candidates.isVisibleTo(self):
+        # the tree's share of the height, when it appears (a drag then wins); appearing on a page not shown (an
+        # encoder-only model's), when that page is shown again: the splitter's sizes are known only then
+        self._share_pending = tree and self.focus is None and (appears or self._share_pending)
+        if self._share_pending and self.candidates.isVisibleTo(self):
             self._share_height()
+            self._share_pending = False
 
     def _share_height(self) -> None:
         """The candidates get what their chart needs (more on a tall screen), the beam tree the rest: it
@@ -765,9 +887,10 @@ class DecodingPanel(QWidget):
 
     def _show_candidates(self) -> None:
         if self.view is None or self.selected is None:
-            self.candidates.set_title(N_("Next-token candidates"))
+            at_start = self.view is not None and not self.view.steps  # step 0: say what brings the candidates
+            self.candidates.set_title(AT_STEP_0 if at_start else N_("Next-token candidates"))
             self.candidates.set_data([], np.zeros(0), set())
-            self.candidates.set_axis_label(AXIS)
+            self.candidates.set_axis_label(self._axis())
             self.candidates.set_note("")
             return
         step_index, row = self.selected
@@ -792,13 +915,11 @@ class DecodingPanel(QWidget):
     def _describe_candidates(self, step: DecodeStep, drawn: int | None) -> None:
         """What the bars measure, and for a sampled step how the token was drawn (a note under the chart)."""
         settings = self.view.settings if self.view is not None else DecodeSettings("")
-        if self.family != "decoder_only":
-            self.candidates.set_axis_label(AXIS)
-        elif step.sampled:
+        if self.family == "decoder_only" and step.sampled:
             label = tr("P(token | text so far) at temperature {t}").format(t=f"{settings.temperature:g}")
             self.candidates.set_axis_label(label)
         else:
-            self.candidates.set_axis_label(N_("P(token | text so far)"))
+            self.candidates.set_axis_label(self._axis())
         if not step.sampled:
             self.candidates.set_note("")
             return
@@ -814,7 +935,13 @@ class DecodingPanel(QWidget):
                 token=token, n=len(step.top_tokens[0])))  # fmt: skip
         self.candidates.set_note(" ".join(notes))
 
+    def _axis(self) -> str:
+        """What the bars measure: a translator's next token given its prefix and the source; a decoder-only
+        model's given the text so far (it reads no source)."""
+        return GENERATION_AXIS if self.family == "decoder_only" else AXIS
+
     def _draw_cross(self) -> None:
+        self.cross.set_title(CROSS_AT_STEP_0 if self.view is not None and not self.view.steps else CROSS_TITLE)
         if self.view is None or self.selected is None or self.info is None or self.family == "decoder_only":
             self.cross.set_data(np.zeros((0, 0)), [], [])
             return
@@ -825,4 +952,4 @@ class DecodingPanel(QWidget):
             return
         weights = cross[row, self.cross_layer.value() - 1]  # [heads, S]
         heads = [f"{tr('head')} {h + 1}" for h in range(weights.shape[0])]
-        self.cross.set_data(weights, heads, list(self.view.source_tokens))
+        self.cross.set_data(weights, heads, [shown_piece(t) for t in self.view.source_tokens])

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from explorer.engine_client import EngineClient
     from explorer.worker import InspectionReady, MaskFilled, RunInfo
 
-MASK = "<mask>"  # what a person types where the model should fill a word in (the tokenizer's mask piece)
+MASK = "<mask>"  # what a person types where the model should fill a word in (a model's own, e.g. [MASK], too)
 CHART_COLUMNS = 2  # charts side by side; more masks wrap to further rows (the area scrolls)
 CHART_MIN_HEIGHT = 190  # five readable bars and the chart's title
 AXIS = N_("P(token | the rest of the sentence)")
@@ -66,6 +66,7 @@ class FillMaskPanel(QWidget):
         self.masked_in = ""  # the sentence those positions are positions of
         self.pending: int | None = None  # id of this view's newest request (a FillMask or an Inspect)
         self.mask_one = False  # a random sentence arrived: mask one of its tokens once they are known
+        self.own_mask: str | None = None  # the model's own mask piece when it is not <mask> (BERT's [MASK])
         self.rng = random.Random()
         self.charts: list[CandidateBars] = []
         self._create()
@@ -126,7 +127,11 @@ class FillMaskPanel(QWidget):
         layout.addWidget(self.chart_scroll, 1)
 
     def retranslate(self) -> None:
-        self.input.setPlaceholderText(tr("Type a sentence with <mask> where a word is missing, and press Enter"))
+        if self.own_mask is None:
+            self.input.setPlaceholderText(tr("Type a sentence with <mask> where a word is missing, and press Enter"))
+        else:
+            said = tr("Type a sentence with <mask> or {mask} where a word is missing, and press Enter")
+            self.input.setPlaceholderText(said.format(mask=self.own_mask))
         self.input.setToolTip(
             tr(
                 "An encoder-only model reads the whole sentence at once, left and right of each <mask>, and guesses "
@@ -174,10 +179,24 @@ class FillMaskPanel(QWidget):
         if text != self.masked_in:  # another sentence (typed, pasted, undone…): the positions were the old one's
             self.masked.clear()
         self.masked_in = text
-        if MASK in text or self.masked:
+        if self.has_mask(text) or self.masked:
             self.pending = self.client.ask(FillMask(text, tuple(sorted(self.masked)), self.top_k.value()))
         else:
             self.pending = self.client.ask(Inspect(source=text))  # its tokens, to be clicked
+
+    def has_mask(self, text: str) -> bool:
+        """``text`` hides a word: <mask>, or the model's own mask piece, is written in it."""
+        return MASK in text or (self.own_mask is not None and self.own_mask in text)
+
+    def redo(self) -> None:
+        """The sentence shown, asked for again (with the model's weights of now): its masks filled, or its tokens."""
+        if self.client is None:
+            return
+        if self.view is not None:
+            clicked = tuple(p.position for p in self.view.predictions if p.original is not None)
+            self.pending = self.client.ask(FillMask(self.view.text, clicked, self.top_k.value()))
+        elif self.tokens:
+            self.pending = self.client.ask(Inspect(source=self.masked_in))
 
     def _on_mask_filled(self, reply: MaskFilled) -> None:
         if self.client is None or reply.request_id != self.pending or not self.client.fresh(FillMask, reply.request_id):
@@ -195,12 +214,18 @@ class FillMaskPanel(QWidget):
         self.chips.set_tokens(self.tokens)
         self.chips.set_marks(set())
         self._show_charts([])
+        self.inspection_shown.emit(reply.inspection)  # the attention panel shows the sentence's map
         if self.mask_one and len(self.tokens) > 2:
             self.mask_one = False
             self.masked = {self.rng.randrange(1, len(self.tokens) - 1)}  # one piece, never <bos> or <eos>
             self.ask()
             return
-        self.say(tr("No <mask> in the sentence: write <mask> where a word is missing, or click a token to mask it."))
+        said = tr("No <mask> in the sentence: write <mask> where a word is missing, or click a token to mask it.")
+        if self.own_mask is not None:
+            said = tr(
+                "No <mask> or {mask} in the sentence: write one where a word is missing, or click a token to mask it."
+            ).format(mask=self.own_mask)
+        self.say(said)
 
     def _on_failed(self, request_id: int, message: str) -> None:
         if request_id == self.pending:
@@ -254,6 +279,9 @@ class FillMaskPanel(QWidget):
         if new_model:
             self.clear()
             self.input.clear()
+            own = info.mask_token if info.model_config.arch == "encoder_only" else None
+            self.own_mask = None if own in (None, MASK) else own
+            self.retranslate()
 
     def show_view(self, view: FillMaskView) -> None:
         """The model's guesses for each masked position (the engine client has dropped stale answers)."""

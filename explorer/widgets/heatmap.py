@@ -24,6 +24,8 @@ ATTENTION_MAP = pg.colormap.get("viridis")
 DIVERGING_MAP = pg.colormap.get("CET-D1")
 HATCH = 4  # overlay pixels per cell side
 GRID_HATCH_PIXELS = 4_000_000  # the grid's overlay has at most about this many pixels (fewer per cell beyond)
+EDGE = 20  # pixels a column label may reach beyond the map's ends (the corners below the axes are empty)
+LABEL_GAP = 6  # pixels between two column labels on one line
 OUTLINE = "#ff2d2d"  # outlined cells (a router's chosen experts): red reads on viridis' yellow and purple alike
 
 
@@ -65,11 +67,33 @@ def image_plot() -> tuple[pg.GraphicsLayoutWidget, pg.PlotItem, pg.ImageItem]:
     return view, plot, image
 
 
-def _ticks(labels: list[str], limit: int, stagger: bool = False) -> list[tuple[float, str]]:
-    """Tick positions at cell centres; with many labels, every n-th (the hover shows all).
-    ``stagger`` puts every other label on a second line, doubling the room each one has."""
+def _ticks(labels: list[str], limit: int) -> list[tuple[float, str]]:
+    """Tick positions at cell centres; with many labels, every n-th (the hover shows all)."""
     step = max(1, int(np.ceil(len(labels) / max(1, limit))))
-    return [(i + 0.5, ("\n" if stagger and (i // step) % 2 else "") + labels[i]) for i in range(0, len(labels), step)]
+    return [(i + 0.5, labels[i]) for i in range(0, len(labels), step)]
+
+
+def place_labels(widths: list[float], span: float, lines: int = 2, edge: float = EDGE) -> list[tuple[int, int]]:
+    """Which column labels to write, and on which line, so that none overprints another: ``widths`` in pixels,
+    the columns sharing ``span`` pixels, each label centred on its column and allowed ``edge`` pixels beyond
+    the ends. The last label (a sentence's <eos>) always has its place; the others take the first line with
+    room, left to right, or are left out (the hover names every cell). → (column, line) pairs."""
+    n = len(widths)
+    if not n:
+        return []
+    cell = span / n
+    extent = [((i + 0.5) * cell - w / 2, (i + 0.5) * cell + w / 2) for i, w in enumerate(widths)]
+    ends = [-edge - LABEL_GAP] * lines  # the right end of the last label placed on each line
+    last_left = extent[-1][0]
+    placed = []
+    for i, (left, right) in enumerate(extent[:-1]):
+        for line in range(lines):
+            limit = last_left - LABEL_GAP if line == 0 else span + edge
+            if left >= ends[line] + LABEL_GAP and right <= limit:
+                placed.append((i, line))
+                ends[line] = right
+                break
+    return [*placed, (n - 1, 0)]
 
 
 class Heatmap(QWidget):
@@ -95,6 +119,8 @@ class Heatmap(QWidget):
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         for name in ("left", "bottom"):
             self.plot.getAxis(name).setStyle(tickLength=0)
+        self.plot.getAxis("bottom").setStyle(hideOverlappingLabels=EDGE)  # the labels place_labels allows
+        self.plot.getViewBox().sigResized.connect(self._column_ticks)  # laid out: the labels' room is known
         self.view.scene().sigMouseMoved.connect(self._on_move)
 
         self.hover_label = named(QLabel(), f"{object_name}_hover")
@@ -175,20 +201,23 @@ class Heatmap(QWidget):
         self.highlight_row(highlight_row)
 
     def _column_ticks(self) -> None:
-        """Column labels, on two staggered lines when they would not fit side by side; as many row
-        labels as fit the height (hovering names every cell)."""
+        """Column labels that never overprint: side by side, on a second line where they would, and left out
+        where neither has room (the last, a sentence's <eos>, always written); as many row labels as fit the
+        height (hovering names every cell)."""
         if not self.cols:
             return
         fm = QFontMetrics(self.view.font())
         height = max(1.0, self.view.height() - 2.5 * fm.height())
         fit = max(1, int(height // (fm.height() + 1)))
         self.plot.getAxis("left").setTicks([_ticks(self.rows, min(40, fit))])
-        width = max(1.0, self.view.width() - 90.0)  # room for the left axis and the colour bar
-        widest = max(fm.horizontalAdvance(c) for c in self.cols)
-        crowded = widest + 6 > width / min(len(self.cols), 40)
+        width = self.plot.getViewBox().width()
+        if width < 2:  # not laid out yet: the widget less the left axis and the colour bar
+            width = max(1.0, self.view.width() - 90.0)
+        placed = place_labels([fm.horizontalAdvance(c) for c in self.cols], width)
         bottom = self.plot.getAxis("bottom")
-        bottom.setTicks([_ticks(self.cols, 40, stagger=crowded)])
-        bottom.setHeight(2 * fm.height() + 8 if crowded else fm.height() + 10)
+        bottom.setTicks([[(i + 0.5, "\n" * line + self.cols[i]) for i, line in placed]])
+        lines = 1 + max(line for _, line in placed)
+        bottom.setHeight(lines * fm.height() + (8 if lines > 1 else 10))
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         super().resizeEvent(event)

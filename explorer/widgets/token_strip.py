@@ -21,6 +21,17 @@ MARKED = QColor("#ffe7b8")  # e.g. a masked position
 MARKED_BORDER = QColor("#e08a00")
 
 
+# characters a piece may hold that would print as nothing (or break the line): each written as a visible sign —
+# a space ␣, a line break ↵, a tab ⇥, another control character its Unicode picture (U+241E ␞ for U+001E)
+INVISIBLE = {c: chr(0x2400 + c) for c in range(0x20)} | {0x7F: "␡", 0x20: "␣", 0x0A: "↵", 0x0D: "↵", 0x09: "⇥"}
+
+
+def shown_piece(piece: str) -> str:
+    """A piece as every view writes it: a space as ␣ (GPT-2's byte-level “ the” is “␣the”), a line break as ↵,
+    another control character as its picture, an empty piece as ∅. Only the labels change, never the text."""
+    return piece.translate(INVISIBLE) or "∅"
+
+
 def plain_tooltip(text: str) -> str:
     """A tooltip that shows ``text`` literally (Qt reads a tooltip such as ``[<b>]`` as markup)."""
     return "<p style='white-space:pre'>" + html.escape(text) + "</p>"
@@ -41,6 +52,7 @@ class TokenStrip(QWidget):
         self.marked: set[int] = set()  # chips drawn as marked (e.g. masked positions)
         self.tips: dict[int, str] = {}  # a chip's own tooltip (plain text)
         self.clickable = False
+        self.faded = False  # the chips of a sentence no longer in the box (edited, not decoded yet): drawn faint
         self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
         self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
@@ -65,6 +77,12 @@ class TokenStrip(QWidget):
         """Draw the ``marked`` chips as marked; ``tips``: a tooltip of a chip's own (plain text)."""
         self.marked, self.tips = set(marked), dict(tips or {})
         self.update()
+
+    def set_faded(self, on: bool) -> None:
+        """Draw the chips faint, with dashed borders: they are the previous sentence's."""
+        if on != self.faded:
+            self.faded = on
+            self.update()
 
     def set_clickable(self, on: bool) -> None:
         """Chips a person may click (``chip_clicked``), with a pointing hand over them."""
@@ -126,7 +144,7 @@ class TokenStrip(QWidget):
 
     @staticmethod
     def _shown(token: str) -> str:
-        return token.replace(" ", "␣") or "∅"
+        return shown_piece(token)
 
     def hasHeightForWidth(self) -> bool:  # noqa: N802 — Qt's name
         return True
@@ -141,12 +159,16 @@ class TokenStrip(QWidget):
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setOpacity(0.45 if self.faded else 1.0)
         for i, (t, r) in enumerate(zip(self.tokens, self._layout(self.width()))):
             special = t.startswith("<") and t.endswith(">")
             fill, border = (UNKNOWN, UNKNOWN_BORDER) if i in self.highlight else (
                 (MARKED, MARKED_BORDER) if i in self.marked else (SPECIAL, CHIP_BORDER) if special else (
                     CHIP, CHIP_BORDER))  # fmt: skip
-            p.setPen(QPen(border, 2 if i in self.marked else 1))
+            pen = QPen(border, 2 if i in self.marked else 1)
+            if self.faded:
+                pen.setStyle(Qt.PenStyle.DashLine)
+            p.setPen(pen)
             p.setBrush(fill)
             p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
             p.setPen(QColor("#202020"))

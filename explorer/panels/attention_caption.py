@@ -1,0 +1,103 @@
+"""The line under the Attention panel's map: what its rows and columns are for the model's family, which sentence
+and which weights drew it, and an Update button when the model has trained on since.
+
+A map is computed once, with the weights of the moment (``Inspection.step``); training goes on without redrawing
+it (a forward pass per step would slow training down). :class:`MapCaption` says so plainly — "the model is now at
+step N" — and its button asks the panel that made the map to make it again (``update_asked``). The texts are plain
+functions of the family, so that a test reads them without a window.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+from explorer.i18n import tr
+from explorer.widgets import named
+
+
+def rows_caption(kind: str, arch: str) -> str:
+    """What the rows and columns of a ``kind`` map are, for the family ``arch``."""
+    if arch == "decoder_only":
+        return tr(
+            "Rows: positions of the text, labelled “read → predicts”; columns: the tokens read (keys); each "
+            "row sums to 1. Hatched cells are masked: a position may not look at later ones, because the "
+            "next token, the one it must predict, is there."
+        )
+    if arch == "encoder_only":
+        return tr(
+            "Rows: positions (queries); columns: positions (keys); each row sums to 1. No cell is hatched: "
+            "the attention mask hides no position, every token sees the whole text, both ways. A <mask> "
+            "token is another thing: a word hidden from the input, which the model guesses from what its "
+            "row gathers."
+        )
+    return {
+        "encoder": tr(
+            "Rows: source positions (queries); columns: source positions (keys). Each row shows how one "
+            "source token spreads its attention over the whole source, and sums to 1. Encoder rows "
+            "predict nothing: they build the representation the decoder reads."
+        ),
+        "decoder_self": tr(
+            "Rows: target positions, labelled “read → predicts”; columns: the target tokens read "
+            "(keys); each row sums to 1. Hatched cells are masked: a position may not look at "
+            "later ones."
+        ),
+        "cross": tr(
+            "Rows: target positions, labelled “read → predicts”; columns: source positions (the "
+            "encoder's output); each row sums to 1."
+        ),
+    }[kind]
+
+
+def empty_hint(mode: str, arch: str) -> str:
+    """What to do for a map to appear, by the source chosen (``mode``) and the family."""
+    pair = {
+        "decoder_only": tr("Type a prompt (and, if you like, its continuation) and press Show."),
+        "encoder_only": tr("Type a text (write <mask> where a word is hidden) and press Show."),
+    }
+    decoding = {"encoder_only": tr("Type a sentence in the fill-mask panel; its attention appears here.")}
+    return {
+        "decoding": decoding.get(arch)
+        or tr("Decode a sentence in the Decoding panel; its attention appears here, step by step."),
+        "pair": pair.get(arch) or tr("Type a source sentence (and, if you like, a target) and press Show."),
+        "probe": tr("The probe sentence's attention is recorded while the model trains."),
+    }[mode]
+
+
+class MapCaption(QWidget):
+    """The caption under the map, with the Update button of a map drawn with older weights."""
+
+    update_asked = Signal()  # the person wants the map drawn again with the model's current weights
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = named(QLabel(), "attention_caption")
+        self.label.setWordWrap(True)
+        self.update_button = named(QPushButton(), "attention_update_button")
+        self.update_button.hide()
+        self.update_button.clicked.connect(self.update_asked)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.update_button)
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        self.update_button.setText(tr("Update"))
+        self.update_button.setToolTip(tr("Draw the map again with the model's current weights"))
+
+    def show_caption(self, rows: str, notes: list[str], shown_step: int | None = None, now: int | None = None) -> None:
+        """``rows`` and, in brackets, ``notes``; a map drawn at training step ``shown_step`` while the model is at
+        step ``now`` says so first, and offers Update (None: a map that is meant to show its own step)."""
+        older = shown_step is not None and now is not None and shown_step != now
+        if shown_step is not None:
+            said = tr("training step {n}").format(n=shown_step)
+            if older:
+                said += " — " + tr("the model is now at step {now}: press Update to redraw the map").format(now=now)
+            notes = [said, *notes]
+        self.label.setText(f"{rows}  ({' · '.join(notes)})" if notes else rows)
+        self.update_button.setVisible(older)
+
+    def show_hint(self, text: str) -> None:
+        self.label.setText(text)
+        self.update_button.hide()
