@@ -237,13 +237,15 @@ forcing); the causal mask keeps each from seeing the token it must predict.</p>
 <p><b>T5</b> (Raffel et al., 2020) keeps this shape and changes how positions enter. Nothing is added to the
 embeddings; instead every self-attention adds a learned <b>relative position bias</b> to its scores q·k/√d<sub>k</sub>:
 one number per head for each <i>bucket</i> of the offset key − query. Small offsets each have a bucket of their own,
-larger ones share buckets on a logarithmic scale (T5: 32 buckets, up to 128 positions), and all farther ones share
-the last. The encoder's buckets tell keys before the query from keys after it; the decoder's only look back; the
-table is shared by all layers of a stack, and cross-attention gets none. The positional lab shows the buckets.
-T5 itself also normalises before each sublayer (Pre-LN) and was pre-trained by filling in dropped spans of
-text.</p>""",
+larger ones share buckets whose width grows logarithmically (T5: 32 buckets, max_distance 128; the last bucket takes
+every distance from 91 on in the encoder, from 113 on in the decoder). The encoder's buckets tell keys before the
+query from keys after it (8 exact offsets before the query, 0 included, and 7 after); the decoder's only look back
+(16 exact offsets); the table is shared by all layers of a stack, and cross-attention gets none. The positional lab
+shows the buckets. T5 itself also normalises before each sublayer (Pre-LN) with an RMS norm, computes q·k without
+dividing by √d<sub>k</sub> (the factor is folded into the initialisation of W<sup>Q</sup>) and does not scale its
+embeddings; this app scales as the paper does. T5 was pre-trained by filling in dropped spans of text.</p>""",
         "zh": """<p><b>编码器–解码器</b>：论文的 Transformer，也是 T5 的结构。<b>编码器</b>一次读入整个原文；它的自注意力不带掩码，所以每个原文词元都能看到整句话，前后两个方向都能看。<b>解码器</b>一次写出一个词元：它的自注意力是<b>因果</b>的（一个位置只看它自己和它之前的位置，从不看后面的位置），它的<b>交叉注意力</b>读取编码器的输出。因此这里有三种注意力可看。训练时译文的每个位置同时预测它的下一个词元（教师强制）；因果掩码保证每个位置都看不到它要预测的词元。</p>
-<p><b>T5</b>（Raffel 等，2020）保留这个结构，改变的是位置信息进入模型的方式。嵌入上不加任何东西；每个自注意力在得分 q·k/√d<sub>k</sub>上加一个学到的<b>相对位置偏置</b>：按偏移 键 − 查询 所在的<i>桶</i>，每个头一个数。小的偏移各有自己的桶，较大的偏移按对数尺度共用桶（T5：32 个桶，覆盖到 128 个位置），更远的偏移全部共用最后一个桶。编码器的桶区分查询之前和之后的键；解码器的桶只看之前的键；一个堆栈的所有层共用同一张表，交叉注意力没有偏置。位置编码实验室显示这些桶。T5 本身还在每个子层之前做归一化（Pre-LN），并通过补全文本中被删去的片段进行预训练。</p>""",
+<p><b>T5</b>（Raffel 等，2020）保留这个结构，改变的是位置信息进入模型的方式。嵌入上不加任何东西；每个自注意力在得分 q·k/√d<sub>k</sub>上加一个学到的<b>相对位置偏置</b>：按偏移 键 − 查询 所在的<i>桶</i>，每个头一个数。小的偏移各有自己的桶，较大的偏移共用桶，桶宽按对数增长（T5：32 个桶，max_distance 128；编码器中最后一个桶包含 91 及更远的所有距离，解码器中从 113 开始）。编码器的桶区分查询之前和之后的键（查询之前 8 个精确的偏移，含 0，之后 7 个）；解码器的桶只看之前的键（16 个精确的偏移）；一个堆栈的所有层共用同一张表，交叉注意力没有偏置。位置编码实验室显示这些桶。T5 本身还在每个子层之前用 RMS 归一化（Pre-LN），计算 q·k 时不除以 √d<sub>k</sub>（这个因子并入了 W<sup>Q</sup> 的初始化），也不缩放嵌入；本程序的缩放与论文相同。T5 通过补全文本中被删去的若干段文字进行预训练。</p>""",
     },
     "family_decoder_only": {
         "en": """<p><b>Decoder-only</b>: GPT (Radford et al., 2018). One stack instead of two: the paper's decoder

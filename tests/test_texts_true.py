@@ -351,6 +351,14 @@ def test_the_t5_lab_note_counts_the_exact_offsets_each_side(english):
     assert "查询之前 8 个精确的偏移（含 0），之后 7 个" in note and "只看之前的键" in note
 
 
+def test_the_family_help_lays_out_t5s_buckets_and_says_how_t5_itself_scales():
+    en, zh = flat(HELP["family_encoder_decoder"]["en"]), flat(HELP["family_encoder_decoder"]["zh"])
+    assert "8 exact offsets before the query, 0 included, and 7 after" in en and "from 91 on" in en
+    assert "RMS norm" in en and "this app scales as the paper does" in en
+    assert "查询之前 8 个精确的偏移，含 0，之后 7 个" in zh and "RMS 归一化" in zh and "缩放与论文相同" in zh
+    assert "up to 128 positions" not in en
+
+
 def test_the_sinusoids_legend_names_dimensions_not_the_papers_i(qtbot, english):
     from explorer.panels.positional import PositionalPanel
 
