@@ -109,9 +109,8 @@ ZH_TRAINING: dict[str, str] = {
     "Its weight here: {w:g}.": "这里它的权重：{w:g}。",
     "the experts and the router": "专家和路由器",
     "T5 relative bias, in attention": "T5 相对位置偏置，在注意力中",
-    "buckets of offsets, wider for distant positions, up to {d}; one bias per head and bucket, learned.": (
-        "个偏移桶，越远的位置桶越宽，最远到 {d}；每个头、每个桶各有一个可学习的偏置。"
-    ),
+    "buckets of offsets, wider for distant positions (the scale set by the distance {d}); one bias per head and "
+    "bucket, learned.": "个偏移桶，越远的位置桶越宽（尺度由距离 {d} 决定）；每个头、每个桶各有一个可学习的偏置。",
     "on top of the encoder": "在编码器之上",
     "Q, K and V all come from the text so far, as the layer below left it: each token looks at itself and "
     "the tokens before it.": "Q、K、V 都来自经过下面各层处理后的已有文本：每个词元只看它自己和它之前的词元。",

@@ -202,6 +202,7 @@ def test_t5_self_attention_adds_the_bias_and_the_map_says_what_t5_itself_does(en
     assert "+ B" not in equation(info, "cross_attention", "decoder", 0)  # cross-attention gets no bias
     text = equation(info, "positional", "encoder")
     assert "RMS norm" in text and "folded into the initialisation" in text and "scales as the paper does" in text
+    assert "the scale set by the distance 128" in text and "up to 128" not in text  # the last bucket starts at 91
 
 
 # -- the Q·K explainer --------------------------------------------------------------------------------------------

@@ -603,7 +603,10 @@ SPLIT_TEXT = N_(
     "Laid out as Marian lays it out: the sines fill the first half of the dimensions, the cosines the second; "
     "the paper interleaves them (sin at 2i, cos at 2i + 1). The values are the same, in another order."
 )
-T5_TEXT = N_("buckets of offsets, wider for distant positions, up to {d}; one bias per head and bucket, learned.")
+T5_TEXT = N_(
+    "buckets of offsets, wider for distant positions (the scale set by the distance {d}); one bias per head and "
+    "bucket, learned."
+)
 T5_ORIGINAL_TEXT = N_(
     "T5 itself also computes q·k without dividing by √d_k (the factor is folded into the initialisation of "
     "W<sup>Q</sup>), normalises with an RMS norm (no mean subtracted, no β) and does not scale its embeddings. "
