@@ -34,6 +34,7 @@ ZH_INSPECTING: dict[str, str] = {
     "previous sentence: the one typed now is decoded at Decode or Step ▶": (
         "上一个句子：现在输入的句子要按“解码”或“单步 ▶”才会解码"
     ),
+    "previous sentence: the one typed now is read at Fill the mask": "上一个句子：现在输入的句子要按“填空”才会读入",
     "Router (experts)": "路由器（专家）",
     # the router page
     "MoE layer": "混合专家层",

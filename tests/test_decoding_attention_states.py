@@ -149,6 +149,12 @@ def test_bert_the_attention_panel_follows_the_fill_mask_sentence_and_its_weights
     a.update_button.click()
     qtbot.waitUntil(lambda: a.update_button.isHidden(), timeout=10000)
     assert f"training step {now}" in a.caption.text() and window.decoding.fill_view.view.text == "我<mask>天去了"
+    view = window.decoding.fill_view  # another sentence typed: the chips and the map are the previous one's
+    qtbot.keyClicks(view.input, "a")
+    assert view.chips.faded and "previous sentence" in a.caption.text()
+    qtbot.keyClick(view.input, Qt.Key_Return)
+    qtbot.waitUntil(lambda: view.view.text == "我<mask>天去了a", timeout=10000)
+    assert not view.chips.faded and "previous sentence" not in a.caption.text()
 
 
 def test_the_two_meanings_of_mask_are_not_confused():

@@ -510,7 +510,10 @@ class AttentionPanel(QWidget):
             else:
                 notes.append(tr("target: the model's own greedy translation"))
         if mode == "decoding" and self.previous_sentence:
-            notes.append(tr("previous sentence: the one typed now is decoded at Decode or Step ▶"))
+            if self.arch == "encoder_only":
+                notes.append(tr("previous sentence: the one typed now is read at Fill the mask"))
+            else:
+                notes.append(tr("previous sentence: the one typed now is decoded at Decode or Step ▶"))
         now = None if mode == "probe" else self.weights_step  # a snapshot is of its own step, by design
         self.map_caption.show_caption(rows_caption(kind, self.arch), notes, inspection.step, now)
 

@@ -266,6 +266,7 @@ class DecodingPanel(QWidget):
         self.tree.node_clicked.connect(self._on_node)
         self.progress.changed.connect(self._on_progress)
         self.fill_view.inspection_shown.connect(self.inspection_shown)
+        self.fill_view.sentence_edited.connect(self.sentence_edited)
         self.fill_view.sentence_asked.connect(self.sentence_asked)
         self.fill_view.sentence_asked.connect(self._drop_sample)  # a random sentence on its way is not wanted now
         self.fill_view.input.textEdited.connect(self._drop_sample)

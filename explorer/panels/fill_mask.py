@@ -54,6 +54,7 @@ class FillMaskPanel(QWidget):
 
     inspection_shown = Signal(Inspection)  # the input's bidirectional self-attention (the attention panel shows it)
     sentence_asked = Signal()  # the person asked for a sentence of their own
+    sentence_edited = Signal(bool)  # the sentence was edited; True: the chips and map shown are the previous one's
     sample_asked = Signal()  # the person asked for a random test sentence (the decoding panel fetches it)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -67,6 +68,7 @@ class FillMaskPanel(QWidget):
         self.pending: int | None = None  # id of this view's newest request (a FillMask or an Inspect)
         self.mask_one = False  # a random sentence arrived: mask one of its tokens once they are known
         self.own_mask: str | None = None  # the model's own mask piece when it is not <mask> (BERT's [MASK])
+        self.previous = False  # the box holds another sentence than the one shown (edited, not asked for yet)
         self.rng = random.Random()
         self.charts: list[CandidateBars] = []
         self._create()
@@ -215,6 +217,7 @@ class FillMaskPanel(QWidget):
         self.chips.set_marks(set())
         self._show_charts([])
         self.inspection_shown.emit(reply.inspection)  # the attention panel shows the sentence's map
+        self._mark_previous()
         if self.mask_one and len(self.tokens) > 2:
             self.mask_one = False
             self.masked = {self.rng.randrange(1, len(self.tokens) - 1)}  # one piece, never <bos> or <eos>
@@ -234,9 +237,20 @@ class FillMaskPanel(QWidget):
 
     # -- the person's edits ------------------------------------------------------------------------
     def _on_typed(self, _text: str) -> None:
-        """A new sentence: the positions clicked were positions of the old one."""
+        """A new sentence: the positions clicked were positions of the old one, and what is shown is its."""
         self.masked.clear()
         self.mask_one = False
+        self._mark_previous()
+
+    def _mark_previous(self) -> None:
+        """The chips drawn faint (and, through ``sentence_edited``, the attention map marked) while the box holds
+        a sentence other than the one they show."""
+        shown = self.view.text if self.view is not None else (self.masked_in if self.tokens else None)
+        previous = shown is not None and self.input.text() != shown
+        if previous != self.previous:
+            self.previous = previous
+            self.chips.set_faded(previous)
+            self.sentence_edited.emit(previous)
 
     def _insert_mask(self) -> None:
         self.input.insert(MASK)
@@ -258,6 +272,7 @@ class FillMaskPanel(QWidget):
         self.input.setText(text)
         self.masked.clear()
         self.mask_one = fill
+        self._mark_previous()
         if fill:
             self.ask()
 
@@ -274,6 +289,7 @@ class FillMaskPanel(QWidget):
         self.chips.set_marks(set())
         self._show_charts([])
         self.say("")
+        self._mark_previous()
 
     def on_run(self, info: RunInfo, new_model: bool) -> None:
         if new_model:
@@ -299,6 +315,7 @@ class FillMaskPanel(QWidget):
         self._show_charts(view.predictions)
         self.say("")
         self.inspection_shown.emit(view.inspection)
+        self._mark_previous()
 
     def _show_charts(self, predictions: list[MaskPrediction]) -> None:
         """One chart per masked position, left to right; the charts made before are reused."""
