@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.help_families import FAMILY_HELP
+from explorer.help_families import FAMILY_HELP, MAP_USE
 from explorer.i18n import language, tr
 
 HELP: dict[str, dict[str, str]] = {
@@ -189,15 +189,12 @@ reads the source sentence, the <b>decoder</b> stack on the right writes the tran
 stack is N identical layers; each layer is built from <b>sublayers</b> (multi-head attention, the position-wise
 feed-forward network), each wrapped in a residual connection and a layer normalisation (<b>Add &amp; Norm</b>).
 The arrow from the encoder's output goes into every decoder layer's <b>cross-attention</b>: that is where the
-translation looks at the source.</p>
-<p>Point at a part to see its equation with this model's numbers; click it to open the view that shows it: an
-attention sublayer opens that layer in the attention map, the positional encoding opens the positional lab, the
-output layer and the softmax open the next-token candidates. Click a closed layer to open it.</p>""",
+translation looks at the source.</p>"""
+        + MAP_USE["en"],
         "zh": """<p>论文的图 1，按当前打开的模型画出：左边的<b>编码器</b>堆栈读入原文，右边的<b>解码器</b>堆栈一次一个词元地写出译文。
 每个堆栈由 N 个相同的层组成；每层由若干<b>子层</b>（多头注意力、逐位置前馈网络）构成，每个子层都包在残差连接和层归一化之中
-（<b>相加与归一化</b>）。从编码器输出引出的箭头进入每个解码器层的<b>交叉注意力</b>：译文正是在这里查看原文。</p>
-<p>把鼠标指向一个部件，可以看到它的公式和这个模型的具体数值；点击它会打开显示它的视图：注意力子层打开注意力图中的那一层，
-位置编码打开位置编码实验室，输出层和 softmax 打开下一个词元的候选。点击一个收起的层可以展开它。</p>""",
+（<b>相加与归一化</b>）。从编码器输出引出的箭头进入每个解码器层的<b>交叉注意力</b>：译文正是在这里查看原文。</p>"""
+        + MAP_USE["zh"],
     },
     "data": {
         "en": """<p>The model never sees letters or characters directly: a <b>tokenizer</b> cuts each sentence into

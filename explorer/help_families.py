@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from model.config import ModelConfig
 
+# how the map is used, the same for every family (the end of each map topic)
+MAP_USE = {
+    "en": """<p>Point at a part to read what it does. Click it to keep its equation, with this model's numbers, beside
+the drawing; double-click it, or press the button under its equation, to see it in the view that shows it: an
+attention sublayer in the attention map (that layer), the embeddings and the positional encoding in the positional
+lab, the output layer and the softmax in the Decoding panel (for BERT: Fill the mask). Click a closed layer to open
+it.</p>""",
+    "zh": """<p>把鼠标指向一个部件，可以读到它的作用。单击它，它的公式（带这个模型的具体数值）会留在图旁；双击它，或按公式下方的按钮，会在显示它的视图中打开它：注意力子层打开注意力图中的那一层，嵌入和位置编码打开位置编码实验室，输出层和 softmax 打开“解码”面板（BERT：“填空”）。单击一个收起的层可以展开它。</p>""",
+}
 FAMILY_HELP: dict[str, dict[str, str]] = {
+    "map_use": MAP_USE,
     "training_decoder_only": {
         "en": """<p>A decoder-only model (GPT) learns from plain text by <b>updates</b>: it reads a batch of texts
 and at every position predicts the next token; the <b>loss</b> is the cross-entropy of those predictions, and each
@@ -77,12 +87,8 @@ layers, each a <b>masked self-attention</b> (every position looks at itself and 
 position-wise <b>feed-forward network</b>, each wrapped in a residual connection and a layer normalisation, drawn
 where this model has it (Post-LN: Add &amp; Norm after the sublayer; Pre-LN: a LayerNorm before it, and a final
 LayerNorm on top of the stack). On top, the linear layer and the softmax give every position a probability for each
-possible next token.</p>
-<p>Point at a part to see its equation with this model's numbers; click it to open the view that shows it: an
-attention sublayer opens that layer in the attention map, the positional encoding opens the positional lab, the
-output layer and the softmax open the next-token candidates. Click a closed layer to open it.</p>""",
-        "zh": """<p>论文的图 1，按当前打开的仅解码器模型（GPT）重画：只有一个堆栈，即论文的<b>解码器</b>去掉交叉注意力，因为没有编码器可读。到目前为止的文本（&lt;bos&gt;、提示词和已经写出的部分）先变成嵌入并带上位置信息；然后是 N 个相同的层，每层由<b>带掩码的自注意力</b>（每个位置只看它自己和它之前的位置）和逐位置<b>前馈网络</b>组成，每个子层都包在残差连接和层归一化之中，归一化画在这个模型放它的地方（Post-LN：子层之后的“相加与归一化”；Pre-LN：子层之前一个 LayerNorm，堆栈最上面再加一个最终 LayerNorm）。最上面的线性层和 softmax 在每个位置给出每个可能的下一个词元的概率。</p>
-<p>把鼠标指向一个部件，可以看到它的公式和这个模型的具体数值；点击它会打开显示它的视图：注意力子层打开注意力图中的那一层，位置编码打开位置编码实验室，输出层和 softmax 打开下一个词元的候选。点击一个收起的层可以展开它。</p>""",
+possible next token.</p>""",
+        "zh": """<p>论文的图 1，按当前打开的仅解码器模型（GPT）重画：只有一个堆栈，即论文的<b>解码器</b>去掉交叉注意力，因为没有编码器可读。到目前为止的文本（&lt;bos&gt;、提示词和已经写出的部分）先变成嵌入并带上位置信息；然后是 N 个相同的层，每层由<b>带掩码的自注意力</b>（每个位置只看它自己和它之前的位置）和逐位置<b>前馈网络</b>组成，每个子层都包在残差连接和层归一化之中，归一化画在这个模型放它的地方（Post-LN：子层之后的“相加与归一化”；Pre-LN：子层之前一个 LayerNorm，堆栈最上面再加一个最终 LayerNorm）。最上面的线性层和 softmax 在每个位置给出每个可能的下一个词元的概率。</p>""",
     },
     "map_encoder_only": {
         "en": """<p>The paper's Figure 1, redrawn for the encoder-only model (BERT) that is open now: one stack, the
@@ -92,12 +98,8 @@ identical layers, each a <b>self-attention</b> that looks both ways (no mask: ev
 the position-wise <b>feed-forward network</b>, each wrapped in a residual connection and a layer normalisation. On
 top, the <b>masked-LM head</b> (dense, GELU, LayerNorm), then the linear layer and the softmax give each masked
 position a probability for every piece of the vocabulary. With next-sentence prediction a classifier reads the
-first position (&lt;cls&gt;).</p>
-<p>Point at a part to see its equation with this model's numbers; click it to open the view that shows it: an
-attention sublayer opens that layer in the attention map, the positional encoding opens the positional lab, the
-output layer and the softmax open the fill-mask view. Click a closed layer to open it.</p>""",
-        "zh": """<p>论文的图 1，按当前打开的仅编码器模型（BERT）重画：只有一个堆栈，即论文的<b>编码器</b>，没有解码器，也没有交叉注意力。文本（被藏起来的词元处写 &lt;mask&gt;）先变成嵌入并带上位置信息，再加上 BERT 的片段嵌入（句子 A 或 B）；然后是 N 个相同的层，每层由双向的<b>自注意力</b>（不带掩码：每个位置都看所有位置）和逐位置<b>前馈网络</b>组成，每个子层都包在残差连接和层归一化之中。最上面是<b>掩码语言模型头</b>（全连接、GELU、LayerNorm），然后线性层和 softmax 在每个掩码位置给词表中的每个词元一个概率。打开下一句预测时，一个分类器读取第一个位置（&lt;cls&gt;）。</p>
-<p>把鼠标指向一个部件，可以看到它的公式和这个模型的具体数值；点击它会打开显示它的视图：注意力子层打开注意力图中的那一层，位置编码打开位置编码实验室，输出层和 softmax 打开填空视图。点击一个收起的层可以展开它。</p>""",
+first position (&lt;cls&gt;).</p>""",
+        "zh": """<p>论文的图 1，按当前打开的仅编码器模型（BERT）重画：只有一个堆栈，即论文的<b>编码器</b>，没有解码器，也没有交叉注意力。文本（被藏起来的词元处写 &lt;mask&gt;）先变成嵌入并带上位置信息，再加上 BERT 的片段嵌入（句子 A 或 B）；然后是 N 个相同的层，每层由双向的<b>自注意力</b>（不带掩码：每个位置都看所有位置）和逐位置<b>前馈网络</b>组成，每个子层都包在残差连接和层归一化之中。最上面是<b>掩码语言模型头</b>（全连接、GELU、LayerNorm），然后线性层和 softmax 在每个掩码位置给词表中的每个词元一个概率。打开下一句预测时，一个分类器读取第一个位置（&lt;cls&gt;）。</p>""",
     },
     "map_moe": {
         "en": """<p><b>Experts</b> (Mixture-of-Experts): in each layer the feed-forward box is a <b>router</b> and N
@@ -138,6 +140,8 @@ def family_topic(key: str, cfg: ModelConfig) -> str:
     paragraphs of its experts and of T5's relative positions where it has them, joined by "+" (as
     :func:`explorer.help.help_text` reads it)."""
     parts = [key if cfg.arch == "encoder_decoder" else f"{key}_{cfg.arch}"]
+    if key == "map" and cfg.arch != "encoder_decoder":  # the translator's text ends with it already
+        parts.append("map_use")
     if cfg.moe:
         parts.append(f"{key}_moe")
     if cfg.positional == "t5_relative":

@@ -21,7 +21,7 @@ def test_the_decoding_dock_follows_the_family(make_window):
     window._follow_family(family("decoder_only"))
     assert dock.windowTitle() == "Decoding" and box.key == "generation"
     assert "top-p" in box.text.text() and "seed" in box.text.text()
-    assert window.help_boxes["map"].key == "map_decoder_only"
+    assert window.help_boxes["map"].key.startswith("map_decoder_only")
     window._follow_family(family("encoder_only"))
     language.set("zh")
     try:

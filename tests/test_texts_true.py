@@ -456,7 +456,7 @@ def test_a_bert_gets_its_own_training_and_map_help(qtbot, english):
     training, drawn = shown["training"], shown["map"]
     assert "Masked-token accuracy" in training and "Next-sentence accuracy" in training
     assert "RoBERTa" in training and "dropped next-sentence prediction" in training
-    assert "masked-LM head" in drawn and "fill-mask" in drawn and "writes the translation" not in drawn
+    assert "masked-LM head" in drawn and "Fill the mask" in drawn and "writes the translation" not in drawn
 
 
 def test_experts_and_t5_add_their_paragraphs(qtbot, english):
@@ -468,6 +468,13 @@ def test_experts_and_t5_add_their_paragraphs(qtbot, english):
     assert "Switch Transformer" in drawn and "renormalised" in drawn
     assert "RMS norm" in drawn and "8 exact offsets, 0 included" in drawn and "from 91 on" in drawn
     assert "−113" in drawn  # the decoder's last bucket
+
+
+def test_every_map_help_ends_with_how_the_map_is_used(qtbot, english):
+    for cfg in (tiny(), hf("gpt2"), hf("bert")):
+        drawn = help_boxes_after(qtbot, cfg)["map"]
+        assert "Click it to keep its equation" in drawn and "double-click it" in drawn, cfg.arch
+        assert drawn.count("Click a closed layer to open it") == 1 and "click it to open the view" not in drawn
 
 
 def test_each_familys_help_has_chinese_too(qtbot, chinese):
