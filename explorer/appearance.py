@@ -7,6 +7,7 @@ from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
 THEMES = ("light", "dark")
+PRESENTER_SCALE = 1.4  # presenter mode's type over the normal size
 
 
 def dark_palette() -> QPalette:
@@ -54,9 +55,10 @@ def _plot_items(root: QWidget):
                 yield item
 
 
-def restyle_plots(root: QWidget, fg: QColor, tick_font: QFont | None = None) -> None:
-    """Axes, their labels, titles and legends under ``root`` in ``fg`` (and ``tick_font``). Plots made later
-    take ``fg`` from pyqtgraph's "foreground" option, which :func:`apply_theme` sets."""
+def restyle_plots(root: QWidget, fg: QColor) -> None:
+    """Axes, their labels, titles and legends under ``root`` in ``fg``, and their text in their view's font (see
+    :func:`plot_text_follows`). Plots made later take ``fg`` from pyqtgraph's "foreground" option, which
+    :func:`apply_theme` sets."""
     for view in root.findChildren(QGraphicsView):
         # pyqtgraph caches each view's background, painted in the palette it was first drawn with: without
         # this, a map keeps the old theme's backdrop behind axis labels drawn in the new theme's colour
@@ -64,24 +66,51 @@ def restyle_plots(root: QWidget, fg: QColor, tick_font: QFont | None = None) -> 
         view.viewport().update()
     for item in _plot_items(root):
         item.titleLabel.setAttr("color", fg)
-        if item.titleLabel.text:  # an empty title stays hidden (setText would give it a height)
-            item.titleLabel.setText(item.titleLabel.text)
         for name in ("left", "bottom", "right", "top"):
             axis = item.getAxis(name)
             axis.setPen(fg)
             axis.setTextPen(fg)
-            if tick_font is not None:
-                axis.setStyle(tickFont=tick_font)
-                axis.label.setFont(tick_font)
         if item.legend is not None:
             item.legend.setLabelTextColor(fg)
             item.legend.setBrush(legend_brush())
+    for view in root.findChildren(pg.GraphicsView):
+        plot_text_follows(view)
+
+
+def plot_text_follows(view: pg.GraphicsView) -> None:
+    """Every text pyqtgraph draws in ``view`` — axis ticks and axis labels, plot titles, legends — in the view's
+    own font, which is the interface's (presenter mode's larger type included). pyqtgraph keeps sizes of its own
+    (legends 9 pt, titles 11 pt, axes the painter's font): this sets them all from the one font."""
+    font = QFont(view.font())
+    size = f"{font.pointSizeF():g}pt"
+    for item in view.scene().items():
+        if isinstance(item, pg.AxisItem):
+            if item.label is not None:
+                item.label.setFont(font)
+            item.setStyle(tickFont=font)  # lays the axis out again, its label's new height included
+        elif isinstance(item, pg.LegendItem):
+            item.setLabelTextSize(size)
+            for _, label in item.items:
+                label.setText(label.text)  # (setLabelTextSize keeps the size for later; this draws it)
+            item.updateSize()
+        elif isinstance(item, pg.PlotItem) and item.titleLabel.text:
+            item.titleLabel.setText(item.titleLabel.text, size=size)
+
+
+def refresh_style_sheets(root: QWidget) -> None:
+    """Widgets with a style sheet of their own keep the font they had when it was applied (Qt resolves it then):
+    applied again, they take the interface's new font like every other widget."""
+    for widget in [root, *root.findChildren(QWidget)]:
+        sheet = widget.styleSheet()
+        if sheet:
+            widget.setStyleSheet(sheet)
 
 
 def set_presenter_font(root: QWidget, on: bool, base: QFont) -> None:
-    """Presenter mode: everything about 40% larger, plot ticks included."""
+    """Presenter mode: every text about 40% larger — widgets, and the plots' ticks, labels, titles and legends."""
     font = QFont(base)
     if on:
-        font.setPointSizeF(base.pointSizeF() * 1.4)
+        font.setPointSizeF(base.pointSizeF() * PRESENTER_SCALE)
     QApplication.setFont(font)  # static: the running application's default font
-    restyle_plots(root, foreground(), font)
+    refresh_style_sheets(root)
+    restyle_plots(root, foreground())

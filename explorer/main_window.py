@@ -379,7 +379,7 @@ class MainWindow(QMainWindow):
         self.menu_actions["presenter"].setChecked(on)
         set_presenter_font(self, on, self._base_font)
         self.training.set_presenting(on)
-        self.decoding.autoplay_on_start = on
+        self.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
 
     def _fill_scenes_menu(self) -> None:
         """Save the current scene, recall a saved one (entering presenter mode), delete one."""

@@ -2,7 +2,8 @@
 
 A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
 back — the decoding (views 1–3) or the Q·K explainer's query (view 6). Home starts the decoding over,
-1–6 choose the view, P plays the decoding by itself, + and − change its speed, Esc leaves. A scene
+1–6 choose the view, P plays the decoding by itself, + and − step its speed through
+:data:`explorer.panels.decoding.SPEEDS`, Esc leaves (auto-play stops with it). A scene
 is the view with its sentence, decoding mode and attention layer/head, saved under a name and
 recalled during a lecture; scenes persist in the settings.
 """
@@ -15,11 +16,12 @@ from dataclasses import asdict, dataclass, fields
 from functools import partial
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QObject, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from explorer.i18n import N_, tr
+from explorer.panels.decoding import SPEEDS
 from explorer.widgets import named
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ VIEWS = (
 VIEW_KEYS = tuple(v.key for v in VIEWS)
 STEP_KEYS = ("PgDown", "Right", "Space")
 BACK_KEYS = ("PgUp", "Left")
+PAD = 16  # px a push button needs beside its text (its frame and margins)
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ class PresenterBar(QWidget):
         super().__init__(parent)
         self.setObjectName("presenter_bar")
         self.buttons: dict[str, QPushButton] = {}
-        layout = QHBoxLayout(self)
+        layout = self.row = QHBoxLayout(self)
         layout.setContentsMargins(6, 2, 6, 2)
         for view in VIEWS:
             button = named(QPushButton(), f"presenter_view_{view.key}")
@@ -137,18 +140,50 @@ class PresenterBar(QWidget):
             self.buttons[view.key] = button
             layout.addWidget(button)
         layout.addStretch(1)
+        self.play_state = named(QLabel(), "presenter_play_state")  # auto-play's speed, ▶ while it plays
         self.scene_label = QLabel()
         self.scenes = named(QComboBox(), "presenter_scene_combo")
         self.scenes.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.scenes.activated.connect(lambda i: self.scene_chosen.emit(self.scenes.itemData(i) or ""))
         self.keys = QLabel()
-        for w in (self.scene_label, self.scenes, self.keys):
+        for w in (self.play_state, self.scene_label, self.scenes, self.keys):
             layout.addWidget(w)
         self.retranslate()
 
-    def retranslate(self) -> None:
+    def _fit(self) -> None:
+        """Every view's name where the bar has room for them all; else the views not on screen by their number
+        alone (their names in their tips): nothing is cut, also on a 1024-px projector in large type."""
+        names = {view.key: f"{number} {tr(view.title)}" for number, view in enumerate(VIEWS, 1)}
+        layout = self.row
+        margins = layout.contentsMargins()
+        others = [w for w in (self.play_state, self.scene_label, self.scenes, self.keys) if not w.isHidden()]
+        needed = (margins.left() + margins.right() + layout.spacing() * (len(self.buttons) + len(others))
+                  + sum(self.fontMetrics().horizontalAdvance(name) + PAD for name in names.values())
+                  + sum(w.minimumSizeHint().width() for w in others))  # fmt: skip
+        compact = needed > self.width()
         for number, view in enumerate(VIEWS, 1):
-            self.buttons[view.key].setText(f"{number} {tr(view.title)}")
+            button = self.buttons[view.key]
+            text = str(number) if compact and not button.isChecked() else names[view.key]
+            button.setText(text)
+            button.setToolTip(tr(view.title))
+            button.setMinimumWidth(button.fontMetrics().horizontalAdvance(text) + PAD)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit()
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # presenter mode's larger type: other widths
+            self._fit()
+
+    def show_play(self, playing: bool, speed: float) -> None:
+        """Auto-play's speed (steps a second), with ▶ while it plays."""
+        self.play_state.setText(("▶ " if playing else "") + tr("{n} steps/s").format(n=f"{speed:g}"))
+        self._fit()
+
+    def retranslate(self) -> None:
+        self._fit()
         self.scene_label.setText(tr("Scene"))
         self.keys.setText(tr("Esc leaves"))
         self.keys.setToolTip(tr("PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–6: views · "
@@ -166,6 +201,7 @@ class PresenterBar(QWidget):
     def set_view(self, key: str) -> None:
         for k, button in self.buttons.items():
             button.setChecked(k == key)
+        self._fit()  # the view on screen is named in full
 
 
 class Presenter(QObject):
@@ -184,7 +220,15 @@ class Presenter(QObject):
         self.bar.hide()
         self.bar.view_chosen.connect(self.show_view)
         self.bar.scene_chosen.connect(self.apply_scene)
+        d = window.decoding
+        d.play_button.toggled.connect(self._show_play)
+        d.speed.valueChanged.connect(self._show_play)
+        self._show_play()
         self.shortcuts = self._create_shortcuts()
+
+    def _show_play(self) -> None:
+        d = self.window.decoding
+        self.bar.show_play(d.play_button.isChecked(), SPEEDS[d.speed.value()])
 
     def _create_shortcuts(self) -> list[QShortcut]:
         actions: list[tuple[str, Callable[[], object]]] = [(k, self.step) for k in STEP_KEYS]
@@ -254,12 +298,17 @@ class Presenter(QObject):
         w.decoding.set_focus(view.focus if view.dock == "decoding" else None)
         if view.dock == "attention":
             w.attention.show_tab("explainer" if view.focus == "explainer" else "map")
+        if key == "explainer":
+            w.attention.explainer.explain_current_head()  # a head at once: the clicker walks its queries
         self.bar.set_view(key)
 
     # -- the clicker -------------------------------------------------------------------------------------
     def step(self) -> None:
-        if self.view == "explainer":
-            self.window.attention.explainer.move_query(1)
+        explainer = self.window.attention.explainer
+        if self.view == "explainer" and explainer.explanation is None:
+            explainer.explain_current_head()  # (nothing could be explained on entering: a sentence since)
+        elif self.view == "explainer":
+            explainer.move_query(1)
         elif self.view in ("decoding", "tree", "attention"):
             self._press(self.window.decoding.step_button)
 
@@ -273,17 +322,20 @@ class Presenter(QObject):
         if self.view in ("decoding", "tree", "attention"):
             self._press(self.window.decoding.reset_button)
 
-    @staticmethod
-    def _press(button: QPushButton) -> None:
-        if button.isEnabled() and button.isVisibleTo(button.window()):
+    def _press(self, button: QPushButton) -> None:
+        """A stepping button of the decoding panel, hidden while presenting (and inert for an encoder-only model,
+        whose page is the fill-mask view)."""
+        d = self.window.decoding
+        if button.isEnabled() and d.pages.currentWidget() is d.decoding_page:
             button.click()
 
     def toggle_play(self) -> None:
         self.window.decoding.play_button.toggle()
 
     def change_speed(self, direction: int) -> None:
+        """The next speed of auto-play up (``direction`` 1) or down (−1): one notch of SPEEDS."""
         speed = self.window.decoding.speed
-        speed.setValue(speed.value() + direction * max(1, speed.pageStep()))
+        speed.setValue(speed.value() + direction)
 
     # -- scenes --------------------------------------------------------------------------------------------
     def current_scene(self, name: str) -> Scene:

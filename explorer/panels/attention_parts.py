@@ -304,6 +304,7 @@ class QkExplainer(QWidget):
         super().__init__(parent)
         self.explanation: AttentionExplanation | None = None
         self.arch = "encoder_decoder"  # the model's family, for the names of the kinds (set by the panel)
+        self._from_first = False  # the next explanation opens at its first query (explain_current_head)
         self._create()
         self._connect()
         self._lay_out()
@@ -359,13 +360,21 @@ class QkExplainer(QWidget):
         if self.query.count():
             self.query.setCurrentIndex(min(max(self.query.currentIndex() + by, 0), self.query.count() - 1))
 
+    def explain_current_head(self) -> None:
+        """Explain the head the panel shows, as *Explain this head* does, from the first query: presenter mode's
+        view 6 opens with a head explained, and the clicker walks its queries."""
+        self._from_first = True
+        self.head_asked.emit()
+
     def show_explanation(self, explanation: AttentionExplanation) -> None:
-        """Spell ``explanation`` out, from its last query (the first for the worked example)."""
+        """Spell ``explanation`` out, from its last query (the first for the worked example, or when asked by
+        :meth:`explain_current_head`)."""
         self.explanation = explanation
+        first, self._from_first = explanation.kind == "example" or self._from_first, False
         self.query.blockSignals(True)
         self.query.clear()
         self.query.addItems([f"{i + 1}: {t}" for i, t in enumerate(explanation.query_tokens)])
-        self.query.setCurrentIndex(0 if explanation.kind == "example" else len(explanation.query_tokens) - 1)
+        self.query.setCurrentIndex(0 if first else len(explanation.query_tokens) - 1)
         self.query.blockSignals(False)
         self._show()
 

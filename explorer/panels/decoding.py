@@ -325,7 +325,7 @@ class DecodingPanel(QWidget):
 
     def _lay_out_body(self) -> QSplitter:
         """Candidates beside the step's cross-attention; below them the beam tree and the n-best list."""
-        cross_box = QWidget()
+        cross_box = self.cross_box = QWidget()
         cross_layout = QVBoxLayout(cross_box)
         cross_layout.setContentsMargins(0, 0, 0, 0)
         layer_row = QHBoxLayout()
@@ -338,7 +338,8 @@ class DecodingPanel(QWidget):
         self.beam_box, self.nbest_box = QWidget(), QWidget()
         formats = ("PNG", "SVG", "CSV")
         self.tree_title, _ = titled_view(self.beam_box, self.tree, "beam_tree", self.tree.export, formats)
-        self.nbest_title, _ = titled_view(self.nbest_box, self.nbest, "n_best", self.export_nbest, formats)
+        nbest = self.nbest_box, self.nbest, "n_best", self.export_nbest, formats
+        self.nbest_title, self.nbest_export = titled_view(*nbest)
         self.beside = QStackedWidget()  # beside the candidates: the step's cross-attention, or the n-best list
         self.beside.addWidget(cross_box)
         self.beside.addWidget(self.nbest_box)
@@ -779,7 +780,7 @@ class DecodingPanel(QWidget):
         one row while no hypothesis has finished —, at most a third; the tree gets the rest."""
         table = self.nbest
         rows = max(1, table.rowCount()) * table.verticalHeader().defaultSectionSize()
-        head = self.nbest_box.layout().itemAt(0).sizeHint().height()  # the title and its export button
+        head = max(self.nbest_title.sizeHint().height(), self.nbest_export.sizeHint().height())  # its title row
         needed = head + table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth()
         height = sum(self.body.sizes()) or self.body.height()
         top = min(needed, height // 3)
@@ -808,9 +809,9 @@ class DecodingPanel(QWidget):
         tree = self.focus == "tree" or (beam and self.focus is None)
         appears = tree and self.beam_box.isHidden()
         self.beside.setCurrentIndex(1 if tree else 0)
-        for page in range(self.beside.count()):  # the page not shown sets no height (a stack takes its largest)
-            policy = QSizePolicy.Policy.Preferred if page == self.beside.currentIndex() else QSizePolicy.Policy.Ignored
-            self.beside.widget(page).setSizePolicy(policy, policy)
+        for page in (self.cross_box, self.nbest_box):  # the page not shown sets no height (a stack takes its largest)
+            policy = QSizePolicy.Policy.Preferred if page is self.beside.currentWidget() else QSizePolicy.Policy.Ignored
+            page.setSizePolicy(policy, policy)
         self.beside.setVisible(tree or self.family != "decoder_only")
         self.candidates.setVisible(self.focus != "tree")
         self.beam_box.setVisible(tree)

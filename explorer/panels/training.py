@@ -326,8 +326,7 @@ class TrainingPanel(QWidget):
         self.plot_grid.setContentsMargins(0, 0, 0, 0)
         self._arranged: tuple[int, tuple[str, ...]] | None = None
         for name, title, ylabel in self.PLOTS:
-            # a share is ≤ 1: the experts' plot keeps the band above 1 for its legend, over no curve
-            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.3)}
+            domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.0)}
             self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",),
                                           y_domain=domain.get(name), parent=grid)  # fmt: skip
         self.expert_load_plot = self.plots["expert_load_plot"]
@@ -365,13 +364,18 @@ class TrainingPanel(QWidget):
         right = named(QWidget(), "training_controls")
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 0, 0, 0)
-        for row in control_rows:
-            right_layout.addLayout(row)
+        right_layout.addLayout(control_rows[0])  # Start, Pause, Stop, Reset
+        self.run_controls = QWidget()  # the other rows and the run list: presenter mode gives them to the plots
+        controls = QVBoxLayout(self.run_controls)
+        controls.setContentsMargins(0, 0, 0, 0)
+        for row in control_rows[1:]:
+            controls.addLayout(row)
         runs_row = QHBoxLayout()
         runs_row.addWidget(self.runs_label, 1)
         runs_row.addWidget(self.scratch_button)  # a new run, from the settings on the left
-        right_layout.addLayout(runs_row)
-        right_layout.addWidget(self.run_list)
+        controls.addLayout(runs_row)
+        controls.addWidget(self.run_list)
+        right_layout.addWidget(self.run_controls)
         right_layout.addWidget(self._plot_area(), 1)
         scroll = self.settings_area = SettingsArea(self.form)
         self.form.installEventFilter(scroll)
@@ -478,8 +482,10 @@ class TrainingPanel(QWidget):
         self._send(PauseAt(step=step or None, loss=loss or None))
 
     def set_presenting(self, on: bool) -> None:
-        """Presenter mode: the settings form (the editing controls) is hidden."""
+        """Presenter mode: the settings form, the rows of controls below Start · Pause · Stop · Reset and the run list
+        are hidden: the plots get the panel."""
         self.settings_area.setVisible(not on)
+        self.run_controls.setVisible(not on)
 
     def _on_validity(self, ok: bool) -> None:
         self._valid = ok
@@ -573,8 +579,6 @@ class TrainingPanel(QWidget):
         speed = N_("tokens/s") if m.single_stream else N_("target tokens/s")  # single-stream: every token is one
         self.plots["speed_plot"].define("train", speed)
         self._optional_shown = {"expert_load_plot"} if m.moe else set()
-        self.expert_load_plot.set_legend_columns(min(m.n_experts + 1, 9), top=1)  # a row along the top
-        self.plots["loss_plot"].set_legend_columns(2 if m.moe else 1)  # with the balance loss: two rows, not three
         self.plots["loss_plot"].set_title(MOE_LOSS_TITLE if m.moe else LOSS_TITLE, LOSS_AXIS, None)
         self._arrange_plots(self._columns_for(self.width()))
 

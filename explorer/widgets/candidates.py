@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QTransform
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QFont, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem, QLabel, QWidget
 
 from explorer.appearance import foreground
@@ -21,6 +21,8 @@ CHOSEN = "#ff7f0e"
 OTHER = "#7aa6d6"
 DRAWN = "#7a1f00"  # the outline of the token drawn at random
 AXIS = N_("P(token | prefix, source)")
+INSIDE_TEXT = "#202020"  # a probability written inside its bar: dark on orange and light blue, in either theme
+GAP = 4  # px between a bar's end and its probability
 
 
 def cut_colour(alpha: int = 60) -> QColor:
@@ -53,6 +55,7 @@ class CandidateBars(QWidget):
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.plot.addItem(self.bars)
+        self.plot.getViewBox().sigResized.connect(self._label_values)  # where a label fits depends on the width
         # plain text items that keep their size when the plot scales: made once and reused (pyqtgraph's
         # TextItem re-lays itself out while painting, which costs a second paint of the plot every step)
         self.value_labels: list[QGraphicsSimpleTextItem] = []
@@ -114,18 +117,36 @@ class CandidateBars(QWidget):
         self._label_values()
         self.plot.setYRange(-0.6, max(n, 5) - 0.4, padding=0)
 
-    def _label_values(self) -> None:
-        """Each bar's probability at its end (grey where it was cut; the drawn one says so)."""
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # e.g. presenter mode: the probabilities grow with the text
+            self._label_values()
+
+    def _label_values(self, *_) -> None:
+        """Each bar's probability at its end, in the interface's font (grey where it was cut; the drawn one says
+        so): right of the bar where it fits in the plot, else inside the bar's end — never across it."""
         n = len(self.tokens)
         color, grey = QColor(foreground()), cut_colour(150)
+        font = QFont(self.font())  # the widget's: its children's may not have followed a change yet
+        width = self.plot.getViewBox().width()  # px for probabilities 0…1
         for i, label in enumerate(self.value_labels):
             label.setVisible(i < n)
-            if i < n:
-                label.setBrush(grey if i in self.cut else color)
-                mark = "  ◀ " + tr("drawn at random") if i == self.drawn else ""
-                label.setText(f"{self.probs[i]:.3f}{mark}")
-                label.setTransform(QTransform.fromTranslate(4, -label.boundingRect().height() / 2))  # centred
-                label.setPos(min(self.probs[i], 0.82 if not mark else 0.55), i)
+            if i >= n:
+                continue
+            label.setFont(font)
+            mark = "  ◀ " + tr("drawn at random") if i == self.drawn else ""
+            label.setText(f"{self.probs[i]:.3f}{mark}")
+            size = label.boundingRect()
+            end = float(np.clip(self.probs[i], 0.0, 1.0)) * width
+            if end + GAP + size.width() <= width or width <= 0:  # beyond the bar's end (or not laid out yet)
+                dx, brush = float(GAP), grey if i in self.cut else color
+            elif end - GAP - size.width() >= 0:  # inside the bar, flush with its end
+                dx, brush = -GAP - size.width(), QColor(INSIDE_TEXT)
+            else:  # fits on neither side: as far right as the plot allows
+                dx, brush = max(-end, width - end - size.width()), QColor(INSIDE_TEXT)
+            label.setBrush(brush)
+            label.setTransform(QTransform.fromTranslate(dx, -size.height() / 2))  # centred on the bar
+            label.setPos(float(np.clip(self.probs[i], 0.0, 1.0)), i)
 
     def export(self, path: str | Path) -> None:
         path = Path(path)

@@ -16,9 +16,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
-from explorer.appearance import legend_brush
 from explorer.i18n import tr
 from explorer.widgets.export import render_scene, titled_view
+from explorer.widgets.legend import LegendAbove
 
 # Points kept per curve: far more than a plot has pixels across. Beyond it a curve is thinned to half,
 # keeping each bin's lowest and highest value, so spikes stay visible and the work per frame stays bounded.
@@ -153,7 +153,8 @@ class MetricPlot(QWidget):
         for name in ("left", "bottom"):  # blit the axes from a pixmap; re-rendered only when they change
             item.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
             item.getAxis(name).enableAutoSIPrefix(False)  # plain numbers, not "(x0.001)"
-        self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
+        self.legend_above = LegendAbove(self.plot)  # the legend above the curves, never over them
+        self.legend = self.legend_above.legend
         self._legend_entries: tuple[tuple[int, str, str], ...] = ()  # (run, series, text) the legend lists
         self.title, self.export_button = titled_view(
             self, self.plot, object_name.removesuffix("_plot"), self.export, ("PNG", "SVG", "CSV")
@@ -234,13 +235,6 @@ class MetricPlot(QWidget):
     def set_log(self, on: bool) -> None:
         self.plot.setLogMode(x=False, y=on)
         self._range = None
-
-    def set_legend_columns(self, columns: int, top: int = 10) -> None:
-        """Lay the legend's entries out in ``columns`` columns (many series: a short legend), ``top`` px below
-        the top of the view."""
-        if columns != self.legend.columnCount:
-            self.legend.setColumnCount(columns)
-        self.legend.setOffset((-10, top))
 
     def _on_manual_range(self, *_) -> None:
         self.follow = False
