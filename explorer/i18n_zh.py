@@ -330,6 +330,11 @@ ZH = {
     "Layer {n} of {total}": "第 {n} 层，共 {total} 层",
     "layer {n} of {total}": "第 {n} 层，共 {total} 层",
     "No model yet.": "还没有模型。",
+    "Point at a part to read what it does; click it to keep its equation beside the drawing; double-click it to "
+    "open it in the view that shows it.": "指向一个部件，看它做什么；单击它，它的公式就留在图旁；双击它，在显示它的视图中打开。",
+    "Open this layer's attention map": "打开这一层的注意力图",
+    "Open the positional-encoding lab": "打开位置编码面板",
+    "Open the token candidates": "打开候选词元",
     "M is the causal mask: M<sub>ij</sub> = 0 for j ≤ i and −∞ for j &gt; i, so position i sees only the words up to itself, never the ones still to be written.": "M 是因果掩码：j ≤ i 时 M<sub>ij</sub> = 0，j &gt; i 时为 −∞，所以位置 i 只能看到它自己及之前的词，看不到还没写出的词。",
     "Pre-LN: the norm comes before the sublayer and the residual path x is never normalised; each stack ends with a final LayerNorm.": "Pre-LN：归一化放在子层之前，残差通路 x 本身从不被归一化；每个栈的最后有一个最终 LayerNorm。",
     "Rotary positions (RoPE) add nothing to the embeddings: every self-attention (not the cross-attention) rotates each pair of q and k by an angle proportional to the position, so positions enter q·k only through the offset n − m; what q and k contain still matters.": "旋转位置编码（RoPE）不往嵌入上加任何东西：每个自注意力（交叉注意力除外）把 q 和 k 的每一对分量旋转一个与位置成正比的角度，因此位置只通过偏移 n − m 进入 q·k；q 和 k 的内容仍然起作用。",

@@ -59,7 +59,7 @@ def click(qtbot, panel, part):
     view = panel.view
     rect = panel.parts()[part]
     centre = view.mapFromScene(rect.topLeft() + QPointF(5, 5) if part.kind == "layer" else rect.center())
-    with qtbot.waitSignal(panel.part_chosen, timeout=2000) as caught:
+    with qtbot.waitSignal(panel.part_selected, timeout=2000) as caught:
         QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
     return caught.args[0]
 

@@ -19,6 +19,9 @@ to the panel that shows that part (attention map, positional-encoding lab, next-
 
 from __future__ import annotations
 
+import html
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +35,11 @@ from PySide6.QtWidgets import (
     QGraphicsScene,
     QGraphicsSceneHoverEvent,
     QGraphicsView,
+    QLabel,
+    QPushButton,
     QStyleOptionGraphicsItem,
     QTextBrowser,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -43,6 +49,7 @@ from explorer.panels.model_map_text import (
     box_detail,
     box_label,
     equation_html,
+    formula,
     layer_count,
     model_stacks,
     overview_html,
@@ -85,6 +92,20 @@ OUTPUT_LABELS = {  # on top: what comes out
     "encoder_only": N_("Masked-token probabilities"),
 }
 TITLE = N_("Figure 1 of the paper, for this model")
+HINT = N_(
+    "Point at a part to read what it does; click it to keep its equation beside the drawing; double-click it to "
+    "open it in the view that shows it."
+)
+# the view that shows a part, as the button under its equation names it (the main window opens it: part_chosen)
+OPENS = {
+    "encoder_self_attention": N_("Open this layer's attention map"),
+    "decoder_self_attention": N_("Open this layer's attention map"),
+    "cross_attention": N_("Open this layer's attention map"),
+    "positional": N_("Open the positional-encoding lab"),
+    "embedding": N_("Open the positional-encoding lab"),
+    "output_linear": N_("Open the token candidates"),
+    "softmax": N_("Open the token candidates"),
+}
 
 
 @dataclass(frozen=True)
@@ -302,7 +323,8 @@ class PartItem(QGraphicsItem):
         self.on_hover = on_hover
         self.hovered = self.chosen = False
         self.setAcceptHoverEvents(True)
-        self.setToolTip(tip or tooltip(self.part))
+        # what it does: said in the caption under the drawing (a tooltip would cover the parts it names)
+        self.tip = tip or tooltip(self.part)
         self.setZValue(-1 if placed.shape == "frame" else 0)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 — Qt's name
@@ -432,10 +454,105 @@ def fill_scene(
     return items
 
 
+# -- displayed equations in a narrow column ------------------------------------------------------------------
+
+FORMULA_OPEN, FORMULA_CLOSE = formula("\0").split("\0")  # the markup model_map_text gives a displayed equation
+_TAG = re.compile(r"<[^>]*>")
+OPENING, CLOSING = "([{⟨", ")]}⟩"
+BREAK_AFTER = (" = ", " ↦ ", " ← ", ", ")  # a line of an equation may end after these …
+BREAK_BEFORE = (" + ", " − ", " · ", " ⊙ ")  # … or before these
+
+
+def plain(markup: str) -> str:
+    """The text of an equation's markup, as measured (sub- and superscripts at full size: a little wider than
+    drawn, so what is measured to fit does)."""
+    return html.unescape(_TAG.sub("", markup)).strip()
+
+
+def break_points(markup: str) -> list[tuple[int, int]]:
+    """Where ``markup`` may go on to the next line: (index where the next line starts, brackets open there);
+    never inside an element (a subscript, a bold part)."""
+    points: list[tuple[int, int]] = []
+    depth = tags = i = 0
+    while i < len(markup):
+        if markup[i] == "<":
+            end = markup.find(">", i)
+            end = len(markup) if end < 0 else end + 1
+            tag = markup[i:end]
+            tags += -1 if tag.startswith("</") else 0 if tag.endswith("/>") else 1
+            i = end
+            continue
+        depth += (markup[i] in OPENING) - (markup[i] in CLOSING)
+        if tags == 0:
+            points += [(i + len(sep), depth) for sep in BREAK_AFTER if markup.startswith(sep, i)]
+            points += [(i + 1, depth) for sep in BREAK_BEFORE if markup.startswith(sep, i)]
+            if markup[i] in OPENING:  # the last resort of a deep nesting: after an opening bracket
+                points.append((i + 1, depth + 1))
+        i += 1
+    return points
+
+
+def fill_lines(markup: str, breaks: list[int], fits: Callable[[str], bool]) -> list[str]:
+    """``markup`` cut at some of ``breaks``: each line as long as still fits (a piece too wide stays whole)."""
+    lines, start, last = [], 0, -1
+    for b in [*breaks, len(markup)]:
+        if not fits(plain(markup[start:b])) and last > start:
+            lines.append(markup[start:last].strip())
+            start = last
+        last = b
+    lines.append(markup[start:].strip())
+    return lines
+
+
+def formula_lines(markup: str, fits: Callable[[str], bool]) -> list[str]:
+    """An equation on one line where it fits; else broken as in a narrow column of a paper: at the outermost
+    break points first (after "=", "↦", "←" or a comma, before "+", "−", "·"; deep inside brackets, after an opening
+    one), each line filled as far as it fits."""
+    if fits(plain(markup)):
+        return [markup]
+    points = break_points(markup)
+    for depth in sorted({d for _, d in points}):
+        lines = fill_lines(markup, [i for i, d in points if d <= depth], fits)
+        if all(fits(plain(line)) for line in lines):
+            return lines
+    return fill_lines(markup, [i for i, _ in points], fits)
+
+
+def formula_bodies(text: str) -> list[str]:
+    """The markup of each displayed equation of ``text``."""
+    bodies, at = [], 0
+    while (start := text.find(FORMULA_OPEN, at)) >= 0 and (end := text.find(FORMULA_CLOSE, start)) >= 0:
+        bodies.append(text[start + len(FORMULA_OPEN) : end])
+        at = end + len(FORMULA_CLOSE)
+    return bodies
+
+
+def outer_pieces(markup: str) -> list[str]:
+    """An equation cut at each of its outermost break points ("Attention(Q, K, V) =", "softmax(QKᵀ / √d_k) V")."""
+    cuts = [0, *(i for i, depth in break_points(markup) if depth == 0), len(markup)]
+    return [markup[a:b] for a, b in zip(cuts, cuts[1:]) if markup[a:b].strip()]
+
+
+def fitted_equations(text: str, fits: Callable[[str], bool]) -> str:
+    """Each displayed equation of ``text`` in lines that ``fits`` (one paragraph each, set close together)."""
+    out, at = [], 0
+    while (start := text.find(FORMULA_OPEN, at)) >= 0 and (end := text.find(FORMULA_CLOSE, start)) >= 0:
+        out.append(text[at:start])
+        lines = formula_lines(text[start + len(FORMULA_OPEN) : end], fits)
+        for n, line in enumerate(lines):
+            margins = ("margin-top: 0px; " if n else "") + ("margin-bottom: 0px;" if n < len(lines) - 1 else "")
+            opening = FORMULA_OPEN if not margins else f'{FORMULA_OPEN[:-1]} style="{margins.strip()}">'
+            out.append(opening + line + FORMULA_CLOSE)
+        at = end + len(FORMULA_CLOSE)
+    out.append(text[at:])
+    return "".join(out)
+
+
 class MapView(QGraphicsView):
-    """The scene, scaled to fit; a click on a part says which."""
+    """The scene, scaled to fit; a click on a part says which, and a double-click asks to open it."""
 
     part_clicked = Signal(ModelPart)
+    part_double_clicked = Signal(ModelPart)
 
     def __init__(self, scene: QGraphicsScene, parent=None):
         super().__init__(scene, parent)
@@ -462,6 +579,14 @@ class MapView(QGraphicsView):
             return
         super().mousePressEvent(event)
 
+    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802
+        item = self.itemAt(event.position().toPoint())
+        if isinstance(item, PartItem) and event.button() == Qt.MouseButton.LeftButton:
+            self.part_double_clicked.emit(item.part)
+            event.accept()
+            return
+        super().mouseDoubleClickEvent(event)
+
 
 class ModelMapPanel(QWidget):
     """The current model drawn as the paper's Figure 1, with the equation of the part pointed at.
@@ -470,7 +595,8 @@ class ModelMapPanel(QWidget):
         part_chosen(ModelPart): the person clicked a part (not sent by :meth:`select`).
     """
 
-    part_chosen = Signal(ModelPart)
+    part_selected = Signal(ModelPart)  # a click: the part's equation stays beside the drawing, the map on screen
+    part_chosen = Signal(ModelPart)  # a double-click, or its Open button: show the part in its view
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -480,10 +606,14 @@ class ModelMapPanel(QWidget):
         self.hovered: ModelPart | None = None
         self.opened = {"encoder": 0, "decoder": 0}  # the open layer of each stack
         self._narrow: bool | None = None  # the equation's column is narrow (its style sheet is set for it)
+        self._formula_pt = 0.0  # the equations' size, set with the style sheet
+        self._column = 150  # the equation column's width (px)
+        self._formula_need = 0.0  # px the widest outermost piece of this model's equations takes (narrow size)
+        self._shown_width = -1  # the column's width its equations were broken into lines for
         self.items: dict[ModelPart, PartItem] = {}
         self._create_views()
         self._lay_out()
-        self.view.part_clicked.connect(self._on_part_clicked)
+        self._connect()
         self.retranslate()
 
     def _create_views(self) -> None:
@@ -492,20 +622,36 @@ class ModelMapPanel(QWidget):
         self.equation = named(QTextBrowser(), "model_map_equation")
         self.equation.setOpenLinks(False)
         self.equation.setMinimumWidth(150)
+        self.caption = named(QLabel(), "model_map_caption")  # what the part pointed at does
+        self.caption.setWordWrap(True)
+        self.caption.setTextFormat(Qt.TextFormat.PlainText)
+        self.caption.setFixedHeight(2 * self.caption.fontMetrics().lineSpacing() + 6)  # never moves the drawing
+        self.open_button = named(QPushButton(), "model_map_open")
         self.diagram = QWidget()
-        self.title, _ = titled_view(self.diagram, self.view, "model_map", self.export, ("PNG", "SVG"))
+        self.title, _ = titled_view(self.diagram, self.view, "model_map", self.export, ("PNG", "SVG"), self.caption)
 
     def _lay_out(self) -> None:
+        self.side = QWidget()  # the equation of the part pointed at or chosen, and the button that opens its view
+        side = QVBoxLayout(self.side)
+        side.setContentsMargins(0, 0, 0, 0)
+        side.addWidget(self.equation, 1)
+        side.addWidget(self.open_button)
         self.box = QBoxLayout(QBoxLayout.Direction.LeftToRight, self)
         self.box.setContentsMargins(4, 4, 4, 4)
         self.box.addWidget(self.diagram, 2)
-        self.box.addWidget(self.equation, 1)
+        self.box.addWidget(self.side, 1)
+
+    def _connect(self) -> None:
+        self.view.part_clicked.connect(self._on_part_clicked)
+        self.view.part_double_clicked.connect(self._on_part_double_clicked)
+        self.open_button.clicked.connect(self._on_open)
 
     # -- public ------------------------------------------------------------------------------------------
 
     def retranslate(self) -> None:
         self.title.setText(tr(TITLE))
         self.redraw()
+        self._show_caption()
 
     def on_run(self, info: RunInfo) -> None:
         """Draw a (new or changed) run's model; a chosen part that no longer exists is forgotten."""
@@ -567,28 +713,81 @@ class ModelMapPanel(QWidget):
             if self.chosen in self.items:
                 self.items[self.chosen].set_state(chosen=True)
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-6, -6, 6, 6))
+        self._measure_formulas()
         self._share_space()
         self.view.fit()
         self._show_equation()
 
     def _show_equation(self) -> None:
+        self._show_open_button()
         if self.info is None:
             self.equation.setHtml(f"<p>{tr('No model yet.')}</p>")
             return
         part = self.hovered or self.chosen
         text = equation_html(part, self.info) if part is not None else overview_html(self.info)
-        self.equation.setHtml(text)
+        self._shown_width = self._column
+        self.equation.setHtml(fitted_equations(text, self._formula_fits()))
+
+    def _formula_metrics(self, pt: float) -> QFontMetricsF:
+        font = QFont(self.equation.font())
+        font.setFamily("serif")  # as the style sheet sets equations
+        font.setPointSizeF(pt)
+        return QFontMetricsF(font)
+
+    def _column_chrome(self) -> float:
+        """What of the column's width its text cannot use: frame, margins and the scroll bar (shown or not)."""
+        margins = 2 * (self.equation.document().documentMargin() + self.equation.frameWidth())
+        return self.equation.verticalScrollBar().sizeHint().width() + margins + 4
+
+    def _formula_fits(self) -> Callable[[str], bool]:
+        """Whether an equation's text fits on one line of the column."""
+        metrics = self._formula_metrics(self._formula_pt or self.equation.font().pointSizeF())
+        room = self._column - self._column_chrome()
+        return lambda text: metrics.horizontalAdvance(text) <= room
+
+    def _measure_formulas(self) -> None:
+        """The width the column needs for every equation of this model broken only at its outermost points
+        ("Attention(Q, K, V) =" above "softmax(QKᵀ / √d_k) V"), at the narrow column's size."""
+        if self.info is None:
+            self._formula_need = 0.0
+            return
+        metrics = self._formula_metrics(1.1 * self.equation.font().pointSizeF())
+        texts = [overview_html(self.info), *(equation_html(part, self.info) for part in self.items)]
+        pieces = (plain(piece) for text in texts for body in formula_bodies(text) for piece in outer_pieces(body))
+        self._formula_need = max((metrics.horizontalAdvance(piece) for piece in pieces), default=0.0)
+
+    def _show_open_button(self) -> None:
+        """The button under the equation: opens the view that shows the chosen part (where there is one)."""
+        opens = OPENS.get(self.chosen.kind) if self.chosen is not None else None
+        self.open_button.setVisible(opens is not None)
+        if opens is not None:
+            self.open_button.setText(tr(opens))
+
+    def _show_caption(self) -> None:
+        item = self.items.get(self.hovered) if self.hovered is not None else None
+        self.caption.setText(item.tip.replace("\n", " — ") if item is not None else tr(HINT))
 
     # -- events ------------------------------------------------------------------------------------------
 
     def _on_hover(self, part: ModelPart | None) -> None:
         self.hovered = part
         self._show_equation()
+        self._show_caption()
 
     def _on_part_clicked(self, part: ModelPart) -> None:
+        """The part's equation stays beside the drawing; the map stays on screen (its view opens on a
+        double-click, or with the button under the equation)."""
         self.hovered = None
         self.select(part)
+        self.part_selected.emit(part)
+
+    def _on_part_double_clicked(self, part: ModelPart) -> None:
+        self.select(part)
         self.part_chosen.emit(part)
+
+    def _on_open(self) -> None:
+        if self.chosen is not None:
+            self.part_chosen.emit(self.chosen)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 — Qt's name
         super().changeEvent(event)
@@ -607,20 +806,27 @@ class ModelMapPanel(QWidget):
         self.box.setDirection(QBoxLayout.Direction.TopToBottom if tall else QBoxLayout.Direction.LeftToRight)
         rect = self.scene.sceneRect()
         if tall or rect.isEmpty():
-            self.equation.setMinimumWidth(0)
-            self.equation.setMaximumWidth(16777215)  # QWIDGETSIZE_MAX
+            self.side.setMinimumWidth(0)
+            self.side.setMaximumWidth(16777215)  # QWIDGETSIZE_MAX
             width = w
-        else:
-            wanted = (h - 30) * rect.width() / rect.height()  # the title takes about 30 px
-            width = w - round(min(0.72 * w, w - 180, max(0.5 * w, wanted)))
-            self.equation.setFixedWidth(width)
+        else:  # (the title and the caption take about 30 + 40 px)
+            wanted = (h - 30 - self.caption.height()) * rect.width() / rect.height()
+            drawing = min(0.72 * w, w - 180, max(0.5 * w, wanted))
+            # room for the equations broken only at their outermost points, taken from the drawing down to 90% of
+            # its width (it scales: the names in its boxes stay readable); longer pieces break further in
+            equations = math.ceil(self._formula_need + self._column_chrome())
+            width = max(w - round(drawing), min(equations, w - round(0.9 * drawing)))
+            self.side.setFixedWidth(width)
+        self._column = width - (8 if tall else 0)  # (the panel's margins)
         narrow = width < 260
         if narrow != self._narrow:  # a narrow column sets formulas and headings smaller
             self._narrow = narrow
             pt = self.equation.font().pointSizeF()
-            formula_pt, heading_pt = (1.1 * pt, 1.15 * pt) if narrow else (1.35 * pt, 1.3 * pt)
+            self._formula_pt, heading_pt = (1.1 * pt, 1.15 * pt) if narrow else (1.35 * pt, 1.3 * pt)
             self.equation.document().setDefaultStyleSheet(
-                f".formula {{ font-family: serif; font-size: {formula_pt:.1f}pt; }} "
+                f".formula {{ font-family: serif; font-size: {self._formula_pt:.1f}pt; white-space: nowrap; }} "
                 f"h3 {{ font-size: {heading_pt:.1f}pt; }}"
             )
+            self._show_equation()
+        elif self._column != self._shown_width:  # its equations broken into lines for this width
             self._show_equation()
