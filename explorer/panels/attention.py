@@ -24,7 +24,10 @@ each to its handler: ``_inspect`` calls ``Session.inspect`` (:class:`model.sessi
 (:meth:`AttentionPanel.on_probe`); of inspections and explanations only the answer to the newest
 request is shown (``EngineClient.fresh``). The decoding panel's ``view_shown`` signal brings what it
 shows (:meth:`AttentionPanel.on_decode`), its ``inspection_shown`` an encoder-only model's fill-mask
-input (:meth:`AttentionPanel.on_inspection`).
+input (:meth:`AttentionPanel.on_inspection`). A map keeps the weights it was drawn with; the engine's
+``status_changed`` tells the caption (:class:`explorer.panels.attention_caption.MapCaption`) when the model has
+trained on, and its Update button asks the decoding panel (``DecodingPanel.redo``) or the engine (the pair's
+``Inspect`` again) for the map with the weights of now.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ client (:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/worker.py) 
 signal (:meth:`DecodingPanel._on_decode_stepped`). Only the answer to the newest decoding request
 is shown (the engine client's one freshness rule: a step of a sentence that has since been
 replaced, or asked for before a newer click, is dropped); the Attention panel follows what this
-panel shows (``view_shown``).
+panel shows (``view_shown``). Every click is carried out in order; while a step takes long,
+:class:`explorer.panels.decoding_progress.DecodingProgress` says which step is computing and how many clicks
+wait. A sentence typed but not decoded yet marks what is shown as the previous sentence's (``sentence_edited``).
 
 A random test sentence (the button, and a new model's first sentence) takes the same route:
 :class:`explorer.commands.SampleSentence` → ``Engine._sample_sentence`` → ``Session.sample_source`` → the
