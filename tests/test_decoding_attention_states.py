@@ -112,8 +112,14 @@ def test_the_map_says_it_shows_older_weights_and_updates_with_one_click(make_win
 
 
 def small_checkpoint(path, arch: str, **overrides):
-    session = Session.create(DataSpec(task="text-hsk-zh"), "tiny", TrainConfig(warmup_steps=50, eval_every=0),
-                             arch=arch, device="cpu", **overrides)  # fmt: skip
+    session = Session.create(
+        DataSpec(task="text-hsk-zh"),
+        "tiny",
+        TrainConfig(warmup_steps=50, eval_every=0),
+        arch=arch,
+        device="cpu",
+        **overrides,
+    )
     session.train_steps(3)
     session.save(path)
     return path
@@ -132,8 +138,9 @@ def fill(qtbot, window, text: str) -> None:
     qtbot.waitUntil(lambda: view.view is not None and view.view.text == text, timeout=20000)
 
 
-def test_bert_the_attention_panel_follows_the_fill_mask_sentence_and_its_weights(make_window, qtbot, monkeypatch,
-                                                                                 tmp_path):  # fmt: skip
+def test_bert_the_attention_panel_follows_the_fill_mask_sentence_and_its_weights(
+    make_window, qtbot, monkeypatch, tmp_path
+):
     window = laptop_window(make_window, qtbot, monkeypatch)
     a = window.attention
     open_checkpoint(qtbot, window, small_checkpoint(tmp_path / "bert.ckpt", "encoder_only"), "encoder_only")
@@ -164,8 +171,9 @@ def test_the_two_meanings_of_mask_are_not_confused():
 
 
 # -- a change of family ------------------------------------------------------------------------------------------
-def test_gpt_beam_search_after_sampling_and_bert_gets_a_tree_and_its_own_axis(make_window, qtbot, monkeypatch,
-                                                                             tmp_path):  # fmt: skip
+def test_gpt_beam_search_after_sampling_and_bert_gets_a_tree_and_its_own_axis(
+    make_window, qtbot, monkeypatch, tmp_path
+):
     window = laptop_window(make_window, qtbot, monkeypatch)
     d = window.decoding
     gpt = small_checkpoint(tmp_path / "gpt.ckpt", "decoder_only")
@@ -249,3 +257,24 @@ def test_the_step_cross_attention_labels_never_overprint_and_name_eos(make_windo
         line.sort()
         for (_, right, a), (left, _, b) in zip(line, line[1:]):
             assert right <= left, f"{a!r} and {b!r} overprint"
+
+
+@pytest.mark.parametrize(
+    "widths, span",
+    [([20, 20, 25, 21, 64, 35, 11, 19, 38, 59, 6, 41], 200), ([8] * 128, 300), ([42] * 19, 190), ([20] * 4, 200)],
+)
+def test_column_labels_are_every_nth_on_two_lines_and_always_the_last(widths, span):
+    from explorer.widgets.heatmap import EDGE, place_labels
+
+    placed = place_labels(widths, span)
+    columns = [i for i, _ in placed]
+    assert columns[-1] == len(widths) - 1 and columns[0] == 0
+    step = columns[1] - columns[0] if len(columns) > 1 else 1
+    assert columns[:-1] == list(range(0, len(widths) - 1, step))  # regular: every step-th column
+    cell = span / len(widths)
+    for line in (0, 1):
+        spans = sorted(
+            ((i + 0.5) * cell - widths[i] / 2, (i + 0.5) * cell + widths[i] / 2) for i, k in placed if k == line
+        )
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert all(-EDGE <= left and right <= span + EDGE for left, right in spans)

@@ -76,24 +76,36 @@ def _ticks(labels: list[str], limit: int) -> list[tuple[float, str]]:
 def place_labels(widths: list[float], span: float, lines: int = 2, edge: float = EDGE) -> list[tuple[int, int]]:
     """Which column labels to write, and on which line, so that none overprints another: ``widths`` in pixels,
     the columns sharing ``span`` pixels, each label centred on its column and allowed ``edge`` pixels beyond
-    the ends. The last label (a sentence's <eos>) always has its place; the others take the first line with
-    room, left to right, or are left out (the hover names every cell). → (column, line) pairs."""
+    the ends. Every label if they fit, else every second, third… (the hover names every cell), each on the
+    first line with room; the last (a sentence's <eos>) always. → (column, line) pairs."""
     n = len(widths)
     if not n:
         return []
     cell = span / n
     extent = [((i + 0.5) * cell - w / 2, (i + 0.5) * cell + w / 2) for i, w in enumerate(widths)]
-    ends = [-edge - LABEL_GAP] * lines  # the right end of the last label placed on each line
-    last_left = extent[-1][0]
+    first = max(1, int(sum(widths) / (lines * span)))  # fewer could not fit, however they are placed
+    for step in range(first, n + 1):
+        placed = _placed_every(extent, step, lines, span + edge, -edge)
+        if placed is not None:
+            return placed
+    return [(n - 1, 0)]
+
+
+def _placed_every(
+    extent: list[tuple[float, float]], step: int, lines: int, right_end: float, left_end: float
+) -> list[tuple[int, int]] | None:
+    """Columns 0, step, 2·step… and the last, each on the first of ``lines`` with room; None if one has none."""
+    last = len(extent) - 1
+    ends = [left_end - LABEL_GAP] * lines  # the right end of the last label placed on each line
     placed = []
-    for i, (left, right) in enumerate(extent[:-1]):
-        for line in range(lines):
-            limit = last_left - LABEL_GAP if line == 0 else span + edge
-            if left >= ends[line] + LABEL_GAP and right <= limit:
-                placed.append((i, line))
-                ends[line] = right
-                break
-    return [*placed, (n - 1, 0)]
+    for i in [*range(0, last, step), last]:
+        left, right = extent[i]
+        line = next((k for k in range(lines) if left >= ends[k] + LABEL_GAP and right <= right_end), None)
+        if line is None:
+            return None
+        placed.append((i, line))
+        ends[line] = right
+    return placed
 
 
 class Heatmap(QWidget):
