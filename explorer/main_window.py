@@ -13,9 +13,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
-    QHBoxLayout,
     QInputDialog,
-    QLabel,
     QMainWindow,
     QMenuBar,
     QVBoxLayout,
@@ -33,7 +31,7 @@ from explorer.commands import (
     Start,
 )
 from explorer.engine_client import EngineClient
-from explorer.first_launch import FirstLaunch
+from explorer.first_launch import SCRATCH, FirstLaunch
 from explorer.help import HelpBox
 from explorer.help_families import family_topic
 from explorer.i18n import LANGUAGES, N_, language, tr
@@ -46,7 +44,7 @@ from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel
 from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
-from explorer.widgets import named
+from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
 from explorer.worker import (
     DATA_STAGES,
@@ -71,7 +69,6 @@ FOLDER_TIP = N_("A model downloaded from the Hugging Face Hub (huggingface-cli d
 FOLLOW_TIP = N_("Watch a run that another process writes into a folder (python -m model.train … --out DIR, or "
                 "torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe "
                 "snapshots. Nothing is written into the folder.")  # fmt: skip
-STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
 DEFAULT_SIZE = (1500, 920)  # the window on a screen that has room for it
 SIDE_BY_SIDE_WIDTH = 1200  # narrower screens show the decoding panel and the attention map as tabs
 
@@ -285,7 +282,9 @@ class MainWindow(QMainWindow):
         # would compete with it for the GIL and delay the window.
         if open_path:
             QTimer.singleShot(0, lambda: self.first_launch.open_at_start(open_path))
-        elif start_default:
+        elif start_default:  # its views say that it is being read, instead of showing empty axes
+            views = (self.decoding, self.attention, self.positional, self.model_map)
+            self.first_launch.cover(views, self.status_corner.say_loading)
             QTimer.singleShot(0, self.first_launch.open_default_model)
 
     def _on_paused_at(self, step: int, loss: float) -> None:
@@ -475,40 +474,17 @@ class MainWindow(QMainWindow):
         self.recent.rebuild()
 
     def _build_status_bar(self) -> None:
-        """The device, state, step, loss and speed at the right of the menu bar (a status bar below would
-        take a row from the views on a 768-px screen), with passing notes before them."""
+        """The notes and the status at the right of the menu bar (see :class:`StatusRow`)."""
         self._labels_timer = QTimer(self, singleShot=True, interval=200)
         self._labels_timer.timeout.connect(self._update_status_labels)
-        self.note_label = named(QLabel(), "status_note")
-        self._note_timer = QTimer(self, singleShot=True)
-        self._note_timer.timeout.connect(lambda: self.note(""))
-        self.device_label = named(QLabel(), "status_device")
-        self.state_label = named(QLabel(), "status_state")
-        self.step_label = named(QLabel(), "status_step")
-        self.loss_label = named(QLabel(), "status_loss")
-        self.speed_label = named(QLabel(), "status_speed")
-        corner = self.status_corner = QWidget()  # kept: the menu bar does not own its corner widget
-        row = QHBoxLayout(corner)
-        row.setContentsMargins(0, 0, 6, 0)
-        row.setSpacing(14)
-        row.addWidget(self.note_label)
-        # widths for the longest texts: the menu bar places its corner once, it does not follow the texts
-        widest = {self.note_label: "x" * 48, self.device_label: "NVIDIA H200", self.state_label: "training",
-                  self.step_label: "step 10,000,000", self.loss_label: "loss 10.000",
-                  self.speed_label: "1,000,000 tok/s"}  # fmt: skip
-        for w, text in widest.items():
-            w.setFixedWidth(w.fontMetrics().horizontalAdvance(text))
-            row.addWidget(w)
-        self.menu_bar.setCornerWidget(corner, Qt.Corner.TopRightCorner)
+        row = self.status_corner = StatusRow()  # kept: the menu bar does not own its corner widget
+        self.note_label, self.device_label, self.state_label = row.note_label, row.device_label, row.state_label
+        self.step_label, self.loss_label, self.speed_label = row.step_label, row.loss_label, row.speed_label
+        self.menu_bar.setCornerWidget(row, Qt.Corner.TopRightCorner)
 
     def note(self, text: str, ms: int = 0, tip: str = "") -> None:
         """A passing note beside the status (``ms`` = 0: until the next one); ``tip``: its tooltip."""
-        self.note_label.setText(text)
-        self.note_label.setToolTip(tip)
-        if ms:
-            self._note_timer.start(ms)
-        else:  # an earlier note's timer must not take this one away
-            self._note_timer.stop()
+        self.status_corner.note(text, ms, tip)
 
     # what the Decoding panel is for each family: its dock's title and its explanation
     DECODING_OF = {
@@ -563,14 +539,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{'• ' if self.status.dirty else ''}{name} — Transformer Explorer")
 
     def _update_status_labels(self) -> None:
-        s = self.status
-        self.device_label.setText(s.device or "…")
-        self.state_label.setText(tr(s.state))
-        self.step_label.setText(tr("step {n}").format(n=f"{s.step:,}"))
-        self.loss_label.setText(
-            f"{tr('loss')} {self._last_loss:.3f}" if self._last_loss is not None else f"{tr('loss')} –"
-        )
-        self.speed_label.setText(f"{self._last_speed:,.0f} {tr('tok/s')}" if self._last_speed else f"– {tr('tok/s')}")
+        self.status_corner.show_status(self.status, self._last_loss, self._last_speed)
 
     # -- engine events --------------------------------------------------------------------------------
     def _on_status(self, status: EngineStatus) -> None:
@@ -578,6 +547,7 @@ class MainWindow(QMainWindow):
         changed = dataclasses.replace(status, step=0) != dataclasses.replace(self.status, step=0)
         self.status = status
         self.positional.training = status.state == TRAINING
+        self.first_launch.on_state(status.state)
         if new_path is not None:
             self.recent.remember(new_path)
         if changed:
@@ -620,12 +590,8 @@ class MainWindow(QMainWindow):
             self._opening = None
 
     def note_about(self, name: str, text: str, ms: int = 0) -> None:
-        """A note naming a file or folder (``{name}`` in ``text``), the name shortened (…) where the note would
-        not show it all; the whole of it in the tooltip."""
-        metrics = self.note_label.fontMetrics()
-        room = self.note_label.width() - metrics.horizontalAdvance(text.replace("{name}", ""))
-        short = metrics.elidedText(name, Qt.TextElideMode.ElideMiddle, max(room, metrics.horizontalAdvance("…x")))
-        self.note(text.replace("{name}", short), ms, tip=text.replace("{name}", name))
+        """A note naming a file or folder (``{name}`` in ``text``), shortened where the note would not show it all."""
+        self.status_corner.note_about(name, text, ms)
 
     def _on_run(self, info: RunInfo) -> None:
         self._on_opened(info)
@@ -703,10 +669,13 @@ class MainWindow(QMainWindow):
             self.engine.submit(NewModel(spec))
             if start:
                 self.engine.submit(Start())
-            if replaces_bundled and not self.status.dirty:  # one click, and one click back
-                self.show_message(tr("A new model is training from scratch. The bundled model is not lost: "
-                                     "File → Open the bundled model brings it back."),  # fmt: skip
-                                  "info", [(tr("Open the bundled model"), self.open_bundled)])  # fmt: skip
+            if replaces_bundled and not self.status.dirty:  # one click, and one click back (until training stops)
+                said = tr(
+                    "A new model is training from scratch. The bundled model is not lost: "
+                    "File → Open the bundled model brings it back."
+                )
+                back = [(tr("Open the bundled model"), self.open_bundled)]
+                self.message_bar.show_message(said, "info", back, kind=SCRATCH)
 
         question = (
             N_("Training from scratch replaces the current model.")
@@ -768,23 +737,10 @@ class MainWindow(QMainWindow):
         )
 
     def _on_follow(self, f: FollowStatus) -> None:
-        """How fresh the followed run is, in the status bar (its folder in the tooltip)."""
-        if not f.folder:
-            self.note("")
-            return
-        name = Path(f.folder).name
-        if f.waiting:
-            text = tr("Following {name} — waiting for its first checkpoint").replace("{name}", name)
-        else:
-            idle = max(0, round(f.idle_s))
-            ago = tr("{n} s").format(n=idle) if idle < 120 else tr("{n} min").format(n=idle // 60)
-            text = tr("Following {name} — step {step}, last update {ago} ago")
-            text = text.replace("{name}", name).replace("{step}", f"{f.step:,}").replace("{ago}", ago)
-        if f.bad_lines:
-            text += " · " + tr("{n} lines of its log are not records").replace("{n}", f"{f.bad_lines:,}")
-        if f.skipped_probes:
-            text += " · " + tr("{n} probe snapshots skipped").replace("{n}", f"{f.skipped_probes:,}")
-        self.note(text, tip=f.folder + (f"\n{f.problem}" if f.problem else ""))
+        """The followed run's state, step and freshness in the status row; said once when the run has ended."""
+        ended = self.status_corner.on_follow(f)
+        if ended:
+            self.show_message(ended, "info")
 
     def open_bundled(self) -> None:
         """The bundled, trained model again (asking first if unsaved work would be replaced)."""

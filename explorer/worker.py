@@ -71,7 +71,7 @@ from model.device import (
     start_helpers_behind,
     without_collector_pauses,
 )
-from model.follow import RunWatcher
+from model.follow import RunWatcher, run_ending
 from model.plain_data import SettingValue
 from model.snapshots import TRAIN_METRICS, FillMaskView, History, StepColumns
 from model.stepping import DecodeDriver, DecodeError
@@ -192,6 +192,7 @@ class RunFollowing:
         self.history = History()  # the log so far, as columns (a long run's log stays compact)
         self.probes: list[Path] = []
         self.polled = self.said = 0.0
+        self.ended = ""  # how the run ended, as its final checkpoint says ("" while it runs)
 
     @property
     def last_step(self) -> int:
@@ -257,6 +258,7 @@ class FollowStatus:
     bad_lines: int = 0  # lines of the log that were not JSON records
     skipped_probes: int = 0  # probe snapshots that could not be read
     problem: str = ""  # the last thing in the folder that could not be read, and why
+    ended: str = ""  # "finished", "interrupted" or "failed": the trainer's final checkpoint says so ("" while it runs)
 
 
 @dataclass(frozen=True)
@@ -1066,6 +1068,8 @@ class Engine(QThread):
         f.polled = now
         poll = f.watcher.poll()
         fresh_steps, fresh_evals = f.take(poll.records, poll.reset)
+        if f.ended and (poll.reset or any(step["step"] > self._weights_step() for step in fresh_steps)):
+            f.ended = ""  # resumed: it runs again
         installed = poll.checkpoint and self._read_followed_checkpoint(f)  # a new run: its history is the log
         if self.session is None or installed:
             pass
@@ -1082,7 +1086,7 @@ class Engine(QThread):
             f.said = now
             self.follow_changed.emit(FollowStatus(
                 str(f.watcher.folder), f.last_step, now - f.watcher.last_change, self.session is None,
-                f.watcher.tail.bad, f.watcher.skipped_probes, f.watcher.problem,
+                f.watcher.tail.bad, f.watcher.skipped_probes, f.watcher.problem, f.ended,
             ))  # fmt: skip
 
     def _read_followed_checkpoint(self, f: RunFollowing) -> bool:
@@ -1096,6 +1100,7 @@ class Engine(QThread):
         except (CheckpointError, OSError, ValueError, EOFError, RuntimeError):
             f.watcher.retry_checkpoint()  # being copied by a sync tool, say: read it at the next look
             return False
+        f.ended = run_ending(session.notes, session.step)  # the trainer's last save says that the run ended
         if self.session is None or f.run_id != self._run_id:
             self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
             f.run_id = self._run_id
@@ -1109,6 +1114,9 @@ class Engine(QThread):
         self.run_described.emit(self._run_info(session))
         self._publish_status()
         return False
+
+    def _weights_step(self) -> int:
+        return self.session.step if self.session is not None else 0
 
     def _emit_followed_probes(self, f: RunFollowing) -> None:
         while f.probes:

@@ -53,6 +53,25 @@ def _size(n: float) -> str:
     return f"{n:.0f} {units[k]}" if n >= 10 or k == 0 else f"{n:.1f} {units[k]}"
 
 
+# How a run ended, as the trainer notes it in its last checkpoint (``notes["ended"]``): by its exit status.
+ENDINGS = {0: "finished", 130: "interrupted"}  # any other status: "failed"
+
+
+def ending_note(step: int, status: int) -> dict[str, Any]:
+    """What the trainer writes into the notes of its final checkpoint (under "ended")."""
+    return {"step": step, "how": ENDINGS.get(status, "failed")}
+
+
+def run_ending(notes: dict[str, Any], step: int) -> str:
+    """How the run whose checkpoint (at ``step``) carries ``notes`` ended: "finished", "interrupted" or "failed";
+    "" while it runs (no note, or one about another step: a checkpoint trained on after it was written)."""
+    ended = notes.get("ended")
+    if not isinstance(ended, dict) or ended.get("step") != step:
+        return ""
+    how = ended.get("how")
+    return how if how in (*ENDINGS.values(), "failed") else ""
+
+
 class RunFolderError(ValueError):
     """A folder that holds no training run, with what was looked for."""
 

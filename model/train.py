@@ -48,7 +48,7 @@ from model.config import PRESETS, SINGLE_STREAM, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
 from model.data.stream import StreamedBatches
 from model.device import DEVICE_CHOICES, ThreadGovernor, device_description
-from model.follow import write_probe
+from model.follow import ending_note, write_probe
 from model.session import Session
 from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
 from model.training import TrainConfig, TrainingDiverged, train_config_for
@@ -231,6 +231,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None, rank: int, world: int
         status = _train(session, args, log, ckpt)
     if world > 1:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # torchrun ending the ranks must not cut the last save short
+    session.notes["ended"] = ending_note(session.step, status)  # a window following the run says that it ended
     session.save(ckpt, include_optimizer=not args.lean)
     print(f"saved {ckpt} (step {session.step})", file=sys.stderr)
     corpus = session._corpus  # (None when the data was never read: nothing to add)
@@ -270,6 +271,7 @@ def _session(args: argparse.Namespace, rank: int, world: int) -> Session | None:
 def _note_run(session: Session, argv: list[str] | None) -> None:
     """Record the command line and the data in the checkpoint's notes."""
     command = "python -m model.train " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    session.notes.pop("ended", None)  # resumed: running again
     session.notes.setdefault("commands", []).append(command)
     try:
         c = session.corpus

@@ -137,8 +137,8 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
         f.write(record(9)[:15])  # a line being written
     qtbot.waitUntil(lambda: len(window.training.plots["loss_plot"].data(window.training.current.run_id,
                                                                         "train")[0]) == 8, timeout=30000)  # fmt: skip
-    qtbot.waitUntil(lambda: "step 8" in window.note_label.text(), timeout=30000)
-    assert "Following run" in window.note_label.text()
+    qtbot.waitUntil(lambda: window.step_label.text() == "step 8", timeout=30000)  # the run's step, not the model's
+    assert "Following run" in window.note_label.text() and window.state_label.text() == "following"
     d = window.decoding
     d.input.setText("3 1 4 1")
     d.translate_button.click()  # the person steps through a sentence on the followed model
