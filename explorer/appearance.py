@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsView, QTabBar, QWidget
 
 THEMES = ("light", "dark")
 PRESENTER_SCALE = 1.4  # presenter mode's type over the normal size
@@ -56,8 +59,8 @@ def _plot_items(root: QWidget):
 
 
 def restyle_plots(root: QWidget, fg: QColor) -> None:
-    """Axes, their labels, titles and legends under ``root`` in ``fg``, and their text in their view's font (see
-    :func:`plot_text_follows`). Plots made later take ``fg`` from pyqtgraph's "foreground" option, which
+    """Axes, their labels, titles and legends under ``root`` in ``fg``, and their text in the interface's font (see
+    :func:`set_plot_font`). Plots made later take ``fg`` from pyqtgraph's "foreground" option, which
     :func:`apply_theme` sets."""
     for view in root.findChildren(QGraphicsView):
         # pyqtgraph caches each view's background, painted in the palette it was first drawn with: without
@@ -74,14 +77,15 @@ def restyle_plots(root: QWidget, fg: QColor) -> None:
             item.legend.setLabelTextColor(fg)
             item.legend.setBrush(legend_brush())
     for view in root.findChildren(pg.GraphicsView):
-        plot_text_follows(view)
+        set_plot_font(view, QApplication.font())
 
 
-def plot_text_follows(view: pg.GraphicsView) -> None:
-    """Every text pyqtgraph draws in ``view`` — axis ticks and axis labels, plot titles, legends — in the view's
-    own font, which is the interface's (presenter mode's larger type included). pyqtgraph keeps sizes of its own
-    (legends 9 pt, titles 11 pt, axes the painter's font): this sets them all from the one font."""
-    font = QFont(view.font())
+def set_plot_font(view: pg.GraphicsView, font: QFont) -> None:
+    """Every text pyqtgraph draws in ``view`` — axis ticks and axis labels, plot titles, legends — in ``font``, the
+    interface's (presenter mode's larger type included). pyqtgraph keeps sizes of its own (legends 9 pt, titles
+    11 pt, axes the painter's font), and a widget's font follows the application's only some events later: this
+    sets them all from the one font, at once."""
+    font = QFont(font)
     size = f"{font.pointSizeF():g}pt"
     for item in view.scene().items():
         if isinstance(item, pg.AxisItem):
@@ -106,11 +110,38 @@ def refresh_style_sheets(root: QWidget) -> None:
             widget.setStyleSheet(sheet)
 
 
+class TabsMeasuredAgain(QObject):
+    """A tab bar hidden when its font changes (behind another panel, or off screen in presenter mode) marks its tabs
+    to be measured again, but Qt lays the tabs out anew only when someone asks the bar for its size: shown later, it
+    kept the old sizes and cut its text in the new type ("Maɼ", "ention over train"). Watching the bar, this asks it
+    once the change is in."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 — Qt's name
+        if event.type() == QEvent.Type.FontChange and isinstance(watched, QTabBar):
+            QTimer.singleShot(0, watched, partial(self._measure, watched))  # after the bar has taken the change in
+        return False
+
+    @staticmethod
+    def _measure(bar: QTabBar) -> None:
+        bar.sizeHint()  # lays the tabs out in the new font
+        bar.updateGeometry()  # and its tab widget places it again
+
+
+def measure_tabs_again(root: QWidget) -> None:
+    """Every tab bar under ``root`` measures its tabs again when its font changes (see :class:`TabsMeasuredAgain`)."""
+    watcher = root.findChild(TabsMeasuredAgain)
+    if watcher is None:
+        watcher = TabsMeasuredAgain(root)
+    for bar in root.findChildren(QTabBar):
+        bar.installEventFilter(watcher)  # (once: installing it again only moves it to the front)
+
+
 def set_presenter_font(root: QWidget, on: bool, base: QFont) -> None:
     """Presenter mode: every text about 40% larger — widgets, and the plots' ticks, labels, titles and legends."""
     font = QFont(base)
     if on:
         font.setPointSizeF(base.pointSizeF() * PRESENTER_SCALE)
+    measure_tabs_again(root)  # before the change, which may reach them at once
     QApplication.setFont(font)  # static: the running application's default font
     refresh_style_sheets(root)
     restyle_plots(root, foreground())
