@@ -355,3 +355,8 @@ def test_the_small_plots_legends_lie_over_no_curve(make_window, qtbot, monkeypat
             data = plot.plot.getViewBox().sceneBoundingRect()
             assert not legend.intersects(data), (name, presenting_now, legend, data)
             assert plot.plot.getPlotItem().sceneBoundingRect().contains(legend), (name, presenting_now)  # whole
+    view(window, qtbot, 4)  # and the positional-encoding lab's sinusoids
+    curves = window.positional.curves
+    assert shown(curves.plot) and len(curves.legend.items) >= 2
+    legend, data = curves.legend.sceneBoundingRect(), curves.plot.getViewBox().sceneBoundingRect()
+    assert not legend.intersects(data) and curves.plot.getPlotItem().sceneBoundingRect().contains(legend)

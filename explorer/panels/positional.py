@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.appearance import legend_brush
 from explorer.commands import Positional
 from explorer.engine_client import EngineClient
 from explorer.i18n import N_, tr
@@ -31,6 +30,7 @@ from explorer.panels.router import sentences
 from explorer.widgets import named
 from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
+from explorer.widgets.legend import LegendAbove
 from explorer.widgets.metric_plot import RUN_COLOURS
 from explorer.worker import PositionalReady, PositionalTables, RunInfo, engine_loaded
 
@@ -62,7 +62,8 @@ class LinePlot(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setBackground(None)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.legend = self.plot.addLegend(offset=(-10, 10), brush=legend_brush())
+        self.legend_above = LegendAbove(self.plot)  # the legend above the curves, never over them
+        self.legend = self.legend_above.legend
         self.title, _ = titled_view(self, self.plot, object_name, self.export, ("PNG", "SVG", "CSV", "NPY"))
         self.retranslate()
 
