@@ -379,6 +379,7 @@ class MainWindow(QMainWindow):
         set_presenter_font(self, on, self._base_font)
         self.training.set_presenting(on)
         self.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
+        self.attention.set_presenting(on)
 
     def _fill_scenes_menu(self) -> None:
         """Save the current scene, recall a saved one (entering presenter mode), delete one."""

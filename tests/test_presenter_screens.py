@@ -156,6 +156,13 @@ def test_the_editing_rows_leave_the_screen_to_the_view(make_window, qtbot, monke
         # the views take the panel: nothing above them but the sentence, the step and the output line
         views = d.body.mapTo(dock, d.body.rect().topLeft()).y()
         assert views <= 0.12 * dock.height(), (number, views, dock.height())
+    a = window.attention
+    for number in (3, 6):  # the map and the explainer: the rows that choose them leave too
+        view(window, qtbot, number)
+        for w in (a.source, a.kind, a.layer, a.head, a.average):
+            assert not w.isVisible(), (number, w.objectName())
+        tabs = a.tabs.mapTo(window.docks["attention"], a.tabs.rect().topLeft()).y()
+        assert tabs <= 0.05 * window.docks["attention"].height(), (number, tabs)
     view(window, qtbot, 5)
     t = window.training
     assert not t.run_list.isVisible() and not t.pause_at_step.isVisible() and not t.smooth_slider.isVisible()
@@ -163,6 +170,7 @@ def test_the_editing_rows_leave_the_screen_to_the_view(make_window, qtbot, monke
     assert area.mapTo(window.docks["training"], area.rect().topLeft()).y() <= 0.1 * window.docks["training"].height()
     key(window, qtbot, Qt.Key_Escape)
     assert d.input.isVisible() and d.step_button.isVisible() and not d.sentence_label.isVisible()
+    assert a.layer.isVisible() and a.kind.isVisible()
     assert t.run_list.isVisible() and d.step_label.font().pointSizeF() == pytest.approx(body / PRESENTER_SCALE)
 
 

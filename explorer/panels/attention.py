@@ -222,13 +222,22 @@ class AttentionPanel(QWidget):
         for page in (map_page, self.over_training, self.explainer, self.router):
             self.tabs.addTab(page, "")
         self.tabs.setTabVisible(self.tabs.indexOf(self.router), False)
+        self.controls = QWidget()  # what chooses the map: presenter mode gives its height to the views
+        controls = QVBoxLayout(self.controls)
+        controls.setContentsMargins(0, 0, 0, 0)
+        controls.addLayout(show_row)
+        controls.addLayout(pick)
+        controls.addWidget(self.pair_row)
+        controls.addLayout(self.over_training.timeline_bar())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(show_row)
-        layout.addLayout(pick)
-        layout.addWidget(self.pair_row)
-        layout.addLayout(self.over_training.timeline_bar())
+        layout.addWidget(self.controls)
         layout.addWidget(self.tabs, 1)
+
+    def set_presenting(self, on: bool) -> None:
+        """Presenter mode: the rows that choose what is shown leave their height to the map and the explainer (the
+        map's title names its kind, layer and head; a scene sets them)."""
+        self.controls.setVisible(not on)
 
     def retranslate(self) -> None:
         named_for = {"pair": PAIR_SOURCE, "decoding": FOLLOW_SOURCE}  # the sources a family names its own way
