@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from explorer.i18n import tr
@@ -24,6 +25,32 @@ from explorer.widgets.legend import LegendAbove
 # keeping each bin's lowest and highest value, so spikes stay visible and the work per frame stays bounded.
 MAX_POINTS = 8192
 RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
+
+
+class StepAxis(pg.AxisItem):
+    """The step axis: its labelled ticks never crowd. pyqtgraph spaces the labelled ticks by the axis's length
+    alone (about ln(pixels) of them) and always draws them: a 150-px axis up to 10,000 steps wrote
+    "2000400060008000". Here the labelled spacing widens (1, 2, 2.5, 5 × 10ⁿ) until every label has room."""
+
+    GAP = 1.3  # room per label: its width and 30% more
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802, N803 — pyqtgraph's names
+        levels = super().tickSpacing(minVal, maxVal, size)
+        span = abs(maxVal - minVal)
+        if not levels or span == 0 or size <= 0:
+            return levels
+        major, offset = levels[0]
+        metrics = QFontMetrics(self.style["tickFont"] or self.font())
+        widest = max(metrics.horizontalAdvance(t) for t in self.tickStrings([minVal, maxVal], 1.0, major))
+        while span / major * widest * self.GAP > size + widest:  # (half a label may stand past each end)
+            major = _next_nice(major)
+        return [(major, offset), *(level for level in levels if level[0] < major)]
+
+
+def _next_nice(x: float) -> float:
+    """The next of 1, 2, 2.5, 5 × 10ⁿ above ``x``."""
+    unit = 10 ** np.floor(np.log10(x))
+    return float(next((m * unit for m in (2.0, 2.5, 5.0, 10.0) if m * unit > x * (1 + 1e-9)), 10 * unit))
 
 
 class Buffer:
@@ -137,7 +164,7 @@ class MetricPlot(QWidget):
         self.visible_runs: set[int] = set()
         self.current_run = 0
 
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(axisItems={"bottom": StepAxis("bottom")})
         self.plot.setBackground(None)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self._y_label = y_label
