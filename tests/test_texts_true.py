@@ -328,16 +328,18 @@ def test_one_chinese_term_each():
     assert ZH["E{n}"] == "E{n}" and not [t for t in texts if re.search(r"专家\s*(\d|\{)", t)]  # E1, as the router
 
 
-def test_the_seconds_of_a_followed_run_are_chinese(chinese):
-    from explorer.main_window import MainWindow
+def test_the_seconds_of_a_followed_run_are_chinese(qtbot, chinese):
+    from explorer.status_row import StatusRow
     from explorer.worker import FollowStatus
 
+    row = StatusRow()
+    qtbot.addWidget(row)
     notes = []
-    window = SimpleNamespace(note=lambda text, ms=0, tip="": notes.append(text))
-    MainWindow._on_follow(window, FollowStatus("/runs/t2019", step=166, idle_s=5.2))
-    MainWindow._on_follow(window, FollowStatus("/runs/t2019", step=166, idle_s=300))
-    assert "上次更新于 5 秒前" in notes[0] and "上次更新于 5 分钟前" in notes[1]
-    assert not [n for n in notes if re.search(r"\d (s|min) 前", n)]
+    for idle in (5.2, 60, 300):
+        row.on_follow(FollowStatus("/runs/t2019", step=166, idle_s=idle))
+        notes.append(row.note_label.text())
+    assert "上次更新于 5 秒前" in notes[0] and "上次更新于 60 秒前" in notes[1] and "5 分钟" in notes[2]
+    assert not [n for n in notes if re.search(r"\d (s|min)\b", n)]
 
 
 def test_the_t5_lab_note_counts_the_exact_offsets_each_side(english):
