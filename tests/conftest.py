@@ -71,3 +71,21 @@ def make_window(qtbot, tmp_path):
         if w.engine.isRunning():
             w.close()
         qtbot.waitUntil(w.engine.isFinished, timeout=5000)
+
+
+@pytest.fixture
+def chinese_font():
+    """The bundled Chinese font, as the program adds it where no installed font has Chinese (its widths are the
+    ones a person sees); the application's font and the interface language are put back afterwards."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.fonts import add_bundled_font, system_has_chinese_font
+    from explorer.i18n import language
+
+    app = QApplication.instance()
+    before = app.font()
+    if not system_has_chinese_font():
+        add_bundled_font(app)
+    yield
+    language.set("en")
+    app.setFont(before)

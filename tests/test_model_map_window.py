@@ -13,7 +13,6 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QPointF, QRect, Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from explorer.i18n import language  # noqa: E402
 from explorer.main_window import MainWindow  # noqa: E402
@@ -23,20 +22,6 @@ from model.config import ModelConfig  # noqa: E402
 from model.transformer import Transformer  # noqa: E402
 
 CHROME = 70  # a window title bar and a taskbar
-
-
-@pytest.fixture
-def chinese_font():
-    """The bundled Chinese font where no installed one has Chinese (its widths are the ones a person sees)."""
-    from explorer.fonts import add_bundled_font, system_has_chinese_font
-
-    app = QApplication.instance()
-    before = app.font()
-    if not system_has_chinese_font():
-        add_bundled_font(app)
-    yield
-    language.set("en")
-    app.setFont(before)
 
 
 def map_window(make_window, qtbot, monkeypatch, width=1366, height=768):

@@ -14,7 +14,6 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QFontMetrics, QTextLayout, QTextOption  # noqa: E402
 from PySide6.QtWidgets import (  # noqa: E402
     QAbstractSpinBox,
-    QApplication,
     QCheckBox,
     QComboBox,
     QLabel,
@@ -28,21 +27,6 @@ from explorer.i18n import language  # noqa: E402
 from explorer.main_window import MainWindow  # noqa: E402
 
 CHROME = 70  # a window title bar and a taskbar
-
-
-@pytest.fixture
-def chinese_font():
-    """The bundled Chinese font, as the program adds it where no installed font has Chinese (its widths are the
-    ones a person sees); the application's font is put back afterwards."""
-    from explorer.fonts import add_bundled_font, system_has_chinese_font
-
-    app = QApplication.instance()
-    before = app.font()
-    if not system_has_chinese_font():
-        add_bundled_font(app)
-    yield
-    language.set("en")
-    app.setFont(before)
 
 
 def laptop_window(make_window, qtbot, monkeypatch, width=1366, height=768):
