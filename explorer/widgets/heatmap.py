@@ -183,8 +183,17 @@ class Heatmap(QWidget):
     ) -> None:
         """Show ``values [rows, cols]``; ``mask`` True marks cells that may not be attended to."""
         values = np.asarray(values, dtype=np.float64)
+        # the same sentence with new weights (a probe during training): only the image changes, so the axes
+        # keep their drawn labels and the layout stays as it is (re-setting them cost a whole repaint)
+        same = (
+            values.size > 0
+            and values.shape == self.values.shape
+            and list(rows) == self.rows
+            and list(cols) == self.cols
+            and _same_mask(mask, self.masked)
+        )
         self.values, self.rows, self.cols, self.masked = values, list(rows), list(cols), mask
-        if levels is not None:
+        if levels is not None and levels != self.levels:
             self.levels = levels
             self.colorbar.setLevels(levels)
         n_rows, n_cols = values.shape
@@ -199,6 +208,9 @@ class Heatmap(QWidget):
             self.plot.getAxis("bottom").setTicks([[]])
             return
         self.image.setImage(values, levels=self.levels, autoLevels=False)
+        if same:
+            self.highlight_row(highlight_row)
+            return
         self.image.setRect(QRectF(0, 0, n_cols, n_rows))
         if mask is not None and mask.any():
             side = HATCH * int(np.clip(64 // max(n_rows, n_cols), 1, 4))  # a few large cells: finer lines
@@ -288,6 +300,12 @@ class Heatmap(QWidget):
         else:
             render_scene(self.view.scene(), self.plot.sceneBoundingRect().united(self.colorbar.sceneBoundingRect()),
                          path, self.title.text())  # fmt: skip
+
+
+def _same_mask(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 class HeatmapGrid(QWidget):
