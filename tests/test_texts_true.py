@@ -294,11 +294,11 @@ def test_the_balance_loss_is_one_when_balanced_and_grows_when_tokens_and_probabi
     assert not [v for v in ZH.values() if "少数专家分走大部分词元" in v]
 
 
-# -- the README ---------------------------------------------------------------------------------------------------
-def test_the_readme_sentence_on_rope_and_the_paper_presets_is_whole():
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert "depend on positions only through `paper_base`" not in readme
-    assert "RoPE scores of fixed q and k depend on positions only through the offset n − m; `paper_base`" in readme
+# -- the README and docs/ --------------------------------------------------------------------------------------------
+def test_the_engine_page_sentence_on_rope_and_the_paper_presets_is_whole():
+    page = " ".join((ROOT / "docs" / "engine.md").read_text(encoding="utf-8").split())  # moved from the README
+    assert "depend on positions only through `paper_base`" not in page
+    assert "RoPE scores of fixed q and k depend on positions only through the offset n − m; `paper_base`" in page
 
 
 # -- Chinese terms and punctuation -----------------------------------------------------------------------------------
