@@ -18,15 +18,15 @@ import math
 import torch
 import torch.nn.functional as F
 
-import model.attention as attention
-import model.layers as layers
+import model.core.attention as attention
+import model.core.layers as layers
 from bench.common import interleaved_medians, report
 from bench.decoding import TOKENS
 from bench.decoding import make_model as make_decoding_model
 from bench.train_step import BATCH, LENGTH, VOCAB, make_step
-from model.config import ModelConfig
-from model.decoding import greedy_decode
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
+from model.decoding.search import greedy_decode
 
 _sdpa = attention.scaled_dot_product_attention
 

@@ -157,9 +157,9 @@ def beam_stalls(app, checkpoint: str | None) -> None:
     from types import SimpleNamespace
 
     from explorer.panels.decoding import DecodingPanel
+    from model.decoding.stepping import DecodeDriver
+    from model.io.snapshots import DecodeSettings
     from model.session import Session
-    from model.snapshots import DecodeSettings
-    from model.stepping import DecodeDriver
     from resources import default_model
 
     session = Session.load(checkpoint or default_model(), device="cpu")
@@ -203,7 +203,7 @@ def main() -> None:
     args = ap.parse_args()
     from PySide6.QtWidgets import QApplication
 
-    from model.device import prepare_optimizers
+    from model.training.device import prepare_optimizers
 
     app = QApplication.instance() or QApplication([])
     prepare_optimizers()

@@ -57,7 +57,7 @@ def _fresh_env() -> dict[str, str]:
 def cli_rate(preset: str, task: str, seconds: float) -> float:
     """Steps/s of ``python -m model.train`` with its defaults, from its log, after its first 20% of steps."""
     out = Path(tempfile.mkdtemp(prefix="contended-cli-"))
-    command = [sys.executable, "-m", "model.train", "--task", task, "--preset", preset, "--steps", "10000000",
+    command = [sys.executable, "-m", "model.cli.train", "--task", task, "--preset", preset, "--steps", "10000000",
                "--minutes", str(seconds / 60), "--out", str(out)]  # fmt: skip
     subprocess.run(command, check=True, cwd=ROOT, stderr=subprocess.DEVNULL, env=_fresh_env())
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line]
@@ -103,7 +103,7 @@ def idle(seconds: float) -> None:
 def following(seconds: float) -> None:
     """The command line trains the tiny preset flat out; a window in its own process follows the folder."""
     out = Path(tempfile.mkdtemp(prefix="contended-follow-"))
-    command = [sys.executable, "-m", "model.train", "--task", "copy", "--preset", "tiny", "--steps", "10000000",
+    command = [sys.executable, "-m", "model.cli.train", "--task", "copy", "--preset", "tiny", "--steps", "10000000",
                "--minutes", str((seconds + 30) / 60), "--save-every", "200", "--out", str(out)]  # fmt: skip
     trainer = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL, env=_fresh_env())
     try:

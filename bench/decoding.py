@@ -19,9 +19,9 @@ import argparse
 import torch
 
 from bench.common import interleaved_medians, report
-from model.config import ModelConfig
-from model.decoding import beam_search, greedy_decode
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
+from model.decoding.search import beam_search, greedy_decode
 
 TOKENS = 128
 

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="small")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ddp-bench-"))
-    train = ["-m", "model.train", "--task", "grammar-en-zh", "--preset", args.preset, "--steps", str(args.steps),
+    train = ["-m", "model.cli.train", "--task", "grammar-en-zh", "--preset", args.preset, "--steps", str(args.steps),
              "--eval-every", "0", "--save-every", "0"]  # fmt: skip
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     runs = {

@@ -26,9 +26,9 @@ import torch
 from torch import Tensor, nn
 
 from bench.common import interleaved_medians, report
-from model.config import ModelConfig
-from model.decoding import generate
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
+from model.decoding.search import generate
 
 OURS, REF, REF2 = "ours, decoder-only", "nn.TransformerEncoder (causal)", "nn.TransformerEncoder (second copy)"
 CACHED, RECOMPUTED = "generate, cached", "generate, recomputing the sequence"

@@ -60,9 +60,9 @@ with open(run / "metrics.jsonl", "a", encoding="utf-8") as log:
 def prepare(run: Path) -> None:
     """A run folder with a first checkpoint and one probe, and the files the writer copies in later."""
     from model.data import DataSpec
-    from model.follow import write_probe
+    from model.io.follow import write_probe
     from model.session import Session
-    from model.training import TrainConfig
+    from model.training.trainer import TrainConfig
 
     s = Session.create(DataSpec(task="grammar-en-zh", n_train=2000), "small", TrainConfig(eval_every=0))
     s.save(run / "model.ckpt")

@@ -137,12 +137,12 @@ def grammar_to_goal(budget: float) -> None:
 
 def command_line_training(timeout: float) -> None:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "model.train", "--task", "copy", "--preset", "tiny", "--steps", "100",
+        cmd = [sys.executable, "-m", "model.cli.train", "--task", "copy", "--preset", "tiny", "--steps", "100",
                "--device", "cuda", "--eval-every", "50", "--out", out]  # fmt: skip
-        _timed(cmd, timeout, "model.train, 100 steps, one process")
+        _timed(cmd, timeout, "model.cli.train, 100 steps, one process")
         checkpoints = sorted(Path(out).glob("*.ckpt"))
         if not checkpoints:
-            raise RuntimeError(f"model.train wrote no checkpoint in {out}: {sorted(os.listdir(out))}")
+            raise RuntimeError(f"model.cli.train wrote no checkpoint in {out}: {sorted(os.listdir(out))}")
         print(f"  wrote {', '.join(p.name for p in checkpoints)}")
 
 
@@ -153,7 +153,7 @@ def torchrun_training(timeout: float) -> None:
     gpus = torch.cuda.device_count()
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus),
-               "-m", "model.train", "--task", "copy", "--preset", "tiny", "--steps", "100", "--device", "cuda",
+               "-m", "model.cli.train", "--task", "copy", "--preset", "tiny", "--steps", "100", "--device", "cuda",
                "--eval-every", "0", "--out", out]  # fmt: skip
         _timed(cmd, timeout, f"torchrun, {gpus} process(es), 100 steps")
         records = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]

@@ -195,7 +195,7 @@ def training_tab() -> None:
     while window.decoding.view is None and time.perf_counter() < deadline:
         app.processEvents()
         time.sleep(0.005)
-    from model.device import optimizers_prepared
+    from model.training.device import optimizers_prepared
 
     # the first answers drawn and the engine's deferred work done (it imports torch._dynamo, which holds
     # the interpreter in long stretches: that stall is measured at launch, above, not here)

@@ -17,9 +17,9 @@ import time
 import torch
 
 from model.data import DataSpec
+from model.data.tokenization import TokenizerSpec
 from model.session import Session
-from model.tokenization import TokenizerSpec
-from model.training import train_config_for
+from model.training.trainer import train_config_for
 
 RUNS = {
     "copy": dict(data=DataSpec(task="copy"), preset="tiny", budget=60, every=5, split="test", goal=0.99),

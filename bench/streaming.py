@@ -37,7 +37,7 @@ def run_timed(args: list[str], marker: str) -> tuple[float | None, float, float,
     peak RSS of the child in GB, the stderr text)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    proc = subprocess.Popen([PY, "-m", "model.train", *args], stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([PY, "-m", "model.cli.train", *args], stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
     seen: list[float] = []
     lines: list[str] = []

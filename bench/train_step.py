@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from bench.common import interleaved_medians, report
-from model.config import ModelConfig
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
 
 VOCAB, BATCH, LENGTH = 1000, 64, 20
 

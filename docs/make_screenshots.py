@@ -48,7 +48,7 @@ def main() -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from model.device import prepare_optimizers
+    from model.training.device import prepare_optimizers
 
     app = QApplication([])
     app.setStyle("Fusion")
@@ -192,7 +192,7 @@ def following(app, folder: Path, tag: str, seconds: float) -> None:
     from explorer.worker import Engine
 
     run = folder / "grammar-run"
-    trainer = subprocess.Popen([sys.executable, "-m", "model.train", "--task", "grammar-en-zh", "--preset", "small",
+    trainer = subprocess.Popen([sys.executable, "-m", "model.cli.train", "--task", "grammar-en-zh", "--preset", "small",
                                 "--steps", "100000", "--eval-every", "100", "--save-every", "100", "--threads", "1",
                                 "--probe", "I read a book in the library yesterday.", "--probe-every", "25",
                                 "--out", str(run)], stderr=subprocess.DEVNULL)  # fmt: skip
@@ -223,7 +223,7 @@ def real_model(app, folder: Path, tag: str) -> None:
     from bench.hf_open import OPUS_MT, write_marian_folder
     from explorer.main_window import MainWindow
     from explorer.worker import Engine
-    from model.hf_import import read_weights
+    from model.hf.folders import read_weights
 
     hf = folder / "opus-mt-en-zh"
     write_marian_folder(hf, OPUS_MT)

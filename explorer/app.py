@@ -13,7 +13,7 @@ T0 = time.perf_counter()  # start-up is measured from here (the interpreter star
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from explorer.i18n import LANGUAGES
-    from model.device import DEVICE_CHOICES
+    from model.training.device import DEVICE_CHOICES
 
     ap = argparse.ArgumentParser(
         prog="transformer-explorer",
@@ -74,8 +74,8 @@ def FileOpenForwarder(window):  # noqa: N802 — built lazily so that --help nee
 def import_window():
     """Import the window and the engine (most of the launch: torch, pyqtgraph) and take what the imports
     made, which lives as long as the program, out of the garbage collector's walks (see
-    :func:`model.device.without_collector_pauses`)."""
-    from model.device import without_collector_pauses
+    :func:`model.training.device.without_collector_pauses`)."""
+    from model.training.device import without_collector_pauses
 
     with without_collector_pauses():
         from explorer.i18n import language
@@ -91,7 +91,7 @@ def _measure_startup(app, window) -> None:
     from PySide6.QtCore import Qt, QTimer
 
     from explorer.worker import QUIET_S
-    from model.device import optimizers_prepared
+    from model.training.device import optimizers_prepared
 
     app.processEvents()
     print(f"window shown after {time.perf_counter() - T0:.2f} s", flush=True)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from explorer.worker import NewModelSpec
     from model.data import DataSpec
-    from model.snapshots import DecodeSettings
-    from model.train_config import TrainConfig
+    from model.io.snapshots import DecodeSettings
+    from model.training.config import TrainConfig
 
 _ids = itertools.count(1)
 

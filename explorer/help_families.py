@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from model.config import ModelConfig
+    from model.core.config import ModelConfig
 
 # how the map is used, the same for every family (the end of each map topic)
 MAP_USE = {

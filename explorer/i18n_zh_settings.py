@@ -15,7 +15,7 @@ ZH_SETTINGS: dict[str, str] = {
     "noam": "Noam",
     "constant": "恒定",
     "cosine": "余弦",
-    # the help of each setting (model/config.py, model/train_config.py), shown as its tooltip
+    # the help of each setting (model/core/config.py, model/training/config.py), shown as its tooltip
     "encoder_decoder (the paper, T5), decoder_only (GPT: predicts the next token, looks only back) or encoder_only (BERT: fills in masked tokens, looks both ways)": "编码器–解码器（论文、T5）、仅解码器（GPT：预测下一个词元，只看之前的词元）或仅编码器（BERT：补全掩码词元，两个方向都看）",
     "width of every residual stream": "每个残差流的宽度",
     "attention heads per attention block; d_model % n_heads == 0": "每个注意力块的注意力头数；d_model 必须能被头数整除",

@@ -56,8 +56,8 @@ from explorer.worker import (
     MetricsBatch,
     RunInfo,
 )
-from model.config import ModelConfig
-from model.follow import RunFolderError, check_run_folder
+from model.core.config import ModelConfig
+from model.io.follow import RunFolderError, check_run_folder
 from resources import default_model, resource_path
 
 Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel

@@ -60,10 +60,16 @@ from explorer.commands import (
     Stop,
 )
 from explorer.i18n import N_, tr
-from model.config import ModelConfig
-from model.config import Positional as PositionalKind
+from model.core.config import ModelConfig
+from model.core.config import Positional as PositionalKind
+from model.core.settings import SettingValue
 from model.data import TASK_DESCRIPTIONS, DataSpec
-from model.device import (
+from model.data.tokenization import Encoded, TokenizerSpec
+from model.decoding.stepping import DecodeDriver, DecodeError
+from model.io.follow import RunWatcher, run_ending
+from model.io.snapshots import TRAIN_METRICS, FillMaskView, History, StepColumns
+from model.training.config import TrainConfig, TrainingDiverged
+from model.training.device import (
     ThreadGovernor,
     device_description,
     prepare_optimizers,
@@ -71,16 +77,10 @@ from model.device import (
     start_helpers_behind,
     without_collector_pauses,
 )
-from model.follow import RunWatcher, run_ending
-from model.plain_data import SettingValue
-from model.snapshots import TRAIN_METRICS, FillMaskView, History, StepColumns
-from model.stepping import DecodeDriver, DecodeError
-from model.tokenization import Encoded, TokenizerSpec
-from model.train_config import TrainConfig, TrainingDiverged
 
 if TYPE_CHECKING:
+    from model.io.snapshots import DecodeView
     from model.session import AttentionExplanation, Inspection, Session
-    from model.snapshots import DecodeView
 
 # what ends following a run: the person makes, opens or trains a model of their own
 ENDS_FOLLOWING = (NewModel, Load, Start, Resume, Step, ChangeData)
@@ -436,7 +436,7 @@ def decode_error_message(error: Exception) -> str:
 def load_engine() -> None:
     """Import PyTorch and the engine (most of a launch's work), taking what the imports made, which
     lives as long as the program, out of the garbage collector's walks (see
-    :func:`model.device.without_collector_pauses`). The engine thread does this first, after the
+    :func:`model.training.device.without_collector_pauses`). The engine thread does this first, after the
     window is on screen; the window's own modules do not import PyTorch."""
     with without_collector_pauses():
         import model.session  # noqa: F401 — torch, the model, data batching, training
@@ -451,8 +451,8 @@ def favour_the_window() -> None:
     program elsewhere starve training (0.25–0.41 steps/s against the command line's 4.9–5.1) and, holding the
     GIL while it waited for a core, made the window wait too (a 16 ms timer once 1.9 s late). What keeps the
     window smooth instead: this interval, collections kept off the long-lived objects, PyTorch's helper threads
-    (which hold no GIL) started at the lower priority (:func:`model.device.start_helpers_behind`), and as many
-    threads as the cores other programs leave free (:class:`model.device.ThreadGovernor`).
+    (which hold no GIL) started at the lower priority (:func:`model.training.device.start_helpers_behind`), and as many
+    threads as the cores other programs leave free (:class:`model.training.device.ThreadGovernor`).
     """
     sys.setswitchinterval(0.001)
 
@@ -1092,7 +1092,7 @@ class Engine(QThread):
     def _read_followed_checkpoint(self, f: RunFollowing) -> bool:
         """The run's checkpoint is new or was replaced: its model becomes the one every panel shows. → whether it
         was installed as a new run (whose history, the log so far, the window then draws whole)."""
-        from model.checkpoint import CheckpointError
+        from model.io.checkpoint import CheckpointError
         from model.session import Session
 
         try:

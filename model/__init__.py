@@ -1,15 +1,16 @@
 """The Transformer Explorer engine: model, decoding, data and training. Never imports Qt.
 
-``model.generate`` and ``model.fill_mask`` are the command-line tools; the functions of those names are in
-:mod:`model.decoding`. The names below are imported on first use: the window imports parts of this package
+``model.cli.generate`` and ``model.cli.fill_mask`` are the command-line tools; the functions of those names are in
+:mod:`model.decoding.search`. The names below are imported on first use: the window imports parts of this package
 (settings, tasks) before the engine has loaded PyTorch."""
 
 from typing import TYPE_CHECKING, Any
 
-from model.config import ModelConfig
+from model.core.config import ModelConfig
 
 if TYPE_CHECKING:
-    from model.decoding import (
+    from model.core.transformer import AttentionMaps, Transformer
+    from model.decoding.search import (
         BeamStepper,
         DecodeStep,
         GreedyStepper,
@@ -20,20 +21,19 @@ if TYPE_CHECKING:
         beam_search,
         greedy_decode,
     )
-    from model.transformer import AttentionMaps, Transformer
 
 _LAZY = {
-    "BeamStepper": "model.decoding",
-    "DecodeStep": "model.decoding",
-    "GreedyStepper": "model.decoding",
-    "Hypothesis": "model.decoding",
-    "beam_search": "model.decoding",
-    "MaskFill": "model.decoding",
-    "SampleStepper": "model.decoding",
-    "Sampling": "model.decoding",
-    "greedy_decode": "model.decoding",
-    "AttentionMaps": "model.transformer",
-    "Transformer": "model.transformer",
+    "BeamStepper": "model.decoding.search",
+    "DecodeStep": "model.decoding.search",
+    "GreedyStepper": "model.decoding.search",
+    "Hypothesis": "model.decoding.search",
+    "beam_search": "model.decoding.search",
+    "MaskFill": "model.decoding.search",
+    "SampleStepper": "model.decoding.search",
+    "Sampling": "model.decoding.search",
+    "greedy_decode": "model.decoding.search",
+    "AttentionMaps": "model.core.transformer",
+    "Transformer": "model.core.transformer",
 }
 
 __all__ = [

@@ -20,22 +20,26 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from model.attention import NOTES_EXAMPLE, MultiHeadAttention, attention_steps
-from model.checkpoint import (
-    DAMAGED,
-    CheckpointError,
-    check_model_size,
-    check_weights,
-    load_checkpoint,
-    save_checkpoint,
-)
-from model.config import SINGLE_STREAM, ModelConfig
+from model.core.attention import NOTES_EXAMPLE, MultiHeadAttention, attention_steps
+from model.core.config import SINGLE_STREAM, ModelConfig
+from model.core.masks import decoder_self_mask, padding_mask
+from model.core.positional import LearnedPositionalEncoding
+from model.core.transformer import AttentionMaps, Transformer
 from model.data import BatchStream, Corpus, DataError, DataSpec, EncodedPairs, Specials, encode_pairs, load_corpus
 from model.data.corpus import is_monolingual
 from model.data.stream import ChunkEncoder, StreamedBatches, line_parser
 from model.data.stream import Progress as StreamProgress
 from model.data.text_batching import EncodedTexts, TextStream, encode_texts
-from model.decoding import (
+from model.data.tokenization import (
+    MASK,
+    SPECIAL_TOKENS,
+    Encoded,
+    TextTokenizer,
+    TokenizerSpec,
+    Tokenizing,
+    normalize_text,
+)
+from model.decoding.search import (
     BeamStepper,
     SampleStepper,
     Sampling,
@@ -45,13 +49,17 @@ from model.decoding import (
     greedy_decode,
     output_budget,
 )
-from model.device import resolve_device, without_collector_pauses
-from model.distributed import Sharded
-from model.hf_tokenizers import AnyTokenizer, tokenizer_from_json
-from model.masks import decoder_self_mask, padding_mask
-from model.objectives import evaluate_text
-from model.positional import LearnedPositionalEncoding
-from model.snapshots import (  # torch-free; still importable from here
+from model.families.objectives import evaluate_text
+from model.hf.tokenizers import AnyTokenizer, tokenizer_from_json
+from model.io.checkpoint import (
+    DAMAGED,
+    CheckpointError,
+    check_model_size,
+    check_weights,
+    load_checkpoint,
+    save_checkpoint,
+)
+from model.io.snapshots import (  # torch-free; still importable from here
     TRAIN_METRICS,
     AttentionExplanation,
     FillMaskView,
@@ -61,20 +69,12 @@ from model.snapshots import (  # torch-free; still importable from here
     RouterView,
     Translation,
 )
-from model.tokenization import (
-    MASK,
-    SPECIAL_TOKENS,
-    Encoded,
-    TextTokenizer,
-    TokenizerSpec,
-    Tokenizing,
-    normalize_text,
-)
-from model.training import AnyStream, TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
-from model.transformer import AttentionMaps, Transformer
+from model.training.device import resolve_device, without_collector_pauses
+from model.training.distributed import Sharded
+from model.training.trainer import AnyStream, TrainConfig, Trainer, TrainingDiverged, evaluate, make_optimizer
 
 GENERATE_TOKENS = 50  # how far a decoder-only model continues a prompt unless told otherwise
-TRAIN_KEYS = TRAIN_METRICS  # the per-step history's columns (see model.snapshots.StepColumns)
+TRAIN_KEYS = TRAIN_METRICS  # the per-step history's columns (see model.io.snapshots.StepColumns)
 NEWER_METRICS = ("aux_loss",)  # columns a checkpoint written before them lacks (read as zeros)
 VERSION = "0.1.0"
 
@@ -406,7 +406,7 @@ class Session:
 
     def lr_schedule(self, steps: int) -> np.ndarray:
         """The learning rate for updates 1..steps, for drawing the schedule ahead of time."""
-        from model.training import learning_rate
+        from model.training.trainer import learning_rate
 
         return np.array([learning_rate(self.train_cfg, s, self.model_cfg.d_model) for s in range(1, steps + 1)])
 
@@ -416,7 +416,7 @@ class Session:
         Returns the records produced: one per update (``step``, ``time``, ``loss``,
         ``lr``, ``token_accuracy``, ``grad_norm``, ``tokens_per_s``) and one per
         evaluation (``split``, ``loss``, ``exact_match``, ``bleu``, …).
-        Raises :class:`~model.training.TrainingDiverged` after going back to the last snapshot taken while
+        Raises :class:`~model.training.trainer.TrainingDiverged` after going back to the last snapshot taken while
         training was in range (weights, optimizer state, step and the metrics up to it).
         """
         trainer = self.trainer
@@ -854,11 +854,11 @@ class Session:
         of the stored weights, so a file that claims a huge model is refused without allocating it.
         The model comes in eval mode (no dropout: ``s.model(...)`` gives exact logits); training switches it.
 
-        ``path`` may also be a Hugging Face model folder (Marian, GPT-2, BERT: see :mod:`model.hf_import`);
+        ``path`` may also be a Hugging Face model folder (Marian, GPT-2, BERT: see :mod:`model.hf.folders`);
         ``progress`` is then called with what is being done and the fraction done.
         """
         if Path(path).is_dir():
-            from model.hf_import import open_folder
+            from model.hf.folders import open_folder
 
             return open_folder(path, device, progress)
         data = load_checkpoint(path)

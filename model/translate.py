@@ -1,57 +1,6 @@
-"""Translate sentences with a trained checkpoint.
+"""``python -m model.translate``: runs :mod:`model.cli.translate`."""
 
-    python -m model.translate --checkpoint runs/grammar/model.ckpt "I read a book yesterday."
-    echo "他喜欢猫吗？" | python -m model.translate --checkpoint zh-en.ckpt --beam 4
-
-One translation per input line on stdout; notes (unknown characters, a cut
-sentence, an empty line) on stderr.
-"""
-
-from __future__ import annotations
-
-import argparse
-import sys
-
-from model.cli_common import input_lines, open_checkpoint
-from model.device import DEVICE_CHOICES
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="transformer-explorer-translate", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
-    )
-    ap.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
-    ap.add_argument("--max-len", type=int, help="longest translation in tokens (default: from the source)")
-    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α of beam search (default 0.6)")
-    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    ap.add_argument("--threads", type=int)
-    ap.add_argument("text", nargs="*", help="sentences to translate (default: read lines from stdin)")
-    args = ap.parse_args(argv)
-    if args.beam < 1:
-        ap.error("--beam must be at least 1")
-    session = open_checkpoint(args, "encoder_decoder")
-    if session is None:
-        return 2
-    if args.max_len is not None and not 1 <= args.max_len <= session.model_cfg.max_len:
-        ap.error(f"--max-len must be between 1 and {session.model_cfg.max_len} for this model")
-    for n, line in input_lines(args.text):
-        if not line.strip():
-            print(f"line {n}: empty, nothing to translate", file=sys.stderr)
-            print()
-            continue
-        result = session.translate(line, args.beam, args.max_len, args.alpha, with_reference=False)
-        if result.source.unknown:
-            unknown = ", ".join(repr(u) for u in dict.fromkeys(result.source.unknown_text))
-            print(f"line {n}: not in the model's vocabulary, read as <unk>: {unknown}", file=sys.stderr)
-        if result.truncated:
-            print(
-                f"line {n}: longer than the model accepts ({session.model_cfg.max_len - 1} tokens); cut",
-                file=sys.stderr,
-            )
-        print(result.text, flush=True)
-    return 0
-
+from model.cli.translate import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

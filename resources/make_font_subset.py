@@ -40,8 +40,8 @@ def source_text() -> Iterable[str]:
 
 def vocabulary_text() -> Iterable[str]:
     """Every token of the bundled models' source and target vocabularies."""
-    from model.checkpoint import load_checkpoint
-    from model.tokenization import TextTokenizer
+    from model.data.tokenization import TextTokenizer
+    from model.io.checkpoint import load_checkpoint
 
     for path in sorted((ROOT / "resources" / "models").glob("*.ckpt")):
         data = load_checkpoint(path)

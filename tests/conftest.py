@@ -17,9 +17,9 @@ def _deterministic():
 def copy_session_factory():
     """Fresh small copy-task sessions (short sequences, tiny model) for training tests."""
     from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
     from model.session import Session
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.training.trainer import train_config_for
 
     def make(**train_overrides):
         data = DataSpec(task="copy", n_train=4000, n_valid=100, n_test=100, length=6, min_length=2, alphabet=8)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import torch
 
-from model import distributed
 from model.data import DataSpec
 from model.data.batching import collate
 from model.session import Session
-from model.training import TrainConfig
+from model.training import distributed
+from model.training.trainer import TrainConfig
 
 
 class Fixed:

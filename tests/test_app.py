@@ -276,7 +276,7 @@ def test_command_line_help():
 
 
 def test_view_requests_during_training_use_current_weights(make_window, qtbot):
-    from model.snapshots import DecodeSettings
+    from model.io.snapshots import DecodeSettings
 
     window = make_window()
     small_copy_task(window)

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from model.attention import MultiHeadAttention, attention_steps, scaled_dot_product_attention
-from model.masks import causal_mask, decoder_self_mask, padding_mask
+from model.core.attention import MultiHeadAttention, attention_steps, scaled_dot_product_attention
+from model.core.masks import causal_mask, decoder_self_mask, padding_mask
 
 
 def test_worked_example_from_the_notes():

@@ -27,8 +27,8 @@ from explorer.widgets.beam_tree import (  # noqa: E402
     badge_rect,
     node_rect,
 )
-from model.snapshots import DecodeSettings  # noqa: E402
-from model.stepping import DecodeDriver  # noqa: E402
+from model.decoding.stepping import DecodeDriver  # noqa: E402
+from model.io.snapshots import DecodeSettings  # noqa: E402
 from resources import default_model  # noqa: E402
 
 SENTENCE = "Did you read two interesting books in the library yesterday?"

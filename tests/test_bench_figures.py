@@ -5,8 +5,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from bench.train_step import training_flops
-from model.config import ModelConfig
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
 
 
 @pytest.mark.parametrize("preset,src_len,tgt_len", [("tiny", 12, 9), ("small", 7, 15)])

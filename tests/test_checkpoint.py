@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from model.checkpoint import CheckpointError, _umask, load_checkpoint, save_checkpoint, weight_shapes
+from model.io.checkpoint import CheckpointError, _umask, load_checkpoint, save_checkpoint, weight_shapes
 from model.session import Session
 
 
@@ -45,8 +45,8 @@ def test_save_and_load_round_trip(copy_session_factory, tmp_path):
 
 def test_resume_continues_the_same_run(tmp_path):
     from model.data import DataSpec
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
 
     def make():
         data = DataSpec(task="reverse", n_train=2000, n_valid=20, n_test=20, length=6, min_length=2)
@@ -160,8 +160,8 @@ def test_a_file_that_would_run_a_shell_command_is_refused_as_code(tmp_path):
     ],
 )
 def test_weight_shapes_are_those_of_the_real_model(options):
-    from model.config import ModelConfig
-    from model.transformer import Transformer
+    from model.core.config import ModelConfig
+    from model.core.transformer import Transformer
 
     options = {k: bool(v) if k in ("shared_vocab", "tie_embeddings") else v for k, v in options.items()}
     cfg = ModelConfig(
@@ -177,7 +177,7 @@ def _save_that_gets_killed(path, started):
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from model.checkpoint import write_atomically\n"
+        "from model.io.checkpoint import write_atomically\n"
         "def write(handle):\n"
         "    handle.write(b'PK half a checkpoint')\n"
         "    handle.flush()\n"
@@ -196,7 +196,7 @@ def _save_that_gets_killed(path, started):
 
 @pytest.mark.skipif(os.name != "posix", reason="the writer's process is only checked on POSIX")
 def test_a_save_removes_what_killed_saves_left_and_nothing_else(copy_session_factory, tmp_path):
-    from model import checkpoint
+    from model.io import checkpoint
 
     path = tmp_path / "model.ckpt"
     _save_that_gets_killed(path, tmp_path / "started")
@@ -236,8 +236,8 @@ def test_a_save_removes_what_killed_saves_left_and_nothing_else(copy_session_fac
     ],
 )
 def test_weight_shapes_of_every_family_are_those_of_the_real_model(options):
-    from model.config import ModelConfig
-    from model.transformer import Transformer
+    from model.core.config import ModelConfig
+    from model.core.transformer import Transformer
 
     sizes = dict(src_vocab_size=11, tgt_vocab_size=13) if options["arch"] == "encoder_decoder" else dict(
         src_vocab_size=0, tgt_vocab_size=0, vocab_size=11

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from model import train, translate
+from model.cli import train, translate
 from model.session import Session
 
 COPY = ["--task", "copy", "--length", "5", "--min-length", "2", "--n-train", "2000", "--preset", "tiny",
@@ -69,7 +69,7 @@ def test_bad_inputs_give_messages_not_tracebacks(tmp_path, capsys):
 def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "model.train", *COPY, "--steps", "100000", "--eval-every", "0", "--out", str(out)],
+        [sys.executable, "-m", "model.cli.train", *COPY, "--steps", "100000", "--eval-every", "0", "--out", str(out)],
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     metrics = out / "metrics.jsonl"
@@ -127,16 +127,16 @@ def test_resume_drops_metric_lines_past_the_checkpoint(tmp_path, capsys):
 
 
 def test_the_final_evaluation_decodes_only_eval_sentences(tmp_path, monkeypatch, capsys):
-    import model.training
+    import model.training.trainer
 
     decoded = []
-    real = model.training.greedy_decode
+    real = model.training.trainer.greedy_decode
 
     def counting(model_, src, max_len):
         decoded.append(src.shape[0])
         return real(model_, src, max_len)
 
-    monkeypatch.setattr(model.training, "greedy_decode", counting)
+    monkeypatch.setattr(model.training.trainer, "greedy_decode", counting)
     out = tmp_path / "run"
     assert train.main([*COPY, "--steps", "3", "--eval-every", "0", "--eval-sentences", "7", "--test",
                        "--out", str(out)]) == 0  # fmt: skip

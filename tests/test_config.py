@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from model.config import PRESETS, ModelConfig
+from model.core.config import PRESETS, ModelConfig
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

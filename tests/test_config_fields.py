@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from model.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
+from model.core.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
+from model.core.settings import form_settings, from_plain, settings_of
 from model.data import DataError, DataSpec
-from model.plain_data import form_settings, from_plain, settings_of
-from model.tokenization import TokenizerSpec
-from model.train_config import OPTIMIZERS, SCHEDULES, TRAIN_PRESETS, TrainConfig, train_config_for
+from model.data.tokenization import TokenizerSpec
+from model.training.config import OPTIMIZERS, SCHEDULES, TRAIN_PRESETS, TrainConfig, train_config_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS_CLASSES = (ModelConfig, TrainConfig)
@@ -48,7 +48,7 @@ def test_every_setting_is_complete():
 # -- the command line ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def parser():
-    from model.train import build_parser
+    from model.cli.train import build_parser
 
     return build_parser()
 
@@ -84,7 +84,7 @@ def _example(s):
 
 
 def test_flags_given_become_fields_and_override_the_preset(parser):
-    from model.cli_common import given_flags, given_settings
+    from model.cli.common import given_flags, given_settings
 
     for cls, s in all_settings():
         value = _example(s)

@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch import nn
 
-from model.attention import MultiHeadAttention
-from model.config import ModelConfig
-from model.decoding import BeamStepper, beam_search, greedy_decode
-from model.masks import causal_mask, padding_mask
-from model.transformer import Transformer
+from model.core.attention import MultiHeadAttention
+from model.core.config import ModelConfig
+from model.core.masks import causal_mask, padding_mask
+from model.core.transformer import Transformer
+from model.decoding.search import BeamStepper, beam_search, greedy_decode
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 
@@ -103,9 +103,9 @@ def test_stepper_records_come_back_to_the_cpu():
 
 def test_bf16_training_on_cuda_learns_and_everything_read_back_is_on_the_cpu(tmp_path):
     from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
     from model.session import Session
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=4000, n_valid=50, n_test=50, length=6, min_length=2, alphabet=8)
     session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"),
@@ -132,7 +132,7 @@ def test_bf16_training_on_cuda_learns_and_everything_read_back_is_on_the_cpu(tmp
 
 
 def test_autocast_runs_the_matmuls_in_bf16():
-    from model.device import training_autocast
+    from model.training.device import training_autocast
 
     if not torch.cuda.is_bf16_supported():
         pytest.skip("this GPU has no bf16")

@@ -6,7 +6,7 @@ import torch
 from model.data import BatchStream, DataError, DataSpec, collate, encode_pairs, load_corpus, load_pairs_file
 from model.data.batching import IGNORE, Specials
 from model.data.grammar import generate_grammar, vocabulary
-from model.tokenization import BOS_ID, EOS_ID, PAD_ID, TextTokenizer, TokenizerSpec
+from model.data.tokenization import BOS_ID, EOS_ID, PAD_ID, TextTokenizer, TokenizerSpec
 
 # -- generated tasks -----------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ import itertools
 import pytest
 import torch
 
-from model.config import ModelConfig
-from model.decoding import BeamStepper, GreedyStepper, beam_search, greedy_decode, length_normalized_score
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
+from model.decoding.search import BeamStepper, GreedyStepper, beam_search, greedy_decode, length_normalized_score
 
 
 def make_model(vocab=17, seed=0, **changes) -> Transformer:

@@ -19,9 +19,9 @@ from explorer.main_window import MainWindow  # noqa: E402
 from explorer.panels.attention_caption import rows_caption  # noqa: E402
 from explorer.panels.decoding import CHART_HEIGHT  # noqa: E402
 from model.data import DataSpec  # noqa: E402
+from model.decoding.stepping import DecodeDriver  # noqa: E402
 from model.session import Session  # noqa: E402
-from model.stepping import DecodeDriver  # noqa: E402
-from model.train_config import TrainConfig  # noqa: E402
+from model.training.config import TrainConfig  # noqa: E402
 from tests.test_layout_sizes import drawn_tick_labels  # noqa: E402
 
 SENTENCE = "Did you read two interesting books in the library yesterday?"

@@ -6,10 +6,10 @@ import itertools
 import numpy as np
 import pytest
 
-from model.decoding import beam_search, greedy_decode
-from model.snapshots import DecodeSettings
-from model.stepping import DecodeDriver, DecodeError
-from model.tokenization import EOS_ID
+from model.data.tokenization import EOS_ID
+from model.decoding.search import beam_search, greedy_decode
+from model.decoding.stepping import DecodeDriver, DecodeError
+from model.io.snapshots import DecodeSettings
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +82,9 @@ def varied_session(**model):
     import torch
 
     from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
     from model.session import Session
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=200, n_valid=10, n_test=10, length=6, min_length=2, alphabet=8)
     session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"),
@@ -203,7 +203,7 @@ def test_one_decoder_call_per_new_step_and_none_to_go_back(beam, monkeypatch):
 def test_views_let_go_are_made_again_from_the_rows_without_the_model(monkeypatch):
     import torch
 
-    from model import stepping
+    from model.decoding import stepping
 
     session = varied_session()
     with torch.no_grad():

@@ -19,9 +19,9 @@ from explorer.panels.decoding import DecodingPanel  # noqa: E402
 from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
 from explorer.widgets.token_strip import shown_piece  # noqa: E402
 from explorer.worker import DecodeStepped  # noqa: E402
-from model.snapshots import DecodeSettings  # noqa: E402
-from model.stepping import DecodeDriver  # noqa: E402
-from model.tokenization import UNK_ID  # noqa: E402
+from model.data.tokenization import UNK_ID  # noqa: E402
+from model.decoding.stepping import DecodeDriver  # noqa: E402
+from model.io.snapshots import DecodeSettings  # noqa: E402
 
 TRICKY = "<b>bold?</b> & <unk> &amp; <i>"  # what a char or BPE model can write, and a person can type
 
@@ -322,7 +322,7 @@ def test_an_answer_about_a_replaced_sentence_reaches_neither_panel(make_window, 
 def test_a_refused_decoding_request_is_worded_in_the_interface_language(session):
     from explorer.i18n import language
     from explorer.worker import decode_error_message
-    from model.stepping import DecodeError
+    from model.decoding.stepping import DecodeError
 
     with pytest.raises(DecodeError) as refused:
         DecodeDriver(session).act("step")  # nothing to step: no sentence was given

@@ -39,7 +39,7 @@ def test_two_ranks_with_batch_b_take_the_step_of_one_process_with_batch_2b(tmp_p
 
 
 def train_args(out: Path, steps: int, *extra: str) -> list[str]:
-    return ["-m", "model.train", "--task", "copy", "--n-train", "2000", "--steps", str(steps), "--out", str(out),
+    return ["-m", "model.cli.train", "--task", "copy", "--n-train", "2000", "--steps", str(steps), "--out", str(out),
             "--eval-every", "0", "--save-every", "4", *extra]  # fmt: skip
 
 
@@ -68,7 +68,7 @@ def _rank_pid(parent: int, rank: int) -> int | None:
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
             if f"RANK={rank}".encode() in environ and b"TORCHELASTIC_RUN_ID" in b"".join(environ):
-                if b"model.train" in (entry / "cmdline").read_bytes():
+                if b"model.cli.train" in (entry / "cmdline").read_bytes():
                     return int(entry.name)
         except OSError:
             continue

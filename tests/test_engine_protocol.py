@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _copy_spec():
     from explorer.worker import NewModelSpec
     from model.data import DataSpec
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=300, n_valid=20, n_test=20, length=6, min_length=3, alphabet=6)
     return NewModelSpec(data, "tiny", {}, train_config_for("tiny", eval_every=0, batch_size=16), TokenizerSpec("word"))
@@ -80,7 +80,7 @@ def test_the_engine_answers_typed_commands_with_typed_snapshots(qtbot, tmp_path)
         inspection = seen.answer(InspectionReady, rid).inspection
         assert inspection.cross.shape[-2:] == (4, 4) and inspection.step == 3  # <bos>+3 queries, 3 tokens+<eos>
 
-        from model.snapshots import DecodeSettings
+        from model.io.snapshots import DecodeSettings
 
         start = engine.submit(cmd.Decode(action="start", settings=DecodeSettings("1 2 3")))
         step = engine.submit(cmd.Decode(action="step"))

@@ -10,9 +10,9 @@ pytest.importorskip("pytestqt")
 from explorer import commands as cmd  # noqa: E402
 from explorer.worker import Engine, EngineStatus, MetricsBatch, NewModelSpec  # noqa: E402
 from model.data import DataSpec  # noqa: E402
-from model.snapshots import DecodeSettings  # noqa: E402
-from model.tokenization import TokenizerSpec  # noqa: E402
-from model.training import train_config_for  # noqa: E402
+from model.data.tokenization import TokenizerSpec  # noqa: E402
+from model.io.snapshots import DecodeSettings  # noqa: E402
+from model.training.trainer import train_config_for  # noqa: E402
 
 
 def _spec(data: DataSpec | None = None):

@@ -12,8 +12,12 @@ import pytest
 import torch
 from torch import nn
 
-from model.config import ModelConfig
-from model.decoding import (
+from model.core.config import ModelConfig
+from model.core.feedforward import FeedForward, MoEFeedForward, balance_loss
+from model.core.masks import padding_mask
+from model.core.positional import T5RelativeBias, sinusoidal_table, t5_buckets
+from model.core.transformer import Transformer
+from model.decoding.search import (
     BeamStepper,
     GreedyStepper,
     SampleStepper,
@@ -23,10 +27,6 @@ from model.decoding import (
     generate,
     length_normalized_score,
 )
-from model.feedforward import FeedForward, MoEFeedForward, balance_loss
-from model.masks import padding_mask
-from model.positional import T5RelativeBias, sinusoidal_table, t5_buckets
-from model.transformer import Transformer
 
 V = 12
 PAD, BOS, EOS, MASK = 0, 1, 2, 4

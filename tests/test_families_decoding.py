@@ -22,10 +22,10 @@ from explorer.panels.decoding import DecodingPanel, joined, prompt_of  # noqa: E
 from explorer.widgets.candidates import cut_colour  # noqa: E402
 from explorer.worker import DecodeStepped, InspectionReady, MaskFilled, SentenceSampled  # noqa: E402
 from model.data import DataSpec  # noqa: E402
-from model.decoding import GreedyStepper, SampleStepper, Sampling, fill_mask  # noqa: E402
+from model.decoding.search import GreedyStepper, SampleStepper, Sampling, fill_mask  # noqa: E402
+from model.decoding.stepping import DecodeDriver  # noqa: E402
 from model.session import Session  # noqa: E402
-from model.stepping import DecodeDriver  # noqa: E402
-from model.train_config import TrainConfig  # noqa: E402
+from model.training.config import TrainConfig  # noqa: E402
 
 PROMPT = "我昨天"
 

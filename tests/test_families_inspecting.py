@@ -14,11 +14,11 @@ pytest.importorskip("pytestqt")
 
 from explorer.help import HELP, help_text  # noqa: E402
 from explorer.i18n import language  # noqa: E402
+from model.core.positional import t5_buckets  # noqa: E402
 from model.data import DataSpec  # noqa: E402
-from model.positional import t5_buckets  # noqa: E402
+from model.data.tokenization import TokenizerSpec  # noqa: E402
 from model.session import Session  # noqa: E402
-from model.tokenization import TokenizerSpec  # noqa: E402
-from model.training import TrainConfig, train_config_for  # noqa: E402
+from model.training.trainer import TrainConfig, train_config_for  # noqa: E402
 
 ARCHES = ("encoder_decoder", "decoder_only", "encoder_only")
 
@@ -376,7 +376,7 @@ def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arc
 
 def test_the_positional_lab_draws_marians_split_sinusoids_as_the_model_adds_them(qtbot, english, translator_moe):
     from explorer.panels.positional import PositionalPanel
-    from model.positional import sinusoidal_table
+    from model.core.positional import sinusoidal_table
 
     info = run_info(translator_moe[0])
     m = dataclasses.replace(info.model_config, positional="sinusoidal", sinusoid_layout="split", scale_embedding=False)

@@ -8,16 +8,16 @@ import math
 import pytest
 import torch
 
-from model import train
-from model.checkpoint import CheckpointError
+from model.cli import train
 from model.data import DataError, DataSpec
-from model.decoding import fill_mask, generate
+from model.data.tokenization import MASK_ID
+from model.decoding.search import fill_mask, generate
+from model.io.checkpoint import CheckpointError
 from model.session import Session
-from model.tokenization import MASK_ID
-from model.train_config import TrainConfig
+from model.training.config import TrainConfig
 
-generate_cli = importlib.import_module("model.generate")
-fill_mask_cli = importlib.import_module("model.fill_mask")
+generate_cli = importlib.import_module("model.cli.generate")
+fill_mask_cli = importlib.import_module("model.cli.fill_mask")
 QUICK = TrainConfig(warmup_steps=20, eval_every=0, batch_size=16)
 
 
@@ -127,7 +127,7 @@ def test_cli_trains_each_family_and_generates_and_fills_masks(tmp_path, capsys):
     assert [x.split(" ")[0] for x in out[1:]] == [bert_session.src_tok.display_token(t) for t in expected.tokens]
     # the wrong family is refused with a pointer to the right tool
     assert generate_cli.main(["--checkpoint", str(bert / "model.ckpt"), "x"]) == 2
-    assert "model.fill_mask" in capsys.readouterr().err
+    assert "model.cli.fill_mask" in capsys.readouterr().err
 
 
 def test_cli_minutes_stop_a_run_by_wall_time(tmp_path):
@@ -151,10 +151,10 @@ def test_the_explainer_spells_out_t5_attention_with_its_relative_bias():
 
 
 def test_masked_lm_loss_counts_only_the_chosen_positions():
-    from model.config import ModelConfig
+    from model.core.config import ModelConfig
+    from model.core.transformer import Transformer
     from model.data.text_batching import IGNORE, MLMBatch
-    from model.objectives import run_batch
-    from model.transformer import Transformer
+    from model.families.objectives import run_batch
 
     torch.manual_seed(0)
     model = Transformer(ModelConfig.preset("tiny", arch="encoder_only", src_vocab_size=0, tgt_vocab_size=0,

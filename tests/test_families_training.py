@@ -102,9 +102,9 @@ def test_a_text_file_is_plain_text_for_a_single_stream_family_and_pairs_otherwis
 def test_a_run_of_another_family_fills_the_form_with_its_family(panel, qtbot):
     from types import SimpleNamespace
 
-    from model.config import ModelConfig
-    from model.tokenization import TokenizerSpec
-    from model.train_config import TrainConfig
+    from model.core.config import ModelConfig
+    from model.data.tokenization import TokenizerSpec
+    from model.training.config import TrainConfig
 
     cfg = ModelConfig.preset("tiny", vocab_size=50, arch="encoder_only", n_experts=4, experts_top_k=3, n_classes=2)
     run = SimpleNamespace(model_config=cfg, train_config=TrainConfig(nsp=True), data=DataSpec(task="text-hsk-en"),

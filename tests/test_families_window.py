@@ -2,7 +2,7 @@
 
 from explorer.help import HELP
 from explorer.i18n import language
-from model.config import ModelConfig
+from model.core.config import ModelConfig
 
 
 def family(arch: str) -> ModelConfig:

@@ -130,9 +130,9 @@ def visible_strings():
 def test_every_interface_string_has_a_chinese_translation():
     import torch
 
-    from model.config import ModelConfig
+    from model.core.config import ModelConfig
+    from model.core.transformer import Transformer
     from model.data import TASK_DESCRIPTIONS
-    from model.transformer import Transformer
 
     wanted = visible_strings() | set(TASK_DESCRIPTIONS.values())
     for options in ({}, {"positional": "learned", "norm": "pre"}):

@@ -1,4 +1,4 @@
-"""Following a run another process writes: reading its folder (model/follow.py) and the window that shows it."""
+"""Following a run another process writes: reading its folder (model/io/follow.py) and the window that shows it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model import follow
 from model.data import DataSpec
+from model.io import follow
 from model.session import Session
-from model.training import TrainConfig
+from model.training.trainer import TrainConfig
 
 
 def record(step: int) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from model.tokenization import contains_cjk
+from model.data.tokenization import contains_cjk
 from resources import resource_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,8 +72,8 @@ def grammar_text() -> str:
 
 
 def vocabulary_text() -> str:
-    from model.checkpoint import load_checkpoint
-    from model.tokenization import TextTokenizer
+    from model.data.tokenization import TextTokenizer
+    from model.io.checkpoint import load_checkpoint
 
     pieces = []
     for path in sorted(resource_path("models").glob("*.ckpt")):

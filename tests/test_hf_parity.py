@@ -2,7 +2,7 @@
 
 Small randomly initialised MarianMTModel, GPT2LMHeadModel and BertForMaskedLM models (odd sizes, Marian with
 ``swish`` as the real opus-mt configs, GPT-2 with its tanh GELU, BERT with erf GELU) are saved with
-``save_pretrained`` (safetensors and the pickled ``.bin``), read with :mod:`model.hf_import`, and compared:
+``save_pretrained`` (safetensors and the pickled ``.bin``), read with :mod:`model.hf.folders`, and compared:
 logits on padded batches, every layer's and head's attention weights, greedy output token for token. Every
 weight (LayerNorms and output biases included) is perturbed away from its initial value first, so that a
 weight read into the wrong place changes the numbers.
@@ -19,9 +19,9 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from model.decoding import generate, greedy_decode  # noqa: E402
-from model.hf_import import HFImportError, load_into, read_config, read_model, read_weights  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
+from model.core.transformer import Transformer  # noqa: E402
+from model.decoding.search import generate, greedy_decode  # noqa: E402
+from model.hf.folders import HFImportError, load_into, read_config, read_model, read_weights  # noqa: E402
 
 MARIAN = dict(vocab_size=97, d_model=24, encoder_layers=2, decoder_layers=2, encoder_attention_heads=3,
               decoder_attention_heads=3, encoder_ffn_dim=40, decoder_ffn_dim=40, activation_function="swish",

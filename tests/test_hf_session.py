@@ -17,9 +17,9 @@ pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
 from bench.hf_open import QUICK, write_marian_folder  # noqa: E402
-from model import convert, evaluate, fill_mask, generate, translate  # noqa: E402
-from model.checkpoint import CheckpointError  # noqa: E402
-from model.hf_import import HFImportError  # noqa: E402
+from model.cli import convert, evaluate, fill_mask, generate, translate  # noqa: E402
+from model.hf.folders import HFImportError  # noqa: E402
+from model.io.checkpoint import CheckpointError  # noqa: E402
 from model.session import Session, whole_words  # noqa: E402
 from tests.hf_folders import bert_folder, gpt2_folder  # noqa: E402
 

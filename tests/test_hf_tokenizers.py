@@ -17,7 +17,8 @@ sentencepiece = pytest.importorskip("sentencepiece")
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers  # noqa: E402
 
 from model.data.grammar import GrammarGenerator  # noqa: E402
-from model.hf_tokenizers import (  # noqa: E402
+from model.data.tokenization import TextTokenizer, TokenizerSpec  # noqa: E402
+from model.hf.tokenizers import (  # noqa: E402
     HFJsonTokenizer,
     HFTokenizerError,
     MarianSpmTokenizer,
@@ -27,7 +28,6 @@ from model.hf_tokenizers import (  # noqa: E402
     spm_pieces_and_spans,
     tokenizer_from_json,
 )
-from model.tokenization import TextTokenizer, TokenizerSpec  # noqa: E402
 
 _PAIRS = [GrammarGenerator(3).sentence() for _ in range(400)]
 ENGLISH = [p.en for p in _PAIRS] + ["Hello, world! (It works.)", "Don't you like coffee?", "Café au lait, naïve."]

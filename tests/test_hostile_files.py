@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from model import evaluate, train, translate
-from model.checkpoint import CheckpointError
+from model.cli import evaluate, train, translate
+from model.io.checkpoint import CheckpointError
 from model.session import Session
 
 
@@ -21,8 +21,8 @@ from model.session import Session
 def good_checkpoint(tmp_path_factory):
     """A real small checkpoint: tiny model, two updates, optimizer state included."""
     from model.data import DataSpec
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=300, n_valid=20, n_test=20, length=5, min_length=2, alphabet=6)
     session = Session.create(

@@ -20,8 +20,8 @@ import torch
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
-from model import convert, translate  # noqa: E402
-from model.hf_import import HFImportError, read_weights  # noqa: E402
+from model.cli import convert, translate  # noqa: E402
+from model.hf.folders import HFImportError, read_weights  # noqa: E402
 from model.session import Session  # noqa: E402
 from tests.hf_folders import bert_folder, gpt2_folder, marian_folder  # noqa: E402
 from tests.test_hostile_files import returns_without_blocking  # noqa: E402

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from model import follow
-from model.snapshots import Inspection, RouterView
+from model.io import follow
+from model.io.snapshots import Inspection, RouterView
 from tests.blocking import finishes
 
 fifo_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")

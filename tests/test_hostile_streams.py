@@ -16,7 +16,7 @@ from model.data import DataError, load_pairs_file, load_text_file
 from model.data import files as fl
 from model.data import stream as st
 from model.data.batching import DEFAULT_SPECIALS
-from model.tokenization import TextTokenizer, TokenizerSpec
+from model.data.tokenization import TextTokenizer, TokenizerSpec
 from tests.blocking import finishes
 
 

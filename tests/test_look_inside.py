@@ -13,8 +13,8 @@ from PySide6.QtCore import QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QImage, QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
-from model.decoding import beam_search, greedy_decode  # noqa: E402
-from model.positional import sinusoidal_table  # noqa: E402
+from model.core.positional import sinusoidal_table  # noqa: E402
+from model.decoding.search import beam_search, greedy_decode  # noqa: E402
 from model.session import Session  # noqa: E402
 
 SENTENCE = "3 1 4 1 5"

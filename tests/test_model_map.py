@@ -13,8 +13,8 @@ from PySide6.QtTest import QTest  # noqa: E402
 
 from explorer.i18n import language  # noqa: E402
 from explorer.panels.model_map import ModelMapPanel, ModelPart, PartItem  # noqa: E402
-from model.config import ModelConfig  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
+from model.core.config import ModelConfig  # noqa: E402
+from model.core.transformer import Transformer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

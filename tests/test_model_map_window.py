@@ -18,8 +18,8 @@ from explorer.i18n import language  # noqa: E402
 from explorer.main_window import MainWindow  # noqa: E402
 from explorer.panels.model_map import PartItem  # noqa: E402
 from explorer.panels.model_map_text import ModelPart, part_name  # noqa: E402
-from model.config import ModelConfig  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
+from model.core.config import ModelConfig  # noqa: E402
+from model.core.transformer import Transformer  # noqa: E402
 
 CHROME = 70  # a window title bar and a taskbar
 

@@ -8,14 +8,14 @@ train it. With k ≥ 2 the chosen probabilities are renormalised (GShard, Mixtra
 import pytest
 import torch
 
-from model.config import ModelConfig
+from model.core.config import ModelConfig
+from model.core.feedforward import MoEFeedForward
+from model.core.transformer import Transformer
 from model.data import DataSpec
 from model.data.text_batching import IGNORE, LMBatch
-from model.feedforward import MoEFeedForward
-from model.objectives import run_batch
+from model.families.objectives import run_batch
 from model.session import Session
-from model.train_config import TrainConfig
-from model.transformer import Transformer
+from model.training.config import TrainConfig
 
 
 def _moe_model(top_k: int) -> Transformer:

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from model.positional import RotaryEmbedding, relative_shift_matrix, sinusoidal_table
+from model.core.positional import RotaryEmbedding, relative_shift_matrix, sinusoidal_table
 
 
 def test_sinusoidal_values_equal_the_formula():

@@ -15,10 +15,10 @@ from PySide6.QtWidgets import QLabel  # noqa: E402
 
 from explorer.commands import Pause, Start  # noqa: E402
 from explorer.main_window import MainWindow  # noqa: E402
-from model import train  # noqa: E402
+from model.cli import train  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 from model.session import Session  # noqa: E402
-from model.training import TrainConfig  # noqa: E402
+from model.training.trainer import TrainConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROME = 70  # a window title bar and a taskbar
@@ -122,7 +122,7 @@ def test_a_followed_run_has_its_own_state_and_step_and_its_end_is_announced(make
     qtbot.waitUntil(lambda: "has the run stopped?" in window.note_label.text(), timeout=10000)
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as log:  # the trainer's last lines and its last save
         log.write(record(6) + "\n")
-    from model.follow import ending_note
+    from model.io.follow import ending_note
 
     session.train_steps(3)
     session.notes["ended"] = ending_note(session.step, 0)

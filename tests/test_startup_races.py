@@ -88,8 +88,8 @@ def test_a_checkpoint_that_cannot_be_opened_falls_back_to_the_bundled_model(make
 def test_the_engine_skips_a_start_up_load_once_a_model_exists(qtbot):
     from explorer.worker import Engine, NewModelSpec
     from model.data import DataSpec
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
 
     spec = NewModelSpec(DataSpec(task="copy", n_train=200, n_valid=20, n_test=20), "tiny", {},
                         train_config_for("tiny"), TokenizerSpec("word"))  # fmt: skip

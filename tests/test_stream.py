@@ -12,9 +12,9 @@ import pytest
 from model.data import DataError, DataSpec, load_corpus
 from model.data import stream as st
 from model.data.batching import DEFAULT_SPECIALS
+from model.data.tokenization import TextTokenizer, TokenizerSpec
 from model.session import Session
-from model.tokenization import TextTokenizer, TokenizerSpec
-from model.training import TrainConfig
+from model.training.trainer import TrainConfig
 
 
 @pytest.fixture(autouse=True)

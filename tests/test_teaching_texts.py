@@ -11,9 +11,9 @@ import torch
 
 from explorer.help import HELP
 from explorer.i18n_zh import ZH
-from model.config import PRESETS, ModelConfig
+from model.core.config import PRESETS, ModelConfig
+from model.core.transformer import Transformer
 from model.session import explain, notes_example
-from model.transformer import Transformer
 
 pytest.importorskip("pytestqt")
 
@@ -165,8 +165,8 @@ def test_paper_presets_tie_embeddings_as_in_section_3_4(name):
 
 
 def test_the_command_line_can_untie_a_paper_preset():
-    from model.cli_common import given_settings
-    from model.train import build_parser
+    from model.cli.common import given_settings
+    from model.cli.train import build_parser
 
     base = ["--task", "copy", "--steps", "1", "--out", "x", "--preset", "paper_base"]
     for flags, tied in (([], True), (["--no-tie-embeddings"], False), (["--tie-embeddings"], True)):

@@ -24,7 +24,7 @@ from model.data import (
     text_batches_in_order,
 )
 from model.data.hsk import load_hsk_pairs
-from model.tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID, TextTokenizer, TokenizerSpec
+from model.data.tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID, TextTokenizer, TokenizerSpec
 
 MASK_ID, FIRST_REGULAR = 4, 5  # an encoder-only tokenizer: the four specials, then <mask>
 MLM = {"vocab_size": 60, "mask_id": MASK_ID, "first_regular_id": FIRST_REGULAR}

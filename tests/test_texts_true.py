@@ -20,9 +20,9 @@ from explorer.help import HELP, help_text  # noqa: E402
 from explorer.i18n import language, tr  # noqa: E402
 from explorer.i18n_zh import ZH  # noqa: E402
 from explorer.panels.model_map_text import ModelPart, equation_html  # noqa: E402
-from model.config import ModelConfig  # noqa: E402
-from model.hf_import import model_config  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
+from model.core.config import ModelConfig  # noqa: E402
+from model.core.transformer import Transformer  # noqa: E402
+from model.hf.folders import model_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHINESE = r"[\u3400-\u9fff]"
@@ -76,7 +76,7 @@ def equation(info, kind, stack=None, layer=None, wraps=None) -> str:
     return plain(equation_html(ModelPart(kind, stack, layer, wraps), info))
 
 
-# The configurations the Hugging Face importer builds from config.json (model/hf_import.py), small.
+# The configurations the Hugging Face importer builds from config.json (model/hf/folders.py), small.
 HF_CONFIGS = {
     "marian": (
         {
@@ -208,9 +208,9 @@ def test_t5_self_attention_adds_the_bias_and_the_map_says_what_t5_itself_does(en
 # -- the Q·K explainer --------------------------------------------------------------------------------------------
 def explainer_session(positional: str):
     from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
     from model.session import Session
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=400, n_valid=20, n_test=20, length=6, min_length=2, alphabet=8)
     train = train_config_for("tiny", eval_every=0)
@@ -277,8 +277,8 @@ def test_bleu_is_described_as_clipped_n_gram_precisions_a_geometric_mean_and_a_b
 
 
 def test_the_balance_loss_is_one_when_balanced_and_grows_when_tokens_and_probability_pile_up(engine_info, english):
-    import model.feedforward
-    from model.feedforward import balance_loss
+    import model.core.feedforward
+    from model.core.feedforward import balance_loss
 
     even = torch.tensor([[0.9, 0.1], [0.1, 0.9]])  # each expert one token: f even, so 1 whatever P
     assert float(balance_loss(even, even.argmax(-1, keepdim=True), None, 2)[0]) == pytest.approx(1.0)
@@ -286,7 +286,7 @@ def test_the_balance_loss_is_one_when_balanced_and_grows_when_tokens_and_probabi
     assert float(balance_loss(piled, piled.argmax(-1, keepdim=True), None, 2)[0]) > 1.5
     apart = torch.tensor([[0.51, 0.49]] * 3 + [[0.0, 1.0]])  # f and P disagree: below 1, so 1 is no minimum
     assert float(balance_loss(apart, apart.argmax(-1, keepdim=True), None, 2)[0]) < 0.9
-    assert "the minimum" not in model.feedforward.__doc__
+    assert "the minimum" not in model.core.feedforward.__doc__
     text = equation(info_of(engine_info, tiny(n_experts=4)), "feed_forward", "encoder", 0)
     assert "pile on the same experts" in text and "as a few take most of them" not in text
     for entry in (HELP["router"],):

@@ -1,4 +1,4 @@
-"""The engine's CPU threads follow the cores that other programs leave free (model.device.ThreadGovernor)."""
+"""The engine's CPU threads follow the cores that other programs leave free (model.training.device.ThreadGovernor)."""
 
 import subprocess
 import sys
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from model.device import _CLOCK_TICKS as TICKS  # clock ticks per second in /proc
-from model.device import CpuReading, ThreadGovernor, read_cpu
+from model.training.device import _CLOCK_TICKS as TICKS  # clock ticks per second in /proc
+from model.training.device import CpuReading, ThreadGovernor, read_cpu
 
 
 class FakeMachine:
@@ -84,7 +84,7 @@ def test_the_computing_threads_helpers_give_way_and_it_keeps_its_priority():
     import os
     import threading
 
-    from model.device import _tasks, start_helpers_behind
+    from model.training.device import _tasks, start_helpers_behind
 
     base = os.getpriority(os.PRIO_PROCESS, 0)
     seen = {}

@@ -1,6 +1,6 @@
 import pytest
 
-from model.tokenization import (
+from model.data.tokenization import (
     BOS_ID,
     EOS_ID,
     PAD_ID,

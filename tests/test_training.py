@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from model.training import TrainConfig, TrainingDiverged, divergence_advice, learning_rate, noam_lr
+from model.training.trainer import TrainConfig, TrainingDiverged, divergence_advice, learning_rate, noam_lr
 
 
 @pytest.mark.parametrize("step", [1, 10, 399, 400, 401, 4000, 100000])
@@ -124,9 +124,9 @@ def test_divergence_goes_back_to_a_snapshot_whose_next_steps_stayed_in_range(cop
 )
 def test_divergence_advice_leaves_out_what_is_already_on(norm, clip, says):
     from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
     from model.session import Session
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=300, n_valid=10, n_test=10, length=5, min_length=2, alphabet=6)
     train = train_config_for(

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from model.config import ModelConfig
-from model.transformer import Transformer
+from model.core.config import ModelConfig
+from model.core.transformer import Transformer
 
 PAD = 0
 
@@ -232,7 +232,7 @@ def test_xavier_initialisation():
 
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned", "rope"])
 def test_embeddings_scaled_by_sqrt_d_model_before_positions(positional):
-    from model.positional import sinusoidal_table
+    from model.core.positional import sinusoidal_table
 
     model = make_model(positional=positional)
     src = torch.tensor([[5, 6, 7, 2]])

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QToolTip  # noqa: E402
 from explorer import commands as cmd  # noqa: E402
 from explorer.worker import SentenceSampled  # noqa: E402
 from model.data import load_corpus  # noqa: E402
-from model.tokenization import SPECIAL_TOKENS, UNK_ID  # noqa: E402
+from model.data.tokenization import SPECIAL_TOKENS, UNK_ID  # noqa: E402
 from resources import default_model  # noqa: E402
 
 pytestmark = pytest.mark.skipif(default_model() is None, reason="the bundled model is not built")
@@ -150,8 +150,8 @@ def test_a_corpus_without_a_test_split_gives_another_and_says_so(qtbot, copy_ses
 def copy_spec():
     from explorer.worker import NewModelSpec
     from model.data import DataSpec
-    from model.tokenization import TokenizerSpec
-    from model.training import train_config_for
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=300, n_valid=20, n_test=20, length=6, min_length=3, alphabet=6)
     return NewModelSpec(data, "tiny", {}, train_config_for("tiny", eval_every=0, batch_size=16), TokenizerSpec("word"))

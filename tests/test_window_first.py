@@ -14,7 +14,8 @@ def test_the_window_modules_do_not_import_torch():
     code = (
         "import sys\n"
         "import explorer.app, explorer.main_window, explorer.worker\n"
-        "import model, model.data, model.device, model.train_config, model.snapshots, model.stepping\n"
+        "import model, model.data, model.training.device, model.training.config\n"
+        "import model.io.snapshots, model.decoding.stepping\n"
         "loaded = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
         "print('torch modules:', loaded[:5])\n"
         "sys.exit(1 if loaded else 0)\n"

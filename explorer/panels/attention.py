@@ -60,7 +60,7 @@ from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.widgets.token_strip import shown_piece
 from explorer.worker import EngineStatus, Explained, InspectionReady, ProbeSnapshot, RunInfo
-from model.snapshots import AttentionExplanation, DecodeView, Inspection
+from model.io.snapshots import AttentionExplanation, DecodeView, Inspection
 
 if TYPE_CHECKING:
     from explorer.engine_client import EngineClient

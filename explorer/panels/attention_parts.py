@@ -39,7 +39,7 @@ from explorer.widgets import named
 from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.metric_plot import MetricPlot
 from explorer.worker import ProbeSnapshot
-from model.snapshots import AttentionExplanation
+from model.io.snapshots import AttentionExplanation
 
 KINDS = (
     ("encoder", N_("Encoder self-attention")),

@@ -3,7 +3,7 @@ model, type a prompt and watch it continue the text; for an encoder-only model, 
 
 Route: a button makes a :class:`explorer.commands.Decode` command and sends it through the engine
 client (:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/worker.py) answers from
-:class:`model.stepping.DecodeDriver`, and the answer arrives on the engine's ``decode_stepped``
+:class:`model.decoding.stepping.DecodeDriver`, and the answer arrives on the engine's ``decode_stepped``
 signal (:meth:`DecodingPanel._on_decode_stepped`). Only the answer to the newest decoding request
 is shown (the engine client's one freshness rule: a step of a sentence that has since been
 replaced, or asked for before a newer click, is dropped); the Attention panel follows what this
@@ -18,7 +18,7 @@ are the run's ``RunInfo.src_words``.
 
 The model's family (``RunInfo.model_config.arch``) decides what is shown. A decoder-only model continues a prompt:
 the sentence box is its prompt, and a third mode, Sample, draws each token at random (temperature, top-k, top-p and
-seed travel in :class:`model.snapshots.DecodeSettings`); the candidates show which tokens the cuts removed and which
+seed travel in :class:`model.io.snapshots.DecodeSettings`); the candidates show which tokens the cuts removed and which
 one was drawn (``DecodeStep.cut``, ``DecodeStep.sampled``). An encoder-only model cannot decode: the panel shows its
 :class:`explorer.panels.fill_mask.FillMaskPanel` instead (its own route, in its docstring).
 """
@@ -63,8 +63,8 @@ from explorer.widgets.export import render_widget, titled_view, write_rows
 from explorer.widgets.heatmap import Heatmap
 from explorer.widgets.token_strip import TokenStrip, shown_piece
 from explorer.widgets.word_completer import WordCompleter
-from model.snapshots import DecodeSettings, DecodeStep, DecodeView, Inspection
-from model.tokenization import join_words
+from model.data.tokenization import join_words
+from model.io.snapshots import DecodeSettings, DecodeStep, DecodeView, Inspection
 
 if TYPE_CHECKING:
     from explorer.engine_client import EngineClient
@@ -105,7 +105,7 @@ def large_font() -> QFont:
 
 def joined(prompt: str, continuation: str) -> str:
     """What separates a prompt from its continuation in the model's text: a space between words, none beside
-    Chinese or before punctuation (the tokenizers' own rule, :func:`model.tokenization.join_words`)."""
+    Chinese or before punctuation (the tokenizers' own rule, :func:`model.data.tokenization.join_words`)."""
     if not prompt or not continuation:
         return ""
     return join_words([prompt[-1], continuation[0]])[1:-1]

@@ -37,7 +37,7 @@ from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.widgets.candidates import CandidateBars
 from explorer.widgets.token_strip import TokenStrip
-from model.snapshots import FillMaskView, Inspection, MaskPrediction
+from model.io.snapshots import FillMaskView, Inspection, MaskPrediction
 
 if TYPE_CHECKING:
     from explorer.engine_client import EngineClient

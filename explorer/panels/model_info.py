@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetIte
 from explorer.i18n import N_, mark, tr
 from explorer.widgets import named
 from explorer.worker import RunInfo
-from model.config import ModelConfig
+from model.core.config import ModelConfig
 
 TOKENIZER_OF = {"marian": "SentencePiece", "gpt2": "byte-level BPE", "bert": "WordPiece"}  # an opened model's
 

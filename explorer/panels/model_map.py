@@ -59,7 +59,7 @@ from explorer.panels.model_map_text import (
 from explorer.widgets import named
 from explorer.widgets.export import render_scene, titled_view
 from explorer.worker import RunInfo
-from model.config import ModelConfig
+from model.core.config import ModelConfig
 
 __all__ = ["ModelMapPanel", "ModelPart"]
 

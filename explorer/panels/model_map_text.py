@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from explorer.i18n import N_, mark, tr
 from explorer.panels.model_info import FAMILY_TITLES, parameters_text, stacks_text
 from explorer.worker import RunInfo
-from model.config import ModelConfig
+from model.core.config import ModelConfig
 
 STACKS = ("encoder", "decoder")
 ATTENTION_KINDS = ("encoder_self_attention", "decoder_self_attention", "cross_attention")

@@ -2,7 +2,7 @@
 and the model's own positions (a learned table, RoPE's rotations, or T5's relative-position buckets).
 
 The sinusoid formulas, RoPE's angles and T5's buckets are computed here (with the engine's functions in
-model.positional, from the model's configuration); a learned table comes from the engine as a snapshot.
+model.core.positional, from the model's configuration); a learned table comes from the engine as a snapshot.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def last_bucket_start(bidirectional: bool, n_buckets: int, far: int) -> int:
     """The smallest distance that T5's last bucket (of a side) holds: every farther one shares it."""
     import torch
 
-    from model.positional import t5_buckets
+    from model.core.positional import t5_buckets
 
     distance = torch.arange(far + 1)
     bucket = t5_buckets(-distance, bidirectional, n_buckets, far)  # keys before the query: both kinds have them
@@ -282,7 +282,7 @@ class PositionalPanel(QWidget):
             QTimer.singleShot(100, self._redraw_if_stale)
             return
         self._stale = False
-        from model.positional import relative_shift_matrix, sinusoidal_table
+        from model.core.positional import relative_shift_matrix, sinusoidal_table
 
         d = self.d_model.value() + self.d_model.value() % 2  # sin/cos pairs need an even width
         n = self.positions.value()
@@ -344,7 +344,7 @@ class PositionalPanel(QWidget):
             note = tr("This model adds the paper's fixed sinusoids (the other tabs) to its "
                       "embeddings, after scaling them by √d_model; nothing here is learned.")  # fmt: skip
         else:
-            from model.positional import sinusoidal_table
+            from model.core.positional import sinusoidal_table
 
             note = tr("This model adds the paper's sinusoids laid out as Marian lays them out: the sines in the first "
                       "half of the dimensions, the cosines in the second — the values of the other tabs, the "
@@ -379,7 +379,7 @@ class PositionalPanel(QWidget):
     def _draw_rope(self, info: RunInfo) -> None:
         head = info.model_config.d_model // info.model_config.n_heads
         n = self.positions.value()
-        from model.positional import inverse_frequencies
+        from model.core.positional import inverse_frequencies
 
         omega = inverse_frequencies(head).numpy()
         angles = np.mod(np.arange(n)[:, None] * omega[None, :], 2 * np.pi)
@@ -396,11 +396,11 @@ class PositionalPanel(QWidget):
         )
 
     def _draw_t5(self, info: RunInfo) -> None:
-        """T5's buckets (model.positional.t5_buckets) from the configuration: per offset, and per query and key
+        """T5's buckets (model.core.positional.t5_buckets) from the configuration: per offset, and per query and key
         (the encoder's, both ways; a decoder-only model's, looking back, with the later keys hatched)."""
         import torch
 
-        from model.positional import t5_buckets
+        from model.core.positional import t5_buckets
 
         m = info.model_config
         n_buckets, far = m.t5_buckets, m.t5_max_distance
@@ -428,7 +428,7 @@ class PositionalPanel(QWidget):
     def _draw_t5_bias(self, m, offsets) -> None:
         """Each head's learned bias per offset (the table looked up by bucket), of the model's weights now: the
         decoder's for a decoder-only model (looking back), else the encoder's (both ways)."""
-        from model.positional import t5_buckets
+        from model.core.positional import t5_buckets
 
         tables = self.model_tables
         table = None if tables is None else (tables.t5_decoder if m.arch == "decoder_only" else tables.t5_encoder)

@@ -2,8 +2,8 @@
 
 Rows are the tokens of the input shown, columns the N experts; a cell is the router's probability
 softmax(W_r x)_i of that expert for that token (each row sums to 1), and the k experts the token went to
-are outlined. The numbers are the inspection's own, unchanged: one :class:`model.snapshots.RouterView` per
-MoE layer in :attr:`model.snapshots.Inspection.routing`, as ``Session.inspect`` returns them.
+are outlined. The numbers are the inspection's own, unchanged: one :class:`model.io.snapshots.RouterView` per
+MoE layer in :attr:`model.io.snapshots.Inspection.routing`, as ``Session.inspect`` returns them.
 
 Route: this page asks the engine nothing. The attention panel (explorer/panels/attention.py) hands it
 the inspection it shows — an Inspect answer, a decoding view's, a fill-mask result's or a probe
@@ -19,7 +19,7 @@ from explorer.help import HelpBox
 from explorer.i18n import N_, language, tr
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap
-from model.snapshots import Inspection, RouterView
+from model.io.snapshots import Inspection, RouterView
 
 ROUTER_TITLE = N_("Router probabilities: tokens × experts")
 # what the caption says the layer does with the chosen experts: Switch (k = 1), GShard / Mixtral (k ≥ 2)

@@ -37,11 +37,11 @@ from explorer.i18n import N_, tr
 from explorer.panels.model_info import VALUE_NAMES
 from explorer.widgets import named
 from explorer.worker import NewModelSpec, RunInfo
-from model.config import PRESETS, SINGLE_STREAM, ModelConfig
+from model.core.config import PRESETS, SINGLE_STREAM, ModelConfig
+from model.core.settings import ConfigError, SettingField, SettingValue, form_settings, settings_of
 from model.data import MONOLINGUAL_TASKS, TASK_DESCRIPTIONS, TASKS, DataError, DataSpec, is_monolingual
-from model.plain_data import ConfigError, SettingField, SettingValue, form_settings, settings_of
-from model.tokenization import TOKENIZER_KINDS, TokenizerSpec
-from model.train_config import TRAIN_PRESETS, TrainConfig
+from model.data.tokenization import TOKENIZER_KINDS, TokenizerSpec
+from model.training.config import TRAIN_PRESETS, TrainConfig
 
 FILE_ITEM = "file"
 # The Model and Training rows: the ModelConfig and TrainConfig fields whose Setting says form=True, in field order,

@@ -48,7 +48,7 @@ from explorer.widgets.export import render_scene, write_rows
 from explorer.widgets.token_strip import plain_tooltip
 
 if TYPE_CHECKING:  # types only: PyTorch is loaded by the engine, after the window shows
-    from model.decoding import DecodeStep
+    from model.decoding.search import DecodeStep
 
 NODE_W, NODE_H, COL_GAP, ROW_GAP = 104, 40, 40, 6
 PITCH_X, PITCH_Y = NODE_W + COL_GAP, NODE_H + ROW_GAP

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from model.tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizing
+from model.data.tokenization import BOS_ID, EOS_ID, PAD_ID, Tokenizing
 
 IGNORE = -100  # target of a position that is not predicted (PyTorch's cross_entropy ignore_index)
 

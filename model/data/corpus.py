@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.core.settings import from_plain, to_plain
 from model.data.errors import DataError
 from model.data.files import FILE_FORMATS, LoadReport, load_pairs_file, load_text_file
 from model.data.grammar import generate_grammar
 from model.data.hsk import load_hsk_pairs
 from model.data.stream import DEFAULT_HELD_OUT, Progress, Scan, load_scan, stream_wanted
 from model.data.synthetic import SYMBOL_TASKS, generate_symbol_task
-from model.plain_data import from_plain, to_plain
-from model.tokenization import contains_cjk
+from model.data.tokenization import contains_cjk
 
 MONOLINGUAL_TASKS = ("text-grammar-en", "text-grammar-zh", "text-hsk-en", "text-hsk-zh")  # one side only
 TASKS = ("copy", "reverse", "sort", "grammar-en-zh", "grammar-zh-en", "hsk-en-zh", "hsk-zh-en", *MONOLINGUAL_TASKS)
@@ -86,7 +86,7 @@ class DataSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DataSpec:
         """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
-        the defaults (see :func:`model.plain_data.from_plain`)."""
+        the defaults (see :func:`model.core.settings.from_plain`)."""
         return from_plain(cls, data, "data description", DataError)
 
 

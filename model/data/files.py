@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from model import safe_files
 from model.data.errors import DataError
-from model.safe_files import NotAFileError
+from model.io import safe_files
+from model.io.safe_files import NotAFileError
 
 FILE_FORMATS = ("auto", "tsv", "jsonl", "parallel", "text")
 MAX_REPORTED = 20  # problems listed one by one; the rest are counted

@@ -35,7 +35,7 @@ import torch
 from torch import Tensor
 
 from model.data.batching import DEFAULT_SPECIALS, IGNORE, Specials, bucketed_plan
-from model.tokenization import SPECIAL_TOKENS, Tokenizing
+from model.data.tokenization import SPECIAL_TOKENS, Tokenizing
 
 KINDS = ("lm", "mlm")
 IS_NEXT, NOT_NEXT = 0, 1  # NSP labels, Hugging Face's convention: 0 = sentence B continues sentence A

@@ -3,7 +3,7 @@
 A folder as ``save_pretrained`` writes it or ``huggingface-cli download NAME --local-dir DIR`` fetches it:
 ``config.json``, the weights (``model.safetensors``, sharded safetensors, or ``pytorch_model.bin``, which is
 read with ``torch.load(weights_only=True)`` so that a file carrying Python objects cannot run code), and the
-tokenizer files (see :mod:`model.hf_tokenizers`). The architecture is mapped onto :class:`ModelConfig`
+tokenizer files (see :mod:`model.hf.tokenizers`). The architecture is mapped onto :class:`ModelConfig`
 (Marian: the paper's post-LN encoder–decoder with sines and cosines in split halves, SiLU, √d-scaled shared
 embeddings, ``final_logits_bias`` as the output bias, the padding token as the decoder's start; GPT-2: a pre-LN
 decoder-only stack with learned positions and a final norm, tanh-GELU, Conv1D weights transposed into linears;
@@ -14,7 +14,7 @@ Nothing in a folder is trusted before it is checked: config.json's values for th
 program's limits (positions, layers, heads dividing the width); the configuration against the shapes the
 weight files' headers give, before any tensor is read (so a lying config.json allocates nothing); the file
 names an index of shards lists, which must stay inside the folder; each weight's type (floating point) and
-values (finite). Only regular files are opened, so a named pipe never blocks (:mod:`model.safe_files`).
+values (finite). Only regular files are opened, so a named pipe never blocks (:mod:`model.io.safe_files`).
 
 ``transformers`` itself is not needed at run time. Anything else (another ``model_type`` or architecture, a
 missing or mis-shaped weight, missing tokenizer files, a folder that holds no model, a damaged file) is
@@ -38,16 +38,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from model.checkpoint import MAX_LAYERS, MAX_POSITIONS, CheckpointError, weight_shapes
-from model.config import ModelConfig
-from model.plain_data import ConfigError
-from model.safe_files import NotAFileError, check_regular, inside, open_regular, read_regular
+from model.core.config import ModelConfig
+from model.core.settings import ConfigError
+from model.io.checkpoint import MAX_LAYERS, MAX_POSITIONS, CheckpointError, weight_shapes
+from model.io.safe_files import NotAFileError, check_regular, inside, open_regular, read_regular
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from model.core.transformer import Transformer
     from model.session import Session
-    from model.transformer import Transformer
 
 SUPPORTED = {
     "marian": ("MarianMTModel",),
@@ -255,7 +255,7 @@ def _bert_config(s: _Settings, where: str, specials: dict[str, int]) -> dict[str
 def model_config(config: dict[str, Any], where: str, specials: dict[str, int], n_classes: int = 0) -> ModelConfig:
     """The :class:`ModelConfig` of a Hugging Face ``config`` (``specials``: the tokenizer's pad/bos/eos ids,
     which BERT's config does not name). Every value is checked for its kind and against this program's limits
-    (:data:`~model.checkpoint.MAX_POSITIONS`, :data:`~model.checkpoint.MAX_LAYERS`, heads dividing the width)."""
+    (:data:`~model.io.checkpoint.MAX_POSITIONS`, :data:`~model.io.checkpoint.MAX_LAYERS`, heads dividing the width)."""
     s = _Settings(config, Path(where) / "config.json")
     model_type = s.text("model_type", choices=tuple(SUPPORTED))
     if model_type == "marian":
@@ -672,11 +672,11 @@ def open_folder(folder: str | Path, device: str = "auto", progress: Progress | N
     ``progress`` (optional) is called with what is being done and the fraction done, from the calling thread.
     """
     report = progress or (lambda what, done: None)
-    from model.device import resolve_device
-    from model.hf_tokenizers import HFTokenizerError, load_folder_tokenizers
+    from model.data.tokenization import TokenizerSpec
+    from model.hf.tokenizers import HFTokenizerError, load_folder_tokenizers
     from model.session import Session
-    from model.tokenization import TokenizerSpec
-    from model.train_config import TrainConfig
+    from model.training.config import TrainConfig
+    from model.training.device import resolve_device
 
     folder = Path(folder).expanduser()
     where = str(folder)

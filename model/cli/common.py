@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from model.plain_data import settings_of
+from model.core.settings import settings_of
 
 
 def add_setting_flags(group: argparse._ArgumentGroup, cls: type) -> None:
@@ -74,7 +74,11 @@ class Progress:
 
 
 # which command-line tool uses each family
-TOOL_OF = {"encoder_decoder": "model.translate", "decoder_only": "model.generate", "encoder_only": "model.fill_mask"}
+TOOL_OF = {
+    "encoder_decoder": "model.cli.translate",
+    "decoder_only": "model.cli.generate",
+    "encoder_only": "model.cli.fill_mask",
+}
 
 
 def open_checkpoint(args: argparse.Namespace, arch: str) -> Any:
@@ -82,7 +86,7 @@ def open_checkpoint(args: argparse.Namespace, arch: str) -> Any:
     the family ``arch``; else None, with the reason (and the tool for the family it is) on stderr."""
     import torch
 
-    from model.checkpoint import CheckpointError
+    from model.io.checkpoint import CheckpointError
     from model.session import Session
 
     if args.threads:

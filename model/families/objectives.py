@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from model.core.transformer import Extras, Transformer
 from model.data.batching import Batch
 from model.data.text_batching import IGNORE, EncodedTexts, LMBatch, MLMBatch, text_batches_in_order
-from model.transformer import Extras, Transformer
 
 AnyBatch = Batch | LMBatch | MLMBatch
 

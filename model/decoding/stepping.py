@@ -1,4 +1,4 @@
-"""Step-through decoding, answered as immutable :class:`~model.snapshots.DecodeView` snapshots.
+"""Step-through decoding, answered as immutable :class:`~model.io.snapshots.DecodeView` snapshots.
 
 A :class:`DecodeDriver` keeps one sentence being decoded. Each step is one decoder call for all live
 prefixes (:class:`~model.decoding.BeamStepper`); a view's teacher-forced maps of the prefix in focus
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from model.snapshots import Candidate, DecodeSettings, DecodeStep, DecodeView, Inspection
+from model.io.snapshots import Candidate, DecodeSettings, DecodeStep, DecodeView, Inspection
 
 if TYPE_CHECKING:
-    from model.decoding import DecoderRows
+    from model.decoding.search import DecoderRows
     from model.session import DecodeSession, Session
 
 ACTIONS = ("step", "back", "run", "reset", "goto", "show")
@@ -112,7 +112,7 @@ class DecodeDriver:
         self._views, self._cached_bytes = {}, 0
         sampling = None
         if s.sampling:
-            from model.decoding import Sampling  # imports PyTorch: only where the engine runs
+            from model.decoding.search import Sampling  # imports PyTorch: only where the engine runs
 
             sampling = Sampling(s.temperature, s.sample_top_k or None, s.top_p if s.top_p < 1 else None, s.seed)
         self._decode = decode = self.session.stepper(

@@ -28,9 +28,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from model.masks import padding_mask
-from model.snapshots import Candidate, DecodeStep, Hypothesis  # torch-free; still importable from here
-from model.transformer import DecoderState, Transformer
+from model.core.masks import padding_mask
+from model.core.transformer import DecoderState, Transformer
+from model.io.snapshots import Candidate, DecodeStep, Hypothesis  # torch-free; still importable from here
 
 
 def length_normalized_score(log_prob: float, length: int, length_penalty: float) -> float:
@@ -192,7 +192,7 @@ class BeamStepper:
     attention rows are kept in :attr:`rows` (position t: what the prefixes entering step t computed
     as they read their last token), and the encoder's self-attention in :attr:`encoder_attention`;
     together they are the teacher-forced maps of any prefix the search made (see
-    :mod:`model.stepping`). The call for the position after the last step is made when the next step
+    :mod:`model.decoding.stepping`). The call for the position after the last step is made when the next step
     needs it, or earlier by :meth:`lookahead`.
 
     Args:

@@ -35,7 +35,7 @@ def _gelu_tanh(x: Tensor) -> Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-# the FFN non-linearities by configuration name (model.config.Activation)
+# the FFN non-linearities by configuration name (model.core.config.Activation)
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu, "gelu": F.gelu, "silu": F.silu, "gelu_tanh": _gelu_tanh,
 }  # fmt: skip

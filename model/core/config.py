@@ -3,7 +3,7 @@
 The GUI and the CLI change a configuration with ``dataclasses.replace``; every
 replacement is validated again, so a configuration that cannot work never
 reaches the model. The fields a person sets carry their label, help and range
-(:mod:`model.plain_data`), from which the command line and the settings form are made.
+(:mod:`model.core.settings`), from which the command line and the settings form are made.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from model.plain_data import ConfigError, choice_problems, from_plain, setting, to_plain
+from model.core.settings import ConfigError, choice_problems, from_plain, setting, to_plain
 
 Arch = Literal["encoder_decoder", "decoder_only", "encoder_only"]
 Positional = Literal["sinusoidal", "learned", "rope", "t5_relative"]
@@ -145,7 +145,7 @@ class ModelConfig:
     t5_buckets: int = 32  # T5 relative bias: offset buckets (bidirectional: half per direction)
     t5_max_distance: int = 128  # T5 relative bias: offsets from here on share the last bucket
     layer_norm_eps: float = 1e-5  # eps inside the square root of LayerNorm
-    # What models opened from a Hugging Face folder need (see model/hf_import.py); the defaults are the paper's:
+    # What models opened from a Hugging Face folder need (see model/hf/folders.py); the defaults are the paper's:
     sinusoid_layout: SinusoidLayout = "interleaved"  # sin/cos per dimension pair; "split": sines first (Marian)
     scale_embedding: bool = True  # token embeddings × √d_model (the paper, Marian); GPT-2 and BERT do not scale
     embed_norm: bool = False  # a LayerNorm over the summed embeddings before the first layer (BERT)
@@ -288,5 +288,5 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelConfig:
         """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
-        the defaults (see :func:`model.plain_data.from_plain`)."""
+        the defaults (see :func:`model.core.settings.from_plain`)."""
         return from_plain(cls, data, "model configuration")

@@ -13,15 +13,15 @@ import sacrebleu
 import torch
 from torch import nn
 
-from model import distributed
+from model.core.transformer import Transformer
 from model.data.batching import IGNORE, BatchStream, EncodedPairs, batches_in_order, collate
 from model.data.stream import StreamedBatches
 from model.data.text_batching import TextStream
-from model.decoding import greedy_decode, output_budget
-from model.device import prepare_optimizers, training_autocast
-from model.objectives import mean_load, run_batch
-from model.tokenization import Tokenizing
-from model.train_config import (  # noqa: F401 — the settings, re-exported where they were
+from model.data.tokenization import Tokenizing
+from model.decoding.search import greedy_decode, output_budget
+from model.families.objectives import mean_load, run_batch
+from model.training import distributed
+from model.training.config import (  # noqa: F401 — the settings, re-exported where they were
     OPTIMIZERS,
     SCHEDULES,
     TRAIN_PRESETS,
@@ -31,7 +31,7 @@ from model.train_config import (  # noqa: F401 — the settings, re-exported whe
     noam_lr,
     train_config_for,
 )
-from model.transformer import Transformer
+from model.training.device import prepare_optimizers, training_autocast
 
 # what a Trainer draws its batches from: a split in memory (pairs or texts), a streamed file, a rank's share
 AnyStream = BatchStream | TextStream | StreamedBatches | distributed.Sharded

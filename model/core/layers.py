@@ -15,10 +15,10 @@ from typing import NamedTuple
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.attention import MultiHeadAttention, scaled_dot_product_attention
-from model.config import ModelConfig
-from model.feedforward import FeedForward, MoEFeedForward, Routing
-from model.positional import RotaryEmbedding
+from model.core.attention import MultiHeadAttention, scaled_dot_product_attention
+from model.core.config import ModelConfig
+from model.core.feedforward import FeedForward, MoEFeedForward, Routing
+from model.core.positional import RotaryEmbedding
 
 __all__ = ["DecoderLayer", "DecoderStepWeights", "EncoderLayer", "FeedForward", "decoder_step", "make_ffn"]
 

@@ -1,6 +1,6 @@
 """Reading a training run that another process is writing (``python -m model.train … --out DIR``).
 
-The writer's files, as :mod:`model.train` leaves them in ``DIR``:
+The writer's files, as :mod:`model.cli.train` leaves them in ``DIR``:
 
 - ``metrics.jsonl``: one JSON object per line, appended live; a resumed run may rewrite it (shorter, through a
   new file) first.
@@ -31,8 +31,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from model.safe_files import NotAFileError, open_regular
-from model.snapshots import TRAIN_METRICS, Inspection, RouterView
+from model.io.safe_files import NotAFileError, open_regular
+from model.io.snapshots import TRAIN_METRICS, Inspection, RouterView
 
 MAX_PROBES = 300  # probe snapshots kept in a run folder
 READ_LIMIT = 16 << 20  # bytes of the log read per poll: a huge backlog arrives over several polls

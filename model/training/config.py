@@ -1,7 +1,7 @@
 """How to train, as plain settings: the paper's Adam and Noam schedule, presets per model size.
 
 Kept free of PyTorch, so that the window can show and check these settings before the engine
-has loaded it. The fields a person sets carry their label, help and range (:mod:`model.plain_data`),
+has loaded it. The fields a person sets carry their label, help and range (:mod:`model.core.settings`),
 from which the command line and the settings form are made."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from model.plain_data import ConfigError, choice_problems, from_plain, setting, to_plain
+from model.core.settings import ConfigError, choice_problems, from_plain, setting, to_plain
 
 Optimizer = Literal["adam", "adamw"]
 Schedule = Literal["noam", "constant", "cosine"]
@@ -97,7 +97,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
         """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
-        the defaults (see :func:`model.plain_data.from_plain`)."""
+        the defaults (see :func:`model.core.settings.from_plain`)."""
         return from_plain(cls, data, "training configuration")
 
 

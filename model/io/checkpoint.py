@@ -36,8 +36,8 @@ from typing import IO, Any
 
 import torch
 
-from model.config import ModelConfig
-from model.safe_files import NotAFileError, check_regular
+from model.core.config import ModelConfig
+from model.io.safe_files import NotAFileError, check_regular
 
 FORMAT = "transformer-explorer-checkpoint"
 FORMAT_VERSION = 1

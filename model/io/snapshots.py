@@ -2,7 +2,7 @@
 
 Nothing here imports PyTorch: the window imports these types before the engine has loaded it, and
 an answer that crosses from the engine thread to the window is one of these, never a tensor or a
-module. Masks follow the one convention of :mod:`model.masks`: True means "may attend".
+module. Masks follow the one convention of :mod:`model.core.masks`: True means "may attend".
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from model.tokenization import Encoded
+    from model.data.tokenization import Encoded
 
 
 # -- decoding ----------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ Two paths give the same numbers (tested to 1e-5):
 - the *fast* path, used when nothing is recorded, hands the same computation to
   ``torch.nn.functional.scaled_dot_product_attention``.
 
-Masks follow :mod:`model.masks`: boolean, True = may attend.
+Masks follow :mod:`model.core.masks`: boolean, True = may attend.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.positional import RotaryEmbedding
+from model.core.positional import RotaryEmbedding
 
 
 @dataclass(frozen=True)

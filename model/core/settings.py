@@ -2,7 +2,7 @@
 
 Field metadata. A field a person sets (on the command line, in the window's settings form) carries a
 :class:`Setting` in its ``dataclasses.field`` metadata, written once next to the field: its label, a
-one-line help, the command-line flag, and the form's range. The command line (``model/train.py``) and the
+one-line help, the command-line flag, and the form's range. The command line (``model/cli/train.py``) and the
 settings form (``explorer/panels/settings_form.py``) are generated from :func:`settings_of`. Labels are
 English; the window translates them where it shows them (``explorer.i18n.tr``). Choices are never written
 here: a field with a fixed set of values is typed ``Literal[...]`` and its choices are the Literal's.

@@ -29,8 +29,8 @@ from typing import Any
 import sentencepiece
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from model.safe_files import NotAFileError, check_regular, read_regular
-from model.tokenization import ENCODE_CHUNK, TOKENIZER_KINDS, Encoded, TextTokenizer, _byte_decoder
+from model.data.tokenization import ENCODE_CHUNK, TOKENIZER_KINDS, Encoded, TextTokenizer, _byte_decoder
+from model.io.safe_files import NotAFileError, check_regular, read_regular
 
 SPIECE_UNDERLINE = "▁"
 MARIAN_KIND, HF_JSON_KIND = "marian_spm", "hf_json"

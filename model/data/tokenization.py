@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from model.plain_data import from_plain, to_plain
+from model.core.settings import from_plain, to_plain
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -91,7 +91,7 @@ class TokenizerSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TokenizerSpec:
         """Build from plain data (e.g. read from a checkpoint): unknown keys are refused, missing ones take
-        the defaults (see :func:`model.plain_data.from_plain`)."""
+        the defaults (see :func:`model.core.settings.from_plain`)."""
         return from_plain(cls, data, "tokenizer description")
 
 
@@ -112,7 +112,7 @@ class Encoded:
 
 class Tokenizing(Protocol):
     """What the data pipeline and the evaluation need of a tokenizer: :class:`TextTokenizer`, or a model's own
-    tokenizer read from a Hugging Face folder (:mod:`model.hf_tokenizers`)."""
+    tokenizer read from a Hugging Face folder (:mod:`model.hf.tokenizers`)."""
 
     @property
     def kind(self) -> str: ...

@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.config import ModelConfig
-from model.feedforward import Routing
-from model.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
-from model.masks import decoder_self_mask, padding_mask, target_tokens
-from model.positional import (
+from model.core.config import ModelConfig
+from model.core.feedforward import Routing
+from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
+from model.core.masks import decoder_self_mask, padding_mask, target_tokens
+from model.core.positional import (
     LearnedPositionalEncoding,
     RotaryEmbedding,
     SinusoidalPositionalEncoding,
@@ -107,7 +107,7 @@ class Transformer(nn.Module):
     """A Transformer of the family ``cfg.arch``.
 
     Args:
-        cfg: a validated :class:`~model.config.ModelConfig`.
+        cfg: a validated :class:`~model.core.config.ModelConfig`.
 
     Shape:
         encoder–decoder: src ``[B, S]`` and tgt_in ``[B, T]`` token ids (right-padded with ``cfg.pad_id``)

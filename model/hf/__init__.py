@@ -1,0 +1,1 @@
+"""Hugging Face folders: their configuration and weights (``folders``) and their tokenizers (``tokenizers``)."""
