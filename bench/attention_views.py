@@ -46,8 +46,10 @@ def grid_redraw(app) -> None:
         grid.view.viewport().repaint()
         app.processEvents()
         times.append(time.perf_counter() - t0)
-    print(f"== all-heads grid, 6 layers x 8 heads at 64 x 64: median {1000 * statistics.median(times[5:]):.1f} ms, "
-          f"max {1000 * max(times[5:]):.1f} ms (goal <= 50 ms)")  # fmt: skip
+    print(
+        f"== all-heads grid, 6 layers x 8 heads at 64 x 64: median {1000 * statistics.median(times[5:]):.1f} ms, "
+        f"max {1000 * max(times[5:]):.1f} ms (goal <= 50 ms)"
+    )
 
 
 def step_latency(app, checkpoint: str | None) -> None:
@@ -57,8 +59,13 @@ def step_latency(app, checkpoint: str | None) -> None:
     from explorer.worker import Engine
 
     folder = Path(tempfile.mkdtemp())
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
-                        data_dir=folder, open_path=checkpoint, start_default=checkpoint is None)  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+        data_dir=folder,
+        open_path=checkpoint,
+        start_default=checkpoint is None,
+    )
     if checkpoint is None:
         form = window.training.form
         form.task_combo.setCurrentIndex(form.task_combo.findData("grammar-en-zh"))
@@ -98,9 +105,11 @@ def step_latency(app, checkpoint: str | None) -> None:
             latencies.append((mode, time.perf_counter() - t0))
     for mode in ("greedy", "beam"):
         ms = [1000 * t for m, t in latencies if m == mode]
-        print(f"== click Step to redrawn step ({mode}, {window.training.current.preset} preset, "
-              f"{window.training.current.total_parameters:,} parameters): median {statistics.median(ms):.1f} ms, "
-              f"max {max(ms):.1f} ms over {len(ms)} steps (goal <= 100 ms)")  # fmt: skip
+        print(
+            f"== click Step to redrawn step ({mode}, {window.training.current.preset} preset, "
+            f"{window.training.current.total_parameters:,} parameters): median {statistics.median(ms):.1f} ms, "
+            f"max {max(ms):.1f} ms over {len(ms)} steps (goal <= 100 ms)"
+        )
     window.close()
 
 
@@ -164,8 +173,11 @@ def beam_stalls(app, checkpoint: str | None) -> None:
 
     session = Session.load(checkpoint or default_model(), device="cpu")
     cfg = session.model_cfg
-    info = SimpleNamespace(run_id=1, model_config=cfg, tgt_pieces=tuple(
-        session.tgt_tok.display_token(i) for i in range(session.tgt_tok.vocab_size)))  # fmt: skip
+    info = SimpleNamespace(
+        run_id=1,
+        model_config=cfg,
+        tgt_pieces=tuple(session.tgt_tok.display_token(i) for i in range(session.tgt_tok.vocab_size)),
+    )
     panel = DecodingPanel()
     panel.resize(1400, 1000)
     panel.show()
@@ -189,8 +201,10 @@ def beam_stalls(app, checkpoint: str | None) -> None:
             n_nodes = sum(len(s.kept) + len(s.pruned) for s in ends[-1].steps)
             line = f"== beam {beam}, max length {max_len}, {what}: {len(ends[-1].steps)} steps, {n_nodes} nodes;"
             if what == "sample sentence":
-                line += (f" Step: max {1000 * max(stepping):.1f} ms (CPU {1000 * max(stepping_cpu):.1f} ms), "
-                         f"median {1000 * statistics.median(stepping):.1f} ms;")  # fmt: skip
+                line += (
+                    f" Step: max {1000 * max(stepping):.1f} ms (CPU {1000 * max(stepping_cpu):.1f} ms), "
+                    f"median {1000 * statistics.median(stepping):.1f} ms;"
+                )
             line += f" Run to end: {1000 * run:.1f} ms (CPU {1000 * run_cpu:.1f} ms; {1000 * run_total:.1f} ms in all)"
             print(f"{line} (goal: no stall over 50 ms)", flush=True)
     panel.close()

@@ -32,9 +32,21 @@ def main() -> None:
         raise SystemExit("PyInstaller is not installed: pip install pyinstaller")
     out = ROOT / "build" / "bundle"
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "PyInstaller", str(ROOT / "packaging" / "transformer-explorer.spec"),
-                    "--noconfirm", "--distpath", str(out / "dist"), "--workpath", str(out / "work")],
-                   check=True, cwd=ROOT)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "PyInstaller",
+            str(ROOT / "packaging" / "transformer-explorer.spec"),
+            "--noconfirm",
+            "--distpath",
+            str(out / "dist"),
+            "--workpath",
+            str(out / "work"),
+        ],
+        check=True,
+        cwd=ROOT,
+    )
     built = time.perf_counter() - t0
     app = out / "dist" / "transformer-explorer"
     exe = app / "transformer-explorer"

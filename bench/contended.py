@@ -57,8 +57,21 @@ def _fresh_env() -> dict[str, str]:
 def cli_rate(preset: str, task: str, seconds: float) -> float:
     """Steps/s of ``python -m model.train`` with its defaults, from its log, after its first 20% of steps."""
     out = Path(tempfile.mkdtemp(prefix="contended-cli-"))
-    command = [sys.executable, "-m", "model.cli.train", "--task", task, "--preset", preset, "--steps", "10000000",
-               "--minutes", str(seconds / 60), "--out", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "model.cli.train",
+        "--task",
+        task,
+        "--preset",
+        preset,
+        "--steps",
+        "10000000",
+        "--minutes",
+        str(seconds / 60),
+        "--out",
+        str(out),
+    ]
     subprocess.run(command, check=True, cwd=ROOT, stderr=subprocess.DEVNULL, env=_fresh_env())
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line]
     steps = [r for r in records if "split" not in r]
@@ -89,22 +102,41 @@ def contended(seconds: float, rounds: int) -> None:
         each = ", ".join(f"{r['steps_per_s']:.1f}" for r in win)
         print(f"  window       {w:6.1f} steps/s  ({each})")
         print(f"  window / command line: {w / c:.2f}  (goal >= 0.7)")
-        print(f"  16 ms timer while the window trains: p99 {p99:.1f} ms, max {worst:.1f} ms  (goal: p99 <= 16, "
-              f"max <= 100; worst of {rounds} runs)")  # fmt: skip
+        print(
+            f"  16 ms timer while the window trains: p99 {p99:.1f} ms, max {worst:.1f} ms  (goal: p99 <= 16, "
+            f"max <= 100; worst of {rounds} runs)"
+        )
 
 
 def idle(seconds: float) -> None:
     for preset, task in CASES:
         r = window_run(preset, task, seconds)
-        print(f"== {preset} preset, {task}, no other program busy: window {r['steps_per_s']:.1f} steps/s; 16 ms "
-              f"timer p99 {r['p99']:.1f} ms, max {r['max']:.1f} ms  (goal: p99 <= 10, max <= 50)")  # fmt: skip
+        print(
+            f"== {preset} preset, {task}, no other program busy: window {r['steps_per_s']:.1f} steps/s; 16 ms "
+            f"timer p99 {r['p99']:.1f} ms, max {r['max']:.1f} ms  (goal: p99 <= 10, max <= 50)"
+        )
 
 
 def following(seconds: float) -> None:
     """The command line trains the tiny preset flat out; a window in its own process follows the folder."""
     out = Path(tempfile.mkdtemp(prefix="contended-follow-"))
-    command = [sys.executable, "-m", "model.cli.train", "--task", "copy", "--preset", "tiny", "--steps", "10000000",
-               "--minutes", str((seconds + 30) / 60), "--save-every", "200", "--out", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "model.cli.train",
+        "--task",
+        "copy",
+        "--preset",
+        "tiny",
+        "--steps",
+        "10000000",
+        "--minutes",
+        str((seconds + 30) / 60),
+        "--save-every",
+        "200",
+        "--out",
+        str(out),
+    ]
     trainer = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL, env=_fresh_env())
     try:
         deadline = time.monotonic() + 60
@@ -132,8 +164,12 @@ def follow_in_window(folder: str, seconds: float) -> dict:
 
     work = Path(tempfile.mkdtemp(prefix="contended-window-"))
     app = QApplication.instance() or QApplication([])
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(work / "s.ini"), QSettings.Format.IniFormat),
-                        data_dir=work / "data", start_default=False)  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(work / "s.ini"), QSettings.Format.IniFormat),
+        data_dir=work / "data",
+        start_default=False,
+    )
     window.resize(1366, 768)
     window.show()
     window.follow_run(folder)

@@ -96,10 +96,14 @@ def trained_model(repeats: int) -> None:
         for src, n in zip(sources, lengths):
             beam_search(session.model, src, 5, n)
 
-    med = interleaved_medians({"greedy, 20 test sentences": greedy_all, "beam 5, 20 test sentences": beam_all},
-                              repeats=max(3, repeats // 3))  # fmt: skip
-    report("decoding with the bundled trained model (grammar-en-zh, small preset)", med,
-           [("beam 5 / greedy (goal <= 2.5)", "beam 5, 20 test sentences", "greedy, 20 test sentences")])  # fmt: skip
+    med = interleaved_medians(
+        {"greedy, 20 test sentences": greedy_all, "beam 5, 20 test sentences": beam_all}, repeats=max(3, repeats // 3)
+    )
+    report(
+        "decoding with the bundled trained model (grammar-en-zh, small preset)",
+        med,
+        [("beam 5 / greedy (goal <= 2.5)", "beam 5, 20 test sentences", "greedy, 20 test sentences")],
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="small")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ddp-bench-"))
-    train = ["-m", "model.cli.train", "--task", "grammar-en-zh", "--preset", args.preset, "--steps", str(args.steps),
-             "--eval-every", "0", "--save-every", "0"]  # fmt: skip
+    train = [
+        "-m",
+        "model.cli.train",
+        "--task",
+        "grammar-en-zh",
+        "--preset",
+        args.preset,
+        "--steps",
+        str(args.steps),
+        "--eval-every",
+        "0",
+        "--save-every",
+        "0",
+    ]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     runs = {
         "1 process × 2 threads": [sys.executable, *train, "--threads", "2"],

@@ -63,8 +63,17 @@ def cycle(moment: str, rng: random.Random, logs: Path, index: int) -> str | None
     delay = {"mid-load": rng.uniform(0.0, 0.4), "idle": rng.uniform(2.0, 5.0), "mid-training": rng.uniform(1.0, 3.0)}
     folder = tempfile.mkdtemp()
     env = {**os.environ, "XDG_CONFIG_HOME": folder, "XDG_DATA_HOME": folder}
-    command = [sys.executable, "-X", "faulthandler", "-m", "bench.exit_crashes", "--child", moment,
-               "--delay", f"{delay[moment]:.3f}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-X",
+        "faulthandler",
+        "-m",
+        "bench.exit_crashes",
+        "--child",
+        moment,
+        "--delay",
+        f"{delay[moment]:.3f}",
+    ]
     try:
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:

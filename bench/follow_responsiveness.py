@@ -94,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     run.mkdir()
     prepare(run)
     app = QApplication.instance() or QApplication([])
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(work / "s.ini"), QSettings.Format.IniFormat),
-                        data_dir=work / "data", start_default=False)  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(work / "s.ini"), QSettings.Format.IniFormat),
+        data_dir=work / "data",
+        start_default=False,
+    )
     window.resize(1366, 768)
     window.show()
     window.follow_run(str(run))
@@ -113,12 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     writer.wait()
     late = np.diff(np.array(stamps[10:])) * 1000 - 16
     plotted = window.training.plots["loss_plot"].data(window.training.current.run_id, "train")[0]
-    print(f"== following a run that logs {args.rate:g} steps/s for {args.seconds:g} s "
-          f"({'X11 ' + os.environ['DISPLAY'] if os.environ.get('DISPLAY') else 'offscreen'})")  # fmt: skip
-    print(f"steps drawn: {len(plotted):,} (the log had {_steps(run):,}); probe snapshots on the timeline: "
-          f"{len(window.attention.over_training.snapshots)}")  # fmt: skip
-    print(f"16 ms timer lateness: median {np.median(late):.1f} ms, p99 {np.percentile(late, 99):.1f} ms "
-          f"(goal ≤ 10), max {late.max():.1f} ms (goal ≤ 50) over {len(late)} ticks")  # fmt: skip
+    print(
+        f"== following a run that logs {args.rate:g} steps/s for {args.seconds:g} s "
+        f"({'X11 ' + os.environ['DISPLAY'] if os.environ.get('DISPLAY') else 'offscreen'})"
+    )
+    print(
+        f"steps drawn: {len(plotted):,} (the log had {_steps(run):,}); probe snapshots on the timeline: "
+        f"{len(window.attention.over_training.snapshots)}"
+    )
+    print(
+        f"16 ms timer lateness: median {np.median(late):.1f} ms, p99 {np.percentile(late, 99):.1f} ms "
+        f"(goal ≤ 10), max {late.max():.1f} ms (goal ≤ 50) over {len(late)} ticks"
+    )
     window.close()
     return 0
 

@@ -63,8 +63,10 @@ def run_part(title: str, fn: Callable[[], None], failures: list[str]) -> None:
 
 def describe_gpu() -> None:
     props = torch.cuda.get_device_properties(0)
-    print(f"  {torch.cuda.device_count()} × {props.name}, {props.total_memory / 2**30:.0f} GiB, "
-          f"{props.multi_processor_count} multiprocessors, compute capability {props.major}.{props.minor}")  # fmt: skip
+    print(
+        f"  {torch.cuda.device_count()} × {props.name}, {props.total_memory / 2**30:.0f} GiB, "
+        f"{props.multi_processor_count} multiprocessors, compute capability {props.major}.{props.minor}"
+    )
     print(f"  torch {torch.__version__}, CUDA {torch.version.cuda}, bf16 supported: {torch.cuda.is_bf16_supported()}")
 
 
@@ -99,20 +101,25 @@ def train_step_figures(measured_peak: float | None, repeats: int) -> None:
     sheet = datasheet_peak(name)
     for preset, batch, length, vocab in [("paper_base", 256, 64, 37000), ("small", 64, 20, 1000)]:
         med, cfg, n_params = compare(preset, "cuda", batch, length, vocab, repeats, bf16=True)
-        print(f"  {preset}: d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, "
-              f"{n_params:,} parameters; batch {batch} × length {length}, vocabulary {vocab}, bf16 autocast, "
-              f"dropout {cfg.dropout}")  # fmt: skip
+        print(
+            f"  {preset}: d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, "
+            f"{n_params:,} parameters; batch {batch} × length {length}, vocabulary {vocab}, bf16 autocast, "
+            f"dropout {cfg.dropout}"
+        )
         report(f"training step, {preset}", med, RATIOS)
         seconds = med["ours (records attention on demand)"]
         tokens = 2 * batch * length
         achieved = training_flops(cfg, batch, length, length) / seconds
-        print(f"  ours: {tokens / seconds:,.0f} tokens/s (source + target), "
-              f"{achieved / 1e12:.1f} TFLOP/s of model work")  # fmt: skip
+        print(
+            f"  ours: {tokens / seconds:,.0f} tokens/s (source + target), {achieved / 1e12:.1f} TFLOP/s of model work"
+        )
         if sheet:
             print(f"  MFU against the datasheet bf16 peak ({sheet / 1e12:.0f} TFLOP/s): {achieved / sheet:.1%}")
         if measured_peak:
-            print(f"  MFU against the measured 8192³ product ({measured_peak / 1e12:.0f} TFLOP/s): "
-                  f"{achieved / measured_peak:.1%}")  # fmt: skip
+            print(
+                f"  MFU against the measured 8192³ product ({measured_peak / 1e12:.0f} TFLOP/s): "
+                f"{achieved / measured_peak:.1%}"
+            )
 
 
 def decoding_figures(repeats: int) -> None:
@@ -121,9 +128,14 @@ def decoding_figures(repeats: int) -> None:
 
     for preset in ["small", "paper_base"]:
         med = compare(preset, "cuda", repeats)
-        report(f"greedy decoding, {preset} preset, {TOKENS} tokens, source length 20", med,
-               [("cache speed-up", "greedy, recomputing the prefix", "greedy, cached"),
-                ("beam 5 / greedy", "beam search, beam 5", "greedy, cached")])  # fmt: skip
+        report(
+            f"greedy decoding, {preset} preset, {TOKENS} tokens, source length 20",
+            med,
+            [
+                ("cache speed-up", "greedy, recomputing the prefix", "greedy, cached"),
+                ("beam 5 / greedy", "beam search, beam 5", "greedy, cached"),
+            ],
+        )
         print(f"  cached: {med['greedy, cached'] / TOKENS * 1e3:.2f} ms per token")
 
 
@@ -137,8 +149,23 @@ def grammar_to_goal(budget: float) -> None:
 
 def command_line_training(timeout: float) -> None:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "model.cli.train", "--task", "copy", "--preset", "tiny", "--steps", "100",
-               "--device", "cuda", "--eval-every", "50", "--out", out]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "model.cli.train",
+            "--task",
+            "copy",
+            "--preset",
+            "tiny",
+            "--steps",
+            "100",
+            "--device",
+            "cuda",
+            "--eval-every",
+            "50",
+            "--out",
+            out,
+        ]
         _timed(cmd, timeout, "model.cli.train, 100 steps, one process")
         checkpoints = sorted(Path(out).glob("*.ckpt"))
         if not checkpoints:
@@ -152,9 +179,28 @@ def torchrun_training(timeout: float) -> None:
 
     gpus = torch.cuda.device_count()
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus),
-               "-m", "model.cli.train", "--task", "copy", "--preset", "tiny", "--steps", "100", "--device", "cuda",
-               "--eval-every", "0", "--out", out]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(gpus),
+            "-m",
+            "model.cli.train",
+            "--task",
+            "copy",
+            "--preset",
+            "tiny",
+            "--steps",
+            "100",
+            "--device",
+            "cuda",
+            "--eval-every",
+            "0",
+            "--out",
+            out,
+        ]
         _timed(cmd, timeout, f"torchrun, {gpus} process(es), 100 steps")
         records = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
         steps = [r["step"] for r in records if "tokens_per_s" in r]
@@ -180,8 +226,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repeats and a shorter grammar budget")
     args = ap.parse_args()
     if not torch.cuda.is_available():
-        print(f"No CUDA GPU is visible to PyTorch {torch.__version__} (built for CUDA: {torch.version.cuda}); "
-              "there is nothing for this check to do on this machine.")  # fmt: skip
+        print(
+            f"No CUDA GPU is visible to PyTorch {torch.__version__} (built for CUDA: {torch.version.cuda}); "
+            "there is nothing for this check to do on this machine."
+        )
         return 0
     faulthandler.dump_traceback_later(290, exit=True)  # bounded: never hang a lent machine
     os.chdir(ROOT)
@@ -197,8 +245,9 @@ def main() -> int:
         print(f"  {measured['peak'] / 1e12:.0f} TFLOP/s")
 
     run_part("bf16 matrix product, 8192³", measure_peak, failures)
-    run_part("training step, ours / nn.Transformer",
-             lambda: train_step_figures(measured.get("peak"), repeats), failures)  # fmt: skip
+    run_part(
+        "training step, ours / nn.Transformer", lambda: train_step_figures(measured.get("peak"), repeats), failures
+    )
     run_part("greedy decoding, cached / recomputed", lambda: decoding_figures(max(3, repeats // 3)), failures)
     run_part("grammar task to 95% exact match", lambda: grammar_to_goal(40 if args.quick else 120), failures)
     run_part("command-line training", lambda: command_line_training(timeout=60), failures)

@@ -53,8 +53,13 @@ def launch() -> dict[str, float]:
     """Seconds after the process started until the window and the first attention map were shown,
     and the timer's worst lateness (ms) from the map until the engine had prepared training."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "main.py", "--measure-startup"], stdout=subprocess.PIPE, text=True,
-                            env=_first_launch_env(), cwd=ROOT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "main.py", "--measure-startup"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_first_launch_env(),
+        cwd=ROOT,
+    )
     marks: dict[str, float] = {}
     for line in proc.stdout:
         if "window shown" in line:
@@ -88,25 +93,35 @@ def startup(n: int) -> None:
     print(f"  window shown               {window:5.2f} s  = {window / t:.2f} x the bare import  (goal <= 1.3)")
     print(f"  first attention map shown  {first_map:5.2f} s  = {first_map / t:.2f} x the bare import  (goal <= 2.0)")
     loading = max(r.get("loading_ms", float("nan")) for r in runs)
-    print(f"  between the two, while the engine thread loads PyTorch and the model: timer late by at most "
-          f"{loading:.0f} ms")  # fmt: skip
+    print(
+        f"  between the two, while the engine thread loads PyTorch and the model: timer late by at most "
+        f"{loading:.0f} ms"
+    )
     answers = max(r.get("answers_ms", float("nan")) for r in runs)
     print(f"  then, while the first answers are drawn (0.5 s): timer late by at most {answers:.0f} ms")
     prepared = sum(r.get("prepared", 0) for r in runs)
-    print(f"  then, while the idle engine describes the corpus and prepares training, the work moved off the "
-          f"launch path ({prepared:.0f}/{n} launches did): timer late by at most {stall:.0f} ms"
-          "  (goal <= 50)")  # fmt: skip
+    print(
+        f"  then, while the idle engine describes the corpus and prepares training, the work moved off the "
+        f"launch path ({prepared:.0f}/{n} launches did): timer late by at most {stall:.0f} ms"
+        "  (goal <= 50)"
+    )
 
 
 def lateness(preset: str, task: str, seconds: float, threads: int | None) -> None:
     """One preset, in this process: a fresh window trains it while a 16 ms timer measures lateness."""
     r = train_in_window(preset, task, seconds, threads)
-    print(f"== GUI timer lateness while training: {preset} preset, {task} "
-          f"({r['platform']} platform, engine threads {threads or 'fitted to the free cores'})")  # fmt: skip
-    print(f"  {IDLE_S - 1:.0f} s before Start (the idle engine {r['idle']}): max {r['before_max']:.1f} ms; first "
-          f"{START_S:.0f} s after Start (the model is built): max {r['start_max']:.1f} ms  (goal <= 50)")  # fmt: skip
-    print(f"  then {seconds:.0f} s at {r['steps_per_s']:.0f} steps/s: p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, "
-          f"max {r['max']:.2f} ms  (goal: p99 <= 10, max <= 50)")  # fmt: skip
+    print(
+        f"== GUI timer lateness while training: {preset} preset, {task} "
+        f"({r['platform']} platform, engine threads {threads or 'fitted to the free cores'})"
+    )
+    print(
+        f"  {IDLE_S - 1:.0f} s before Start (the idle engine {r['idle']}): max {r['before_max']:.1f} ms; first "
+        f"{START_S:.0f} s after Start (the model is built): max {r['start_max']:.1f} ms  (goal <= 50)"
+    )
+    print(
+        f"  then {seconds:.0f} s at {r['steps_per_s']:.0f} steps/s: p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, "
+        f"max {r['max']:.2f} ms  (goal: p99 <= 10, max <= 50)"
+    )
 
 
 def train_in_window(preset: str, task: str, seconds: float, threads: int | None) -> dict:
@@ -123,8 +138,12 @@ def train_in_window(preset: str, task: str, seconds: float, threads: int | None)
 
     folder = Path(tempfile.mkdtemp())
     torch_loaded = "torch" in sys.modules
-    window = MainWindow(engine=Engine("cpu", threads, wait_for_window=True), data_dir=folder, start_default=False,
-                        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat))  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu", threads, wait_for_window=True),
+        data_dir=folder,
+        start_default=False,
+        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+    )
     window.show()
     app.processEvents()
     window.engine.release()  # as the application does: the engine begins once the window has painted
@@ -186,8 +205,11 @@ def training_tab() -> None:
 
     _, MainWindow, Engine = import_window()  # noqa: N806
     folder = Path(tempfile.mkdtemp())
-    window = MainWindow(engine=Engine("cpu", wait_for_window=True), data_dir=folder,
-                        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat))  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu", wait_for_window=True),
+        data_dir=folder,
+        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+    )
     window.show()
     app.processEvents()
     window.engine.release()
@@ -217,8 +239,10 @@ def training_tab() -> None:
         time.sleep(0.001)
     late = (np.diff(np.array(stamps)) - 0.016) * 1000
     window.close()
-    print(f"== opening the Training tab after a first launch (its plots' first paint): max {late.max():.1f} ms "
-          "(goal <= 50)")  # fmt: skip
+    print(
+        f"== opening the Training tab after a first launch (its plots' first paint): max {late.max():.1f} ms "
+        "(goal <= 50)"
+    )
 
 
 def main() -> None:
@@ -240,8 +264,17 @@ def main() -> None:
     if args.launches:
         startup(args.launches)
     for preset, task in (("tiny", "copy"), ("small", "grammar-en-zh")):  # each in a fresh process
-        command = [sys.executable, "-m", "bench.gui_responsiveness", "--only", preset, task, "--seconds",
-                   str(args.seconds), *(["--threads", str(args.threads)] if args.threads else [])]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "bench.gui_responsiveness",
+            "--only",
+            preset,
+            task,
+            "--seconds",
+            str(args.seconds),
+            *(["--threads", str(args.threads)] if args.threads else []),
+        ]
         subprocess.run(command, check=True, cwd=ROOT, env=_first_launch_env())
     command = [sys.executable, "-m", "bench.gui_responsiveness", "--training-tab"]
     subprocess.run(command, check=True, cwd=ROOT, env=_first_launch_env())

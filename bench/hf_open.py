@@ -29,12 +29,28 @@ import torch
 
 from bench.common import interleaved_medians, report
 
-OPUS_MT = dict(vocab_size=65001, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
-               decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-               max_position_embeddings=512)  # fmt: skip
-QUICK = dict(vocab_size=5001, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-             decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
-             max_position_embeddings=128)  # fmt: skip
+OPUS_MT = dict(
+    vocab_size=65001,
+    d_model=512,
+    encoder_layers=6,
+    decoder_layers=6,
+    encoder_attention_heads=8,
+    decoder_attention_heads=8,
+    encoder_ffn_dim=2048,
+    decoder_ffn_dim=2048,
+    max_position_embeddings=512,
+)
+QUICK = dict(
+    vocab_size=5001,
+    d_model=64,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=128,
+    decoder_ffn_dim=128,
+    max_position_embeddings=128,
+)
 SENTENCE = "Yesterday my younger sister bought three new books at the bookshop near our school."
 
 
@@ -43,9 +59,14 @@ def _train_spm(lines: list[str], size: int) -> bytes:
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, vocab_size=size, character_coverage=0.9995,
-        model_type="unigram", minloglevel=2, hard_vocab_limit=False,
-    )  # fmt: skip
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=size,
+        character_coverage=0.9995,
+        model_type="unigram",
+        minloglevel=2,
+        hard_vocab_limit=False,
+    )
     return model.getvalue()
 
 
@@ -75,9 +96,14 @@ def write_marian_folder(folder: Path, sizes: dict[str, int]) -> None:
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     pad = sizes["vocab_size"] - 1
     config = transformers.MarianConfig(
-        **sizes, activation_function="swish", scale_embedding=True, pad_token_id=pad, eos_token_id=0,
-        decoder_start_token_id=pad, forced_eos_token_id=0,
-    )  # fmt: skip
+        **sizes,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=pad,
+        eos_token_id=0,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=0,
+    )
     model = transformers.MarianMTModel(config).eval()
     model.save_pretrained(folder)  # config.json and model.safetensors
     torch.save(model.state_dict(), folder / "pytorch_model.bin")
@@ -127,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
                 "open the folder (pytorch_model.bin)": lambda: Session.load(pickled, device="cpu"),
                 "open the folder (model.safetensors)": lambda: Session.load(safe, device="cpu"),
             },
-            args.repeats, warmup=1,
-        )  # fmt: skip
+            args.repeats,
+            warmup=1,
+        )
         report("opening a Marian folder", medians, [])
         session = Session.load(safe, device="cpu")
         beam_step, greedy_step = _step_times(session, 4, 12), _step_times(session, 1, 12)
@@ -136,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     params = session.model.num_parameters()
     for name in ("open the folder (pytorch_model.bin)", "open the folder (model.safetensors)"):
         ratio = medians[name] / base
-        print(f"{name} ({params / 1e6:.1f} M parameters) vs torch.load: {ratio:.2f}× (goal ≤ 2.0×): "
-              f"{'holds' if ratio <= 2.0 else 'FAILS'}")  # fmt: skip
+        print(
+            f"{name} ({params / 1e6:.1f} M parameters) vs torch.load: {ratio:.2f}× (goal ≤ 2.0×): "
+            f"{'holds' if ratio <= 2.0 else 'FAILS'}"
+        )
     for name, t in (("beam search step, beam 4", beam_step), ("greedy step", greedy_step)):
         print(f"{name}, attention recorded: {t * 1e3:.1f} ms (goal ≤ 100 ms): {'holds' if t <= 0.1 else 'FAILS'}")
     return 0

@@ -39,13 +39,21 @@ def run(
     """Train task ``name`` from scratch for its time budget; → seconds of training when the goal was reached."""
     spec = {**RUNS[name], **({"budget": budget} if budget else {}), **({"every": every} if every else {})}
     torch.set_num_threads(threads)
-    session = Session.create(spec["data"], spec["preset"], train_config_for(spec["preset"], eval_every=0),
-                             TokenizerSpec("word"), device=device)  # fmt: skip
+    session = Session.create(
+        spec["data"],
+        spec["preset"],
+        train_config_for(spec["preset"], eval_every=0),
+        TokenizerSpec("word"),
+        device=device,
+    )
     cfg = session.model_cfg
-    print(f"== {name}: {spec['data'].task}, {spec['preset']} preset ({session.model.num_parameters():,} parameters, "
-          f"d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers), word tokenizer "
-          f"({session.src_tok.vocab_size}/{session.tgt_tok.vocab_size}), {threads} threads, "
-          f"{len(session.corpus.train)} training pairs, on {session.device}", flush=True)  # fmt: skip
+    print(
+        f"== {name}: {spec['data'].task}, {spec['preset']} preset ({session.model.num_parameters():,} parameters, "
+        f"d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers), word tokenizer "
+        f"({session.src_tok.vocab_size}/{session.tgt_tok.vocab_size}), {threads} threads, "
+        f"{len(session.corpus.train)} training pairs, on {session.device}",
+        flush=True,
+    )
     trained, reached = 0.0, None
     next_eval = spec["every"]
     while trained < spec["budget"]:
@@ -56,15 +64,20 @@ def run(
             next_eval += spec["every"]
             ev = session.evaluate(spec["split"])
             loss = sum(session.history.train["loss"][-10:]) / 10
-            print(f"  {trained:6.1f} s  step {session.step:5d}  train loss {loss:.3f}  {spec['split']}: "
-                  f"exact match {ev['exact_match']:.3f}  BLEU {ev['bleu']:.1f}", flush=True)  # fmt: skip
+            print(
+                f"  {trained:6.1f} s  step {session.step:5d}  train loss {loss:.3f}  {spec['split']}: "
+                f"exact match {ev['exact_match']:.3f}  BLEU {ev['bleu']:.1f}",
+                flush=True,
+            )
             if spec["goal"] is not None and reached is None and ev["exact_match"] >= spec["goal"]:
                 reached = trained
                 if stop_at_goal:
                     break
     final = session.evaluate(spec["split"])
-    print(f"  after {trained:.0f} s of training ({session.step} steps): {spec['split']} exact match "
-          f"{final['exact_match']:.3f}, BLEU {final['bleu']:.1f}")  # fmt: skip
+    print(
+        f"  after {trained:.0f} s of training ({session.step} steps): {spec['split']} exact match "
+        f"{final['exact_match']:.3f}, BLEU {final['bleu']:.1f}"
+    )
     if spec["goal"] is not None:
         verdict = f"reached {spec['goal']:.0%} at {reached:.1f} s" if reached else f"did not reach {spec['goal']:.0%}"
         print(f"  goal {spec['goal']:.0%} within {spec['budget']} s: {verdict}")

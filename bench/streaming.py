@@ -37,8 +37,12 @@ def run_timed(args: list[str], marker: str) -> tuple[float | None, float, float,
     peak RSS of the child in GB, the stderr text)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    proc = subprocess.Popen([PY, "-m", "model.cli.train", *args], stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    proc = subprocess.Popen(
+        [PY, "-m", "model.cli.train", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     seen: list[float] = []
     lines: list[str] = []
 
@@ -62,8 +66,11 @@ def run_timed(args: list[str], marker: str) -> tuple[float | None, float, float,
 
 
 def tokens_per_s(out: Path, skip: int) -> float:
-    rates = [r["tokens_per_s"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
-             if "tokens_per_s" in r and r["step"] > skip]  # fmt: skip
+    rates = [
+        r["tokens_per_s"]
+        for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
+        if "tokens_per_s" in r and r["step"] > skip
+    ]
     return statistics.median(rates)
 
 
@@ -106,8 +113,26 @@ def compare(args: argparse.Namespace, big: Path, work: Path, common: list[str]) 
     for k, name in enumerate(order):
         out = work / f"compare-{k}"
         extra = ["--stream"] if name == "streamed" else []
-        run_timed(["--data", str(part), "--preset", "small", "--steps", str(steps), "--out", str(out),
-                   "--eval-every", "0", "--save-every", "0", "--threads", "2", *extra], "step 1/")  # fmt: skip
+        run_timed(
+            [
+                "--data",
+                str(part),
+                "--preset",
+                "small",
+                "--steps",
+                str(steps),
+                "--out",
+                str(out),
+                "--eval-every",
+                "0",
+                "--save-every",
+                "0",
+                "--threads",
+                "2",
+                *extra,
+            ],
+            "step 1/",
+        )
         rates[name].append(tokens_per_s(out, skip=10))
     print(f"== small preset, {steps} steps on 30 MB of it, median tokens/s after 10 steps, runs taking turns")
     for name, values in rates.items():

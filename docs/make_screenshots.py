@@ -34,10 +34,18 @@ def main() -> None:
     ap.add_argument("--checkpoint", help="a trained grammar-en-zh model for the look-inside panels")
     ap.add_argument("--sentence", default="Did you read two interesting books in the library yesterday?")
     ap.add_argument("--first-launch", action="store_true", help="only the first-launch shots (bundled model)")
-    ap.add_argument("--real-model", metavar="TAG", help="a Marian folder of opus-mt-en-zh's architecture and size "
-                    "(random weights) opened in the window at this X screen's size; TAG names the files")  # fmt: skip
-    ap.add_argument("--classroom", metavar="TAG", help="the default layout at this X screen's size, presenter "
-                    "mode and the model map, after a fresh install; TAG names the files (e.g. 1366x768)")  # fmt: skip
+    ap.add_argument(
+        "--real-model",
+        metavar="TAG",
+        help="a Marian folder of opus-mt-en-zh's architecture and size "
+        "(random weights) opened in the window at this X screen's size; TAG names the files",
+    )
+    ap.add_argument(
+        "--classroom",
+        metavar="TAG",
+        help="the default layout at this X screen's size, presenter "
+        "mode and the model map, after a fresh install; TAG names the files (e.g. 1366x768)",
+    )
     ap.add_argument(
         "--follow",
         metavar="TAG",
@@ -74,8 +82,12 @@ def main() -> None:
     if args.follow:
         following(app, folder, args.follow, args.seconds)
         return
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
-                        data_dir=folder, start_default=False)  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+        data_dir=folder,
+        start_default=False,
+    )
     window.resize(1600, 1000)
     window.show()
     form = window.training.form
@@ -149,8 +161,11 @@ def classroom(app, folder: Path, tag: str, sentence: str) -> None:
     from explorer.main_window import MainWindow
     from explorer.worker import Engine
 
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "c.ini"), QSettings.IniFormat),
-                        data_dir=folder / "classroom")  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(folder / "c.ini"), QSettings.IniFormat),
+        data_dir=folder / "classroom",
+    )
     window.show()
     d = window.decoding
     wait_for(app, lambda: d.view is not None)
@@ -192,14 +207,40 @@ def following(app, folder: Path, tag: str, seconds: float) -> None:
     from explorer.worker import Engine
 
     run = folder / "grammar-run"
-    trainer = subprocess.Popen([sys.executable, "-m", "model.cli.train", "--task", "grammar-en-zh", "--preset", "small",
-                                "--steps", "100000", "--eval-every", "100", "--save-every", "100", "--threads", "1",
-                                "--probe", "I read a book in the library yesterday.", "--probe-every", "25",
-                                "--out", str(run)], stderr=subprocess.DEVNULL)  # fmt: skip
+    trainer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "model.cli.train",
+            "--task",
+            "grammar-en-zh",
+            "--preset",
+            "small",
+            "--steps",
+            "100000",
+            "--eval-every",
+            "100",
+            "--save-every",
+            "100",
+            "--threads",
+            "1",
+            "--probe",
+            "I read a book in the library yesterday.",
+            "--probe-every",
+            "25",
+            "--out",
+            str(run),
+        ],
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(app, lambda: (run / "model.ckpt").exists(), 120)
-        window = MainWindow(engine=Engine("cpu", threads=1), settings=QSettings(str(folder / "f.ini"),
-                            QSettings.IniFormat), data_dir=folder / "f", start_default=False)  # fmt: skip
+        window = MainWindow(
+            engine=Engine("cpu", threads=1),
+            settings=QSettings(str(folder / "f.ini"), QSettings.IniFormat),
+            data_dir=folder / "f",
+            start_default=False,
+        )
         window.show()
         window.follow_run(str(run))
         wait_for(app, lambda: window.training.current is not None, 60)
@@ -234,8 +275,12 @@ def real_model(app, folder: Path, tag: str) -> None:
             value.add_(torch.randn(value.shape, generator=generator) * 0.08)
     torch.save(weights, hf / "pytorch_model.bin")
     (hf / "model.safetensors").unlink()
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "r.ini"), QSettings.IniFormat),
-                        data_dir=folder / "real", start_default=False)  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(folder / "r.ini"), QSettings.IniFormat),
+        data_dir=folder / "real",
+        start_default=False,
+    )
     window.show()
     wait_for(app, lambda: window.status.device != "")
     window.open_model_folder(str(hf))
@@ -265,8 +310,12 @@ def inside(app, args, folder: Path, suffix: str) -> None:
     from explorer.main_window import MainWindow
     from explorer.worker import Engine
 
-    window = MainWindow(engine=Engine("cpu"), settings=QSettings(str(folder / "t.ini"), QSettings.IniFormat),
-                        data_dir=folder / "t", open_path=args.checkpoint)  # fmt: skip
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(folder / "t.ini"), QSettings.IniFormat),
+        data_dir=folder / "t",
+        open_path=args.checkpoint,
+    )
     window.resize(1600, 1000)
     window.show()
     pump(app, 4)

@@ -26,15 +26,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a checkpoint (.ckpt) to open, or a Hugging Face model folder (a Marian opus-mt "
         "translator, GPT-2 or BERT, as huggingface-cli download NAME --local-dir DIR fetches it)",
     )
-    ap.add_argument("--open", dest="open_path", metavar="CKPT_OR_DIR",
-                    help="a checkpoint or model folder to open (same as the argument)")  # fmt: skip
-    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
-                    help="where the model runs: auto (GPU if there is one), cpu, cuda, mps")  # fmt: skip
+    ap.add_argument(
+        "--open",
+        dest="open_path",
+        metavar="CKPT_OR_DIR",
+        help="a checkpoint or model folder to open (same as the argument)",
+    )
+    ap.add_argument(
+        "--device",
+        choices=DEVICE_CHOICES,
+        default="auto",
+        help="where the model runs: auto (GPU if there is one), cpu, cuda, mps",
+    )
     ap.add_argument("--lang", choices=sorted(LANGUAGES), help="interface language: en (English) or zh (简体中文)")
     ap.add_argument("--threads", type=int, help="CPU threads for training (default: the cores others leave free)")
-    ap.add_argument("--install-desktop-entry", action="store_true",
-                    help="add Transformer Explorer to this user's application menu (Linux), with its icon, "
-                         "and let checkpoints open by double-click; then exit")  # fmt: skip
+    ap.add_argument(
+        "--install-desktop-entry",
+        action="store_true",
+        help="add Transformer Explorer to this user's application menu (Linux), with its icon, "
+        "and let checkpoints open by double-click; then exit",
+    )
     ap.add_argument("--new", action="store_true", help="start with a fresh model instead of the bundled one")
     ap.add_argument(
         "--follow",
@@ -114,16 +125,25 @@ def _measure_startup(app, window) -> None:
             after = shown.get("map", T0)
             ticks = [(a, (b - a - 0.016) * 1000) for a, b in zip(stamps, stamps[1:])]
             loading = [ms for a, ms in ticks if a < after]
-            print(f"timer lateness from the window until the map (the engine loads PyTorch and the model): "
-                  f"max {max(loading, default=0):.0f} ms over {len(loading)} ticks", flush=True)  # fmt: skip
+            print(
+                f"timer lateness from the window until the map (the engine loads PyTorch and the model): "
+                f"max {max(loading, default=0):.0f} ms over {len(loading)} ticks",
+                flush=True,
+            )
             # the engine's deferred work (describing the corpus, preparing training) begins once it has had
             # no command for QUIET_S, which is after the first answers have been drawn
             answers = [ms for a, ms in ticks if after <= a < after + QUIET_S]
-            print(f"timer lateness while the first answers are drawn ({QUIET_S} s after the map): "
-                  f"max {max(answers, default=0):.0f} ms over {len(answers)} ticks", flush=True)  # fmt: skip
+            print(
+                f"timer lateness while the first answers are drawn ({QUIET_S} s after the map): "
+                f"max {max(answers, default=0):.0f} ms over {len(answers)} ticks",
+                flush=True,
+            )
             late = [ms for a, ms in ticks if a >= after + QUIET_S]
-            print(f"timer lateness from then until idle: max {max(late, default=0):.0f} ms over {len(late)} "
-                  f"ticks; training prepared: {'yes' if prepared else 'no'}", flush=True)  # fmt: skip
+            print(
+                f"timer lateness from then until idle: max {max(late, default=0):.0f} ms over {len(late)} "
+                f"ticks; training prepared: {'yes' if prepared else 'no'}",
+                flush=True,
+            )
             window.close()
         else:
             QTimer.singleShot(100, check)
@@ -166,9 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         settings.setValue("language", args.lang)  # remembered, like a choice in View → Language
     lang = settings.value("language", "en")
     language.set(lang if lang in ("en", "zh") else "en")
-    window = MainWindow(engine=Engine(args.device, args.threads, wait_for_window=True), settings=settings,
-                        open_path=args.open_path or args.checkpoint, start_default=not (args.new or args.follow),
-                        follow_path=args.follow)  # fmt: skip
+    window = MainWindow(
+        engine=Engine(args.device, args.threads, wait_for_window=True),
+        settings=settings,
+        open_path=args.open_path or args.checkpoint,
+        start_default=not (args.new or args.follow),
+        follow_path=args.follow,
+    )
     opener = FileOpenForwarder(window)
     app.installEventFilter(opener)
     window.show()

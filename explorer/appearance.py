@@ -17,12 +17,21 @@ def dark_palette() -> QPalette:
     p = QPalette()
     R = QPalette.ColorRole
     colours = {
-        R.Window: "#2b2d30", R.WindowText: "#e6e6e6", R.Base: "#1f2023",
-        R.AlternateBase: "#2b2d30", R.ToolTipBase: "#3c3f41", R.ToolTipText: "#e6e6e6",
-        R.Text: "#e6e6e6", R.Button: "#3a3d41", R.ButtonText: "#e6e6e6",
-        R.BrightText: "#ff6b6b", R.Link: "#6aa9ff", R.Highlight: "#3d6fb6",
-        R.HighlightedText: "#ffffff", R.PlaceholderText: "#8a8a8a",
-    }  # fmt: skip
+        R.Window: "#2b2d30",
+        R.WindowText: "#e6e6e6",
+        R.Base: "#1f2023",
+        R.AlternateBase: "#2b2d30",
+        R.ToolTipBase: "#3c3f41",
+        R.ToolTipText: "#e6e6e6",
+        R.Text: "#e6e6e6",
+        R.Button: "#3a3d41",
+        R.ButtonText: "#e6e6e6",
+        R.BrightText: "#ff6b6b",
+        R.Link: "#6aa9ff",
+        R.Highlight: "#3d6fb6",
+        R.HighlightedText: "#ffffff",
+        R.PlaceholderText: "#8a8a8a",
+    }
     for role, colour in colours.items():
         p.setColor(role, QColor(colour))
     for role in (R.Text, R.ButtonText, R.WindowText):

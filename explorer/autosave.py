@@ -43,8 +43,9 @@ class Autosave:
             person_acts()
             confirm_replace(lambda: self._load(newest), tr("Restoring the autosave replaces the current model."))
 
-        self.bar.show_message(text, "warning", [(tr("Restore"), restore),
-                                                (tr("Discard"), lambda: newest.unlink(missing_ok=True))])  # fmt: skip
+        self.bar.show_message(
+            text, "warning", [(tr("Restore"), restore), (tr("Discard"), lambda: newest.unlink(missing_ok=True))]
+        )
 
     def _load(self, path: Path) -> None:
         self.restoring = (self.client.send(Load(str(path), kind="autosave")), path)

@@ -55,12 +55,14 @@ def install_desktop_entry(home: Path | None = None, refresh: bool = True) -> lis
     written = []
     targets = {
         share / "applications" / f"{APP_ID}.desktop": desktop_entry(launch_command()).encode("utf-8"),
-        share / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg":
-            resource_path(f"icons/{APP_ID}.svg").read_bytes(),
-        share / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png":
-            resource_path(f"icons/{APP_ID}.png").read_bytes(),
+        share / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg": resource_path(
+            f"icons/{APP_ID}.svg"
+        ).read_bytes(),
+        share / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png": resource_path(
+            f"icons/{APP_ID}.png"
+        ).read_bytes(),
         share / "mime" / "packages" / f"{APP_ID}.xml": resource_path(f"{APP_ID}-mime.xml").read_bytes(),
-    }  # fmt: skip
+    }
     for path, data in targets.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")

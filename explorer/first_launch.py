@@ -82,8 +82,14 @@ class FirstLaunch:
         self.say_loading: Callable[[bool], None] = lambda on: None  # the status row's note of it
         self._training = False  # the engine trains (its last state)
 
-    def use_panels(self, training: TrainingPanel, model: ModelPanel, decoding: DecodingPanel,
-                   attention: AttentionPanel, train_from_scratch: Callable[[], None]) -> None:  # fmt: skip
+    def use_panels(
+        self,
+        training: TrainingPanel,
+        model: ModelPanel,
+        decoding: DecodingPanel,
+        attention: AttentionPanel,
+        train_from_scratch: Callable[[], None],
+    ) -> None:
         self.training, self.model, self.decoding, self.attention = training, model, decoding, attention
         self.train_from_scratch = train_from_scratch
 

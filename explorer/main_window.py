@@ -61,14 +61,21 @@ from model.io.follow import RunFolderError, check_run_folder
 from resources import default_model, resource_path
 
 Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel
-ATTENTION_OF_PART = {"encoder_self_attention": "encoder", "decoder_self_attention": "decoder_self",
-                     "cross_attention": "cross"}  # fmt: skip
+ATTENTION_OF_PART = {
+    "encoder_self_attention": "encoder",
+    "decoder_self_attention": "decoder_self",
+    "cross_attention": "cross",
+}
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
-FOLDER_TIP = N_("A model downloaded from the Hugging Face Hub (huggingface-cli download NAME --local-dir DIR): "
-                "a Marian translator (opus-mt-…), GPT-2 or BERT")  # fmt: skip
-FOLLOW_TIP = N_("Watch a run that another process writes into a folder (python -m model.train … --out DIR, or "
-                "torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe "
-                "snapshots. Nothing is written into the folder.")  # fmt: skip
+FOLDER_TIP = N_(
+    "A model downloaded from the Hugging Face Hub (huggingface-cli download NAME --local-dir DIR): "
+    "a Marian translator (opus-mt-…), GPT-2 or BERT"
+)
+FOLLOW_TIP = N_(
+    "Watch a run that another process writes into a folder (python -m model.train … --out DIR, or "
+    "torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe "
+    "snapshots. Nothing is written into the folder."
+)
 DEFAULT_SIZE = (1500, 920)  # the window on a screen that has room for it
 SIDE_BY_SIDE_WIDTH = 1200  # narrower screens show the decoding panel and the attention map as tabs
 
@@ -126,8 +133,9 @@ class MainWindow(QMainWindow):
         self.presenter.changed.connect(self._on_presenting)
         self._create_top_bar()
         self.first_launch = FirstLaunch(self.client, self.settings, self.message_bar, start_default)
-        self.first_launch.use_panels(self.training, self.model_panel, self.decoding, self.attention,
-                                     self.train_from_scratch)  # fmt: skip
+        self.first_launch.use_panels(
+            self.training, self.model_panel, self.decoding, self.attention, self.train_from_scratch
+        )
         self.autosave = Autosave(self.data_dir, self.client, self.message_bar)
         self.first_launch.busy = lambda: self.autosave.restoring is not None
         self._build_menus()
@@ -398,9 +406,11 @@ class MainWindow(QMainWindow):
                 delete.addAction(name, partial(self.presenter.delete_scene, name))
 
     def _save_scene(self) -> None:
-        name, ok = QInputDialog.getText(self, tr("Save the current scene"),
-                                        tr("Name of the scene (the view, sentence, decoding mode and "
-                                           "attention layer/head are kept):"))  # fmt: skip
+        name, ok = QInputDialog.getText(
+            self,
+            tr("Save the current scene"),
+            tr("Name of the scene (the view, sentence, decoding mode and attention layer/head are kept):"),
+        )
         if ok and name.strip():
             self.presenter.save_scene(name.strip())
             self.note(tr("Scene “{name}” saved").format(name=name.strip()), 4000)
@@ -516,12 +526,21 @@ class MainWindow(QMainWindow):
         self.theme_menu.setTitle(tr("Theme"))
         self.scenes_menu.setTitle(tr("Scenes"))
         self.presenter.bar.retranslate()
-        names = {"new": N_("New model…"), "open": N_("Open checkpoint…"), "save": N_("Save"),
-                 "open_folder": N_("Open model folder…"), "follow": N_("Follow a training run…"),
-                 "open_bundled": N_("Open the bundled model"),
-                 "save_as": N_("Save as…"), "quit": N_("Quit"), "reset_layout": N_("Reset layout"),
-                 "about": N_("About Transformer Explorer"), "theme_light": N_("Light"), "theme_dark": N_("Dark"),
-                 "presenter": N_("Presenter mode")}  # fmt: skip
+        names = {
+            "new": N_("New model…"),
+            "open": N_("Open checkpoint…"),
+            "save": N_("Save"),
+            "open_folder": N_("Open model folder…"),
+            "follow": N_("Follow a training run…"),
+            "open_bundled": N_("Open the bundled model"),
+            "save_as": N_("Save as…"),
+            "quit": N_("Quit"),
+            "reset_layout": N_("Reset layout"),
+            "about": N_("About Transformer Explorer"),
+            "theme_light": N_("Light"),
+            "theme_dark": N_("Dark"),
+            "presenter": N_("Presenter mode"),
+        }
         for key, text in names.items():
             self.menu_actions[key].setText(tr(text))
         self.menu_actions["open_folder"].setToolTip(tr(FOLDER_TIP))
@@ -642,8 +661,12 @@ class MainWindow(QMainWindow):
     def _when_discarded(self, then: Callable[[], object], question: str, always_ask: bool = False) -> None:
         """Run ``then`` once the current model may be replaced: ask first when work would be lost."""
         if self.status.dirty:
-            choice = dialogs.ask(self, tr("Unsaved work"), question + "\n\n" + tr("Save it first?"),
-                                 (dialogs.SAVE, dialogs.DISCARD, dialogs.CANCEL))  # fmt: skip
+            choice = dialogs.ask(
+                self,
+                tr("Unsaved work"),
+                question + "\n\n" + tr("Save it first?"),
+                (dialogs.SAVE, dialogs.DISCARD, dialogs.CANCEL),
+            )
             if choice == dialogs.SAVE:
                 self.save(then=then)
             elif choice == dialogs.DISCARD:
@@ -703,8 +726,11 @@ class MainWindow(QMainWindow):
             self.note_about(name, tr("Opening {name}…"))
 
         if confirm:
-            question = N_("Opening a model folder replaces the current model.") if folder else \
-                N_("Opening a checkpoint replaces the current model.")  # fmt: skip
+            question = (
+                N_("Opening a model folder replaces the current model.")
+                if folder
+                else N_("Opening a checkpoint replaces the current model.")
+            )
             self._when_discarded(load, tr(question))
         else:
             load()
@@ -713,8 +739,9 @@ class MainWindow(QMainWindow):
         """A model folder downloaded from the Hugging Face Hub (a Marian opus-mt translator, GPT-2, BERT), read
         into this program's engine: every panel works on it, and the Training panel fine-tunes it."""
         if path is None:
-            path = QFileDialog.getExistingDirectory(self, tr("Open a Hugging Face model folder"),
-                                                    self.recent.last_folder())  # fmt: skip
+            path = QFileDialog.getExistingDirectory(
+                self, tr("Open a Hugging Face model folder"), self.recent.last_folder()
+            )
             if not path:
                 return
         self.open_checkpoint(path)
@@ -811,6 +838,6 @@ class MainWindow(QMainWindow):
             tr(
                 "Transformer Explorer trains an encoder–decoder Transformer on this computer and shows what happens "
                 "inside it. Built on PyTorch, Qt (PySide6), pyqtgraph and Hugging Face tokenizers."
-            ),  # fmt: skip
+            ),
             "info",
         )

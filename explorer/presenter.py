@@ -157,9 +157,13 @@ class PresenterBar(QWidget):
         layout = self.row
         margins = layout.contentsMargins()
         others = [w for w in (self.play_state, self.scene_label, self.scenes, self.keys) if not w.isHidden()]
-        needed = (margins.left() + margins.right() + layout.spacing() * (len(self.buttons) + len(others))
-                  + sum(self.fontMetrics().horizontalAdvance(name) + PAD for name in names.values())
-                  + sum(w.minimumSizeHint().width() for w in others))  # fmt: skip
+        needed = (
+            margins.left()
+            + margins.right()
+            + layout.spacing() * (len(self.buttons) + len(others))
+            + sum(self.fontMetrics().horizontalAdvance(name) + PAD for name in names.values())
+            + sum(w.minimumSizeHint().width() for w in others)
+        )
         compact = needed > self.width()
         for number, view in enumerate(VIEWS, 1):
             button = self.buttons[view.key]
@@ -186,8 +190,12 @@ class PresenterBar(QWidget):
         self._fit()
         self.scene_label.setText(tr("Scene"))
         self.keys.setText(tr("Esc leaves"))
-        self.keys.setToolTip(tr("PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–6: views · "
-                                "P: auto-play · + −: its speed · Esc: leave presenter mode"))  # fmt: skip
+        self.keys.setToolTip(
+            tr(
+                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–6: views · "
+                "P: auto-play · + −: its speed · Esc: leave presenter mode"
+            )
+        )
         if self.scenes.count():
             self.scenes.setItemText(0, tr("(choose a scene)"))
 
@@ -341,12 +349,21 @@ class Presenter(QObject):
     def current_scene(self, name: str) -> Scene:
         d, a = self.window.decoding, self.window.attention
         return Scene(
-            name=name, view=self.view, sentence=d.input.text(), mode=str(d.mode.currentData()),
-            beam_size=d.beam_size.value(), length_penalty=d.alpha.value(),
-            temperature=d.temperature_spin.value(), top_k=d.top_k_spin.value(), top_p=d.top_p_spin.value(),
-            seed=d.seed_spin.value(), attention_kind=str(a.kind.currentData()), layer=a.layer.value(),
-            head=a.head.value(), average=a.average.isChecked(),
-        )  # fmt: skip
+            name=name,
+            view=self.view,
+            sentence=d.input.text(),
+            mode=str(d.mode.currentData()),
+            beam_size=d.beam_size.value(),
+            length_penalty=d.alpha.value(),
+            temperature=d.temperature_spin.value(),
+            top_k=d.top_k_spin.value(),
+            top_p=d.top_p_spin.value(),
+            seed=d.seed_spin.value(),
+            attention_kind=str(a.kind.currentData()),
+            layer=a.layer.value(),
+            head=a.head.value(),
+            average=a.average.isChecked(),
+        )
 
     def save_scene(self, name: str) -> None:
         self.scenes.put(self.current_scene(name))

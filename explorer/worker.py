@@ -172,8 +172,9 @@ class ModelOrigin:
             return None
         listed = origin.get("architectures")
         architectures = tuple(str(a) for a in listed) if isinstance(listed, (list, tuple)) else ()
-        return cls(str(origin["model_type"]), str(origin.get("name") or ""), str(origin.get("folder") or ""),
-                   architectures)  # fmt: skip
+        return cls(
+            str(origin["model_type"]), str(origin.get("name") or ""), str(origin.get("folder") or ""), architectures
+        )
 
 
 # What the engine says it is doing while it opens a model folder (Session.load's progress) or prepares a big data
@@ -784,9 +785,16 @@ class Engine(QThread):
         report = self._data_progress(c.request_id, spec.data)
         with without_collector_pauses():  # the corpus, tokenizers and weights live as long as the run
             session = Session.create(
-                spec.data, spec.preset, spec.train, spec.tokenizer, spec.shared_tokenizer, self._device.type,
-                data_cache=data_cache_dir(), progress=report, **spec.model_overrides,
-            )  # fmt: skip
+                spec.data,
+                spec.preset,
+                spec.train,
+                spec.tokenizer,
+                spec.shared_tokenizer,
+                self._device.type,
+                data_cache=data_cache_dir(),
+                progress=report,
+                **spec.model_overrides,
+            )
         self._install(session, path=None, origin=c.request_id)
         self._first_probe()  # a new model has its corpus in memory already: the timeline starts at step 0
 
@@ -795,8 +803,9 @@ class Engine(QThread):
         name = Path(data.path).name if data.path else data.name
 
         def report(stage: str, fraction: float | None, detail: str) -> None:
-            self.load_progressed.emit(LoadProgress(request_id, name, stage, -1.0 if fraction is None else fraction,
-                                                   detail))  # fmt: skip
+            self.load_progressed.emit(
+                LoadProgress(request_id, name, stage, -1.0 if fraction is None else fraction, detail)
+            )
 
         return report
 
@@ -851,8 +860,7 @@ class Engine(QThread):
         """Choose the probe sentence (and target) and how often it is re-run while training."""
         source = c.source.strip()
         before = (self._probe["source"], self._probe["target"])
-        self._probe.update(source=source or None, target=c.target.strip() or None, every=c.every,
-                           chosen=bool(source))  # fmt: skip
+        self._probe.update(source=source or None, target=c.target.strip() or None, every=c.every, chosen=bool(source))
         if not source and self.session is not None:
             self._default_probe(self.session)
         if (self._probe["source"], self._probe["target"]) != before:  # a new sentence starts a new timeline
@@ -871,8 +879,17 @@ class Engine(QThread):
 
     def _positional(self, c: Positional) -> None:
         t = self._need_session().positional_tables()
-        tables = PositionalTables(t["kind"], t["d_model"], t["max_len"], t["head_dim"], t["step"], t.get("source"),
-                                  t.get("target"), t.get("t5_encoder"), t.get("t5_decoder"))  # fmt: skip
+        tables = PositionalTables(
+            t["kind"],
+            t["d_model"],
+            t["max_len"],
+            t["head_dim"],
+            t["step"],
+            t.get("source"),
+            t.get("target"),
+            t.get("t5_encoder"),
+            t.get("t5_decoder"),
+        )
         self.positional_ready.emit(PositionalReady(c.request_id, tables))
 
     def _describe_data(self) -> None:
@@ -882,13 +899,19 @@ class Engine(QThread):
         try:
             corpus = s.corpus
             info = CorpusSummary(
-                s.data_spec.name, TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"), corpus.n_train,
-                len(corpus.valid), len(corpus.test), corpus.src_lang, corpus.tgt_lang,
+                s.data_spec.name,
+                TASK_DESCRIPTIONS.get(s.data_spec.task or "", "your file"),
+                corpus.n_train,
+                len(corpus.valid),
+                len(corpus.test),
+                corpus.src_lang,
+                corpus.tgt_lang,
                 corpus.report.summary() if corpus.report else "",
                 s.chunk_encoder().truncated if corpus.stream else s.encoded("train").truncated,
-            )  # fmt: skip
-            samples = tuple((_pieces(s.src_tok.encode(src)), _pieces(s.tgt_tok.encode(tgt)))
-                            for src, tgt in corpus.train[:40])  # fmt: skip
+            )
+            samples = tuple(
+                (_pieces(s.src_tok.encode(src)), _pieces(s.tgt_tok.encode(tgt))) for src, tgt in corpus.train[:40]
+            )
         except Exception as exc:  # noqa: BLE001 — a moved data file must not stop the model from opening
             info, samples = CorpusSummary(s.data_spec.name, error=str(exc)), ()
         self.data_described.emit(RunData(self._run_id, info, samples))
@@ -962,8 +985,11 @@ class Engine(QThread):
     def _change_training(self, c: ChangeTraining) -> None:
         """Change training settings of the current model (learning rate, batch size…)."""
         s = self._need_session()
-        changes = {f.name: getattr(c.train, f.name) for f in fields(c.train)
-                   if getattr(c.train, f.name) != getattr(s.train_cfg, f.name)}  # fmt: skip
+        changes = {
+            f.name: getattr(c.train, f.name)
+            for f in fields(c.train)
+            if getattr(c.train, f.name) != getattr(s.train_cfg, f.name)
+        }
         if changes:
             s.with_train_config(**changes)
         self.run_described.emit(self._run_info(s))  # same run id: the schedule and label update
@@ -1084,10 +1110,18 @@ class Engine(QThread):
             self._emit_followed_probes(f)
         if force or now - f.said > 1.0:
             f.said = now
-            self.follow_changed.emit(FollowStatus(
-                str(f.watcher.folder), f.last_step, now - f.watcher.last_change, self.session is None,
-                f.watcher.tail.bad, f.watcher.skipped_probes, f.watcher.problem, f.ended,
-            ))  # fmt: skip
+            self.follow_changed.emit(
+                FollowStatus(
+                    str(f.watcher.folder),
+                    f.last_step,
+                    now - f.watcher.last_change,
+                    self.session is None,
+                    f.watcher.tail.bad,
+                    f.watcher.skipped_probes,
+                    f.watcher.problem,
+                    f.ended,
+                )
+            )
 
     def _read_followed_checkpoint(self, f: RunFollowing) -> bool:
         """The run's checkpoint is new or was replaced: its model becomes the one every panel shows. → whether it

@@ -85,9 +85,19 @@ EXP_LIMIT = 700.0
 
 
 def explain(
-    q, k, v, mask, title: str, query_tokens: list[str], key_tokens: list[str], kind: str = "example",
-    layer: int = -1, head: int = -1, bias=None, positional: str = "",
-) -> AttentionExplanation:  # fmt: skip
+    q,
+    k,
+    v,
+    mask,
+    title: str,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    kind: str = "example",
+    layer: int = -1,
+    head: int = -1,
+    bias=None,
+    positional: str = "",
+) -> AttentionExplanation:
     """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code; ``bias``
     (T5's relative bias, ``[Lq, Lk]``) is part of the scaled scores, as in the model; ``positional``: what the
     model's positions did inside this attention (:attr:`AttentionExplanation.positional`)."""
@@ -100,10 +110,24 @@ def explain(
     shift = torch.where(top > EXP_LIMIT, top, torch.zeros_like(top))
     exp = (steps.masked - shift).exp()  # exp(−inf) = 0 where masked
     return AttentionExplanation(
-        title, query_tokens, key_tokens, n(steps.query), n(steps.keys), n(steps.values), n(steps.scores),
-        n(steps.scaled), n(steps.mask), n(steps.weights), n(steps.output), n(exp), n(shift[..., 0]), kind, layer,
-        head, positional,
-    )  # fmt: skip
+        title,
+        query_tokens,
+        key_tokens,
+        n(steps.query),
+        n(steps.keys),
+        n(steps.values),
+        n(steps.scores),
+        n(steps.scaled),
+        n(steps.mask),
+        n(steps.weights),
+        n(steps.output),
+        n(exp),
+        n(shift[..., 0]),
+        kind,
+        layer,
+        head,
+        positional,
+    )
 
 
 def notes_example() -> AttentionExplanation:
@@ -253,16 +277,25 @@ class Session:
         arch = model_overrides.get("arch", "encoder_decoder")
         check_family(arch, data, train)
         corpus = load_corpus(data, data_cache, progress)
-        session = cls._with_tokenizers(data, preset, train, tokenizer, shared_tokenizer, device, corpus,
-                                       progress, model_overrides)  # fmt: skip
+        session = cls._with_tokenizers(
+            data, preset, train, tokenizer, shared_tokenizer, device, corpus, progress, model_overrides
+        )
         session.data_cache, session.data_progress = data_cache, progress
         return session
 
     @classmethod
     def _with_tokenizers(
-        cls, data: DataSpec, preset: str, train: TrainConfig, tokenizer: TokenizerSpec, shared_tokenizer: bool,
-        device: str, corpus: Corpus, progress: StreamProgress | None, model_overrides: dict[str, Any],
-    ) -> Session:  # fmt: skip
+        cls,
+        data: DataSpec,
+        preset: str,
+        train: TrainConfig,
+        tokenizer: TokenizerSpec,
+        shared_tokenizer: bool,
+        device: str,
+        corpus: Corpus,
+        progress: StreamProgress | None,
+        model_overrides: dict[str, Any],
+    ) -> Session:
         arch = model_overrides.get("arch", "encoder_decoder")
         if progress is not None and corpus.stream is not None:
             progress("training the tokenizers", None, f"on a sample of {len(corpus.train):,} pairs")
@@ -274,9 +307,16 @@ class Session:
                 preset, src_vocab_size=0, tgt_vocab_size=0, vocab_size=src_tok.vocab_size, **model_overrides
             )
             return cls(
-                model_cfg=cfg, train_cfg=train, data_spec=data, tokenizer_spec=tokenizer, src_tok=src_tok,
-                tgt_tok=tgt_tok, device=resolve_device(device), preset=preset, corpus=corpus,
-            )  # fmt: skip
+                model_cfg=cfg,
+                train_cfg=train,
+                data_spec=data,
+                tokenizer_spec=tokenizer,
+                src_tok=src_tok,
+                tgt_tok=tgt_tok,
+                device=resolve_device(device),
+                preset=preset,
+                corpus=corpus,
+            )
         src_texts = [s for s, _ in corpus.train]
         tgt_texts = [t for _, t in corpus.train]
         if shared_tokenizer:
@@ -288,9 +328,16 @@ class Session:
             preset, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, **model_overrides
         )
         return cls(
-            model_cfg=cfg, train_cfg=train, data_spec=data, tokenizer_spec=tokenizer, src_tok=src_tok,
-            tgt_tok=tgt_tok, device=resolve_device(device), preset=preset, corpus=corpus,
-        )  # fmt: skip
+            model_cfg=cfg,
+            train_cfg=train,
+            data_spec=data,
+            tokenizer_spec=tokenizer,
+            src_tok=src_tok,
+            tgt_tok=tgt_tok,
+            device=resolve_device(device),
+            preset=preset,
+            corpus=corpus,
+        )
 
     @property
     def shared_tokenizer(self) -> bool:
@@ -313,8 +360,9 @@ class Session:
             parse = line_parser(scan.fmt, self.data_spec.src_key, self.data_spec.tgt_key, self.data_spec.swap)
             cfg = self.model_cfg
             reserve = (1 if cfg.arch == "decoder_only" else 2) if cfg.single_stream else None  # as encoded()
-            self._chunks = ChunkEncoder(scan, parse, self.src_tok, self.tgt_tok, cfg.max_len, self.specials,
-                                        self.data_cache, reserve)  # fmt: skip
+            self._chunks = ChunkEncoder(
+                scan, parse, self.src_tok, self.tgt_tok, cfg.max_len, self.specials, self.data_cache, reserve
+            )
         return self._chunks
 
     def encoded(self, split: str) -> EncodedPairs | EncodedTexts:
@@ -353,16 +401,20 @@ class Session:
             return {}
         tok = self.tgt_tok
         return dict(
-            vocab_size=tok.vocab_size, mask_id=tok.mask_id, first_regular_id=tok.first_regular_id,
-            nsp=self.train_cfg.nsp, max_len=self.model_cfg.max_len,
-        )  # fmt: skip
+            vocab_size=tok.vocab_size,
+            mask_id=tok.mask_id,
+            first_regular_id=tok.first_regular_id,
+            nsp=self.train_cfg.nsp,
+            max_len=self.model_cfg.max_len,
+        )
 
     def _make_stream(self, epoch: int = 0, position: int = 0, chunk: int = 0) -> AnyStream:
         cfg = self.train_cfg
         if self.corpus.stream is not None:
             texts = {"kind": self.text_kind, **self.text_options()} if self.model_cfg.single_stream else None
-            return StreamedBatches(self.chunk_encoder(), cfg.batch_size, cfg.seed, epoch, chunk, position,
-                                   self.rank, self.world, texts)  # fmt: skip
+            return StreamedBatches(
+                self.chunk_encoder(), cfg.batch_size, cfg.seed, epoch, chunk, position, self.rank, self.world, texts
+            )
         data = self.encoded("train")
         stream: BatchStream | TextStream
         if isinstance(data, EncodedTexts):
@@ -469,9 +521,14 @@ class Session:
         else:
             refs = [t for _, t in self.corpus.split(split)]
             result = evaluate(
-                self.model, data, refs, self.tgt_tok, self.corpus.tgt_lang, self.train_cfg.label_smoothing,
+                self.model,
+                data,
+                refs,
+                self.tgt_tok,
+                self.corpus.tgt_lang,
+                self.train_cfg.label_smoothing,
                 max_sentences,
-            )  # fmt: skip
+            )
         now = time.perf_counter() - self._clock if self._clock is not None else self.elapsed
         record = {"step": self.step, "time": now, "split": split, **result}
         self.history.evals.append(record)
@@ -608,10 +665,14 @@ class Session:
     def _routing(self, maps: AttentionMaps, enc_tokens: list[str], dec_tokens: list[str]) -> tuple[RouterView, ...]:
         """The routing of one input (batch row 0) per MoE layer, as numpy."""
         n = lambda t: t[0].float().cpu().numpy()  # noqa: E731
-        views = [RouterView("encoder", i, enc_tokens, n(r.probs), n(r.chosen), n(r.weights))
-                 for i, r in enumerate(maps.encoder_routing)]  # fmt: skip
-        views += [RouterView("decoder", i, dec_tokens, n(r.probs), n(r.chosen), n(r.weights))
-                  for i, r in enumerate(maps.decoder_routing)]  # fmt: skip
+        views = [
+            RouterView("encoder", i, enc_tokens, n(r.probs), n(r.chosen), n(r.weights))
+            for i, r in enumerate(maps.encoder_routing)
+        ]
+        views += [
+            RouterView("decoder", i, dec_tokens, n(r.probs), n(r.chosen), n(r.weights))
+            for i, r in enumerate(maps.decoder_routing)
+        ]
         return tuple(views)
 
     def _inspect_generation(self, prompt: str, tgt_text: str | None, tgt_ids: list[int] | None) -> Inspection:
@@ -639,14 +700,21 @@ class Session:
         tokens = [show(i) for i in seq]
         L, H, T = cfg.n_layers, cfg.n_heads, len(seq)
         return Inspection(
-            src_tokens=[], tgt_tokens=tokens, out_tokens=[show(i) for i in out],
+            src_tokens=[],
+            tgt_tokens=tokens,
+            out_tokens=[show(i) for i in out],
             encoder=np.zeros((0, H, 0, 0), np.float32),
             decoder_self=torch.stack([w[0] for w in maps.decoder_self]).float().cpu().numpy(),
-            cross=np.zeros((L, H, T, 0), np.float32), target_probs=probs.cpu().numpy(), teacher_forced=given,
-            step=self.step, source=prompt, target_ids=tuple(y),
+            cross=np.zeros((L, H, T, 0), np.float32),
+            target_probs=probs.cpu().numpy(),
+            teacher_forced=given,
+            step=self.step,
+            source=prompt,
+            target_ids=tuple(y),
             masks={"decoder_self": decoder_self_mask(x, cfg.pad_id)[0, 0].cpu().numpy().copy()},
-            routing=self._routing(maps, [], tokens), arch="decoder_only",
-        )  # fmt: skip
+            routing=self._routing(maps, [], tokens),
+            arch="decoder_only",
+        )
 
     def _masked_input(self, text: str, mask_positions: tuple[int, ...]) -> tuple[list[int], list[str | None]]:
         """An encoder-only model's input for ``text``: BOS, the pieces (those at ``mask_positions`` — indexes
@@ -675,13 +743,20 @@ class Session:
         tokens = [self.src_tok.display_token(i) for i in ids]
         H, S = cfg.n_heads, len(ids)
         return Inspection(
-            src_tokens=tokens, tgt_tokens=[], out_tokens=[],
+            src_tokens=tokens,
+            tgt_tokens=[],
+            out_tokens=[],
             encoder=torch.stack([w[0] for w in maps.encoder]).float().cpu().numpy(),
-            decoder_self=np.zeros((0, H, 0, 0), np.float32), cross=np.zeros((0, H, 0, S), np.float32),
-            target_probs=np.zeros(0, np.float32), teacher_forced=True, step=self.step, source=text,
+            decoder_self=np.zeros((0, H, 0, 0), np.float32),
+            cross=np.zeros((0, H, 0, S), np.float32),
+            target_probs=np.zeros(0, np.float32),
+            teacher_forced=True,
+            step=self.step,
+            source=text,
             masks={"encoder": padding_mask(x, cfg.pad_id)[0, 0].expand(S, S).cpu().numpy().copy()},
-            routing=self._routing(maps, tokens, []), arch="encoder_only",
-        )  # fmt: skip
+            routing=self._routing(maps, tokens, []),
+            arch="encoder_only",
+        )
 
     @torch.inference_mode()
     def fill_mask(self, text: str, mask_positions: tuple[int, ...] = (), top_k: int = 5) -> FillMaskView:
@@ -796,8 +871,13 @@ class Session:
     def positional_tables(self) -> dict[str, Any]:
         """What the positional-encoding lab shows of this model: its kind, sizes, and a learned table."""
         cfg = self.model_cfg
-        info: dict[str, Any] = {"kind": cfg.positional, "d_model": cfg.d_model, "max_len": cfg.max_len,
-                                "head_dim": cfg.head_dim, "step": self.step}  # fmt: skip
+        info: dict[str, Any] = {
+            "kind": cfg.positional,
+            "d_model": cfg.d_model,
+            "max_len": cfg.max_len,
+            "head_dim": cfg.head_dim,
+            "step": self.step,
+        }
         src_pos, tgt_pos = self.model.src_pos, self.model.tgt_pos
         if isinstance(src_pos, LearnedPositionalEncoding) and isinstance(tgt_pos, LearnedPositionalEncoding):
             info["source"] = src_pos.table().detach().float().cpu().numpy().copy()
@@ -870,10 +950,15 @@ class Session:
         rng_before = torch.get_rng_state()  # building a session seeds the global generator
         try:
             session = cls(
-                model_cfg=model_cfg, train_cfg=train_cfg, data_spec=saved["data_spec"],
-                tokenizer_spec=saved["tokenizer_spec"], src_tok=saved["src_tok"], tgt_tok=saved["tgt_tok"],
-                device=target, preset=saved["preset"],
-            )  # fmt: skip
+                model_cfg=model_cfg,
+                train_cfg=train_cfg,
+                data_spec=saved["data_spec"],
+                tokenizer_spec=saved["tokenizer_spec"],
+                src_tok=saved["src_tok"],
+                tgt_tok=saved["tgt_tok"],
+                device=target,
+                preset=saved["preset"],
+            )
         except (RuntimeError, MemoryError) as exc:
             torch.set_rng_state(rng_before)
             raise CheckpointError(f"{path}: its model cannot be built on this machine ({exc})") from None
@@ -965,8 +1050,13 @@ def _read_saved_state(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_tokenizers(path: str | Path, meta: dict[str, Any], data: dict[str, Any], cfg: ModelConfig,
-                     damaged: Callable[[str], CheckpointError]) -> dict[str, Any]:  # fmt: skip
+def _read_tokenizers(
+    path: str | Path,
+    meta: dict[str, Any],
+    data: dict[str, Any],
+    cfg: ModelConfig,
+    damaged: Callable[[str], CheckpointError],
+) -> dict[str, Any]:
     shared = meta.get("shared_tokenizer", False)
     if not isinstance(shared, bool):
         raise damaged(f"its shared_tokenizer setting ({shared!r}) is not true or false")
@@ -1029,8 +1119,11 @@ def _whole(value: Any) -> bool:
 
 
 # what each family's evaluations score (besides the loss); with experts also aux_loss and expert_load
-EVAL_SCORES = {"encoder_decoder": ("exact_match", "bleu"), "decoder_only": ("perplexity",),
-               "encoder_only": ("mlm_accuracy",)}  # fmt: skip
+EVAL_SCORES = {
+    "encoder_decoder": ("exact_match", "bleu"),
+    "decoder_only": ("perplexity",),
+    "encoder_only": ("mlm_accuracy",),
+}
 
 
 def _is_eval(record: Any) -> bool:

@@ -60,8 +60,13 @@ def make_window(qtbot, tmp_path):
 
     def make(open_path=None, start_default=False, settings_name="settings.ini"):
         settings = QSettings(str(tmp_path / settings_name), QSettings.IniFormat)
-        window = MainWindow(engine=Engine("cpu", threads=1), settings=settings, data_dir=tmp_path / "data",
-                            open_path=open_path, start_default=start_default)  # fmt: skip
+        window = MainWindow(
+            engine=Engine("cpu", threads=1),
+            settings=settings,
+            data_dir=tmp_path / "data",
+            open_path=open_path,
+            start_default=start_default,
+        )
         qtbot.addWidget(window)
         windows.append(window)
         return window

@@ -40,8 +40,16 @@ def main() -> None:
         distributed.start("cpu")
     torch.set_num_threads(1)
     data = DataSpec(task="reverse", n_train=400, length=14, min_length=2, alphabet=12)  # lengths vary: padding
-    train = TrainConfig(batch_size=2 * per_rank, eval_every=0, seed=5, schedule="constant", lr=1e-3,
-                        warmup_steps=0, label_smoothing=0.1, eps=1e-4)  # fmt: skip
+    train = TrainConfig(
+        batch_size=2 * per_rank,
+        eval_every=0,
+        seed=5,
+        schedule="constant",
+        lr=1e-3,
+        warmup_steps=0,
+        label_smoothing=0.1,
+        eps=1e-4,
+    )
     session = Session.create(data, "tiny", train, device="cpu", dropout=0.0)
     session.rank, session.world = rank, world
     encoded = session.encoded("train")

@@ -46,8 +46,9 @@ def _byte_level_bpe(lines: list[str], vocab_size: int):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size - 1, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - 1, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
     tok.train_from_iterator(lines, trainer)
     tok.add_special_tokens(["<|endoftext|>"])
     return tok
@@ -63,11 +64,13 @@ def gpt2_folder(root: Path, name: str = "tiny-gpt2", vocab_size: int = 320, seed
     end = v - 1
     assert tok.token_to_id("<|endoftext|>") == end
     torch.manual_seed(seed)
-    config = transformers.GPT2Config(vocab_size=v, n_embd=24, n_layer=2, n_head=3, n_positions=64,
-                                     bos_token_id=end, eos_token_id=end)  # fmt: skip
+    config = transformers.GPT2Config(
+        vocab_size=v, n_embd=24, n_layer=2, n_head=3, n_positions=64, bos_token_id=end, eos_token_id=end
+    )
     transformers.GPT2LMHeadModel(config).save_pretrained(folder)
-    fast = transformers.GPT2TokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>",
-                                          eos_token="<|endoftext|>", unk_token="<|endoftext|>")  # fmt: skip
+    fast = transformers.GPT2TokenizerFast(
+        tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>"
+    )
     fast.save_pretrained(folder)
     return folder
 
@@ -78,9 +81,14 @@ def _sentencepiece_model(lines: list[str], vocab_size: int) -> bytes:
 
     out = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=out, vocab_size=vocab_size, character_coverage=1.0,
-        model_type="unigram", hard_vocab_limit=False, minloglevel=2,
-    )  # fmt: skip
+        sentence_iterator=iter(lines),
+        model_writer=out,
+        vocab_size=vocab_size,
+        character_coverage=1.0,
+        model_type="unigram",
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
     return out.getvalue()
 
 
@@ -97,8 +105,9 @@ def _marian_vocab(spm: bytes) -> dict[str, int]:
     return vocab
 
 
-def marian_folder(root: Path, name: str = "opus-mt-en-zh", vocab_size: int = 400, seed: int = 0,
-                  spread: float = 0.0) -> Path:  # fmt: skip
+def marian_folder(
+    root: Path, name: str = "opus-mt-en-zh", vocab_size: int = 400, seed: int = 0, spread: float = 0.0
+) -> Path:
     """An opus-mt-style Marian folder (2 + 2 layers, d_model 24, 3 heads, d_ff 40, swish, scaled embeddings) with
     one SentencePiece model for both languages, as source.spm and target.spm, and its vocab.json.
 
@@ -115,19 +124,34 @@ def marian_folder(root: Path, name: str = "opus-mt-en-zh", vocab_size: int = 400
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     with warnings.catch_warnings():  # "Recommended: pip install sacremoses" (punctuation our tokenizer leaves as is)
         warnings.simplefilter("ignore", UserWarning)
-        tokenizer = transformers.MarianTokenizer(vocab=str(folder / "vocab.json"),
-                                                 source_spm=str(folder / "source.spm"),
-                                                 target_spm=str(folder / "target.spm"), source_lang="en",
-                                                 target_lang="zh")  # fmt: skip
+        tokenizer = transformers.MarianTokenizer(
+            vocab=str(folder / "vocab.json"),
+            source_spm=str(folder / "source.spm"),
+            target_spm=str(folder / "target.spm"),
+            source_lang="en",
+            target_lang="zh",
+        )
     tokenizer.save_pretrained(folder)  # tokenizer_config.json (and the files above, as MarianTokenizer writes them)
     v, pad = len(vocab), vocab["<pad>"]
     torch.manual_seed(seed)
     config = transformers.MarianConfig(
-        vocab_size=v, d_model=24, encoder_layers=2, decoder_layers=2, encoder_attention_heads=3,
-        decoder_attention_heads=3, encoder_ffn_dim=40, decoder_ffn_dim=40, activation_function="swish",
-        scale_embedding=True, pad_token_id=pad, eos_token_id=0, decoder_start_token_id=pad,
-        forced_eos_token_id=0, max_position_embeddings=64, architectures=["MarianMTModel"],
-    )  # fmt: skip
+        vocab_size=v,
+        d_model=24,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=3,
+        decoder_attention_heads=3,
+        encoder_ffn_dim=40,
+        decoder_ffn_dim=40,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=pad,
+        eos_token_id=0,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=0,
+        max_position_embeddings=64,
+        architectures=["MarianMTModel"],
+    )
     model = transformers.MarianMTModel(config)
     if spread:
         with torch.no_grad():
@@ -156,8 +180,14 @@ def bert_folder(root: Path, name: str = "tiny-bert", seed: int = 0) -> Path:
     (folder / "vocab.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
     transformers.BertTokenizerFast.from_pretrained(str(folder)).save_pretrained(folder)  # tokenizer.json
     torch.manual_seed(seed)
-    config = transformers.BertConfig(vocab_size=len(rows), hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
-                                     intermediate_size=40, max_position_embeddings=64)  # fmt: skip
+    config = transformers.BertConfig(
+        vocab_size=len(rows),
+        hidden_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        intermediate_size=40,
+        max_position_embeddings=64,
+    )
     transformers.BertForMaskedLM(config).save_pretrained(folder)
     return folder
 

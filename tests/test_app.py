@@ -16,8 +16,17 @@ from PySide6.QtWidgets import QComboBox, QPushButton, QWidget  # noqa: E402
 from explorer import dialogs  # noqa: E402
 from explorer.commands import Decode, FailOnPurpose, Inspect  # noqa: E402
 
-OBJECT_NAMES = ["main_window", "task_combo", "preset_combo", "train_start_button", "train_pause_button",
-                "train_stop_button", "train_reset_button", "loss_plot", "lr_plot"]  # fmt: skip
+OBJECT_NAMES = [
+    "main_window",
+    "task_combo",
+    "preset_combo",
+    "train_start_button",
+    "train_pause_button",
+    "train_stop_button",
+    "train_reset_button",
+    "loss_plot",
+    "lr_plot",
+]
 
 
 def small_copy_task(window):
@@ -52,18 +61,38 @@ def test_window_has_its_panels_and_names(make_window, qtbot):
     for name in OBJECT_NAMES:
         assert window.objectName() == name or window.findChild(QWidget, name) is not None, name
     assert {d.objectName() for d in window.docks.values()} == {
-        "training_dock", "decoding_dock", "attention_dock", "positional_dock", "model_dock", "data_dock",
-        "map_dock"}  # fmt: skip
+        "training_dock",
+        "decoding_dock",
+        "attention_dock",
+        "positional_dock",
+        "model_dock",
+        "data_dock",
+        "map_dock",
+    }
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=10000)
     assert window.device_label.text() == "CPU"
     assert "Parameters" in window.model_panel.summary.text()
     assert window.model_panel.table.rowCount() >= 5
     qtbot.waitUntil(lambda: bool(window.data_panel.strips), timeout=10000)  # described after the first screen
     assert window.data_panel.strips[0][0].tokens  # tokenised samples
-    for name in ("decode_input", "decode_mode_combo", "beam_size_spin", "decode_step_button", "decode_back_button",
-                 "decode_run_button", "decode_reset_button", "decode_output", "candidates_plot", "beam_tree_view",
-                 "attention_kind_combo", "attention_layer_spin", "attention_head_spin", "attention_heatmap",
-                 "attention_timeline_slider", "pe_plot"):  # fmt: skip
+    for name in (
+        "decode_input",
+        "decode_mode_combo",
+        "beam_size_spin",
+        "decode_step_button",
+        "decode_back_button",
+        "decode_run_button",
+        "decode_reset_button",
+        "decode_output",
+        "candidates_plot",
+        "beam_tree_view",
+        "attention_kind_combo",
+        "attention_layer_spin",
+        "attention_head_spin",
+        "attention_heatmap",
+        "attention_timeline_slider",
+        "pe_plot",
+    ):
         assert window.findChild(QWidget, name) is not None, name
 
 

@@ -194,9 +194,16 @@ def test_fit_of_a_long_tree_stays_legible_and_shows_the_best_path(qtbot, bundled
 
 
 def ctrl_wheel(tree: BeamTreeView, pos: QPoint, clicks: int) -> None:
-    event = QWheelEvent(QPointF(pos), QPointF(tree.viewport().mapToGlobal(pos)), QPoint(0, 0), QPoint(0, 120 * clicks),
-                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.ControlModifier, Qt.ScrollPhase.NoScrollPhase,
-                        False)  # fmt: skip
+    event = QWheelEvent(
+        QPointF(pos),
+        QPointF(tree.viewport().mapToGlobal(pos)),
+        QPoint(0, 0),
+        QPoint(0, 120 * clicks),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.ControlModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
     QApplication.sendEvent(tree.viewport(), event)
 
 

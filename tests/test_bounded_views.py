@@ -85,8 +85,10 @@ def _snapshots(session, n: int):
 
     inspection = session.inspect("a b c", "a b c")
     entropy = {k: attention_entropy(getattr(inspection, k)) for k in ("encoder", "decoder_self", "cross")}
-    return [ProbeSnapshot(1, 50 * (i + 1), "a b c", "a b c", dataclasses.replace(inspection, step=50 * (i + 1)),
-                          entropy) for i in range(n)]  # fmt: skip
+    return [
+        ProbeSnapshot(1, 50 * (i + 1), "a b c", "a b c", dataclasses.replace(inspection, step=50 * (i + 1)), entropy)
+        for i in range(n)
+    ]
 
 
 def test_probe_snapshots_arriving_fast_are_drawn_a_few_times_a_second(qtbot, copy_session_factory, monkeypatch):

@@ -165,9 +165,16 @@ def test_weight_shapes_are_those_of_the_real_model(options):
 
     options = {k: bool(v) if k in ("shared_vocab", "tie_embeddings") else v for k, v in options.items()}
     cfg = ModelConfig(
-        src_vocab_size=11, tgt_vocab_size=11 if options["shared_vocab"] else 13, d_model=12, n_heads=2, d_ff=20,
-        n_encoder_layers=2, n_decoder_layers=3, max_len=9, **options,
-    )  # fmt: skip
+        src_vocab_size=11,
+        tgt_vocab_size=11 if options["shared_vocab"] else 13,
+        d_model=12,
+        n_heads=2,
+        d_ff=20,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        max_len=9,
+        **options,
+    )
     real = {name: tuple(t.shape) for name, t in Transformer(cfg).state_dict().items()}
     assert weight_shapes(cfg) == real
 
@@ -239,12 +246,21 @@ def test_weight_shapes_of_every_family_are_those_of_the_real_model(options):
     from model.core.config import ModelConfig
     from model.core.transformer import Transformer
 
-    sizes = dict(src_vocab_size=11, tgt_vocab_size=13) if options["arch"] == "encoder_decoder" else dict(
-        src_vocab_size=0, tgt_vocab_size=0, vocab_size=11
-    )  # fmt: skip
+    sizes = (
+        dict(src_vocab_size=11, tgt_vocab_size=13)
+        if options["arch"] == "encoder_decoder"
+        else dict(src_vocab_size=0, tgt_vocab_size=0, vocab_size=11)
+    )
     cfg = ModelConfig(
-        **sizes, d_model=12, n_heads=2, d_ff=20, n_encoder_layers=2, n_decoder_layers=3, max_len=9,
-        experts_top_k=1, **options,
-    )  # fmt: skip
+        **sizes,
+        d_model=12,
+        n_heads=2,
+        d_ff=20,
+        n_encoder_layers=2,
+        n_decoder_layers=3,
+        max_len=9,
+        experts_top_k=1,
+        **options,
+    )
     real = {name: tuple(t.shape) for name, t in Transformer(cfg).state_dict().items()}
     assert weight_shapes(cfg) == real

@@ -190,8 +190,10 @@ def test_training_from_scratch_can_be_undone(make_window, qtbot, monkeypatch):
     qtbot.waitUntil(lambda: window.status.state != "training", timeout=10000)
     back[0].click()
     assert asked == ["Unsaved work"]  # the new model has trained: bringing the bundled one back asks first
-    qtbot.waitUntil(lambda: window.training.current is not None and window.training.current.data.task
-                    == "grammar-en-zh", timeout=20000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.training.current is not None and window.training.current.data.task == "grammar-en-zh",
+        timeout=20000,
+    )
     qtbot.waitUntil(lambda: "bundled model" in window.windowTitle(), timeout=5000)
     # and its sample sentence is ready to step again
     qtbot.waitUntil(lambda: window.decoding.view is not None and window.decoding.view.position == 1, timeout=10000)

@@ -10,8 +10,22 @@ import pytest
 from model.cli import train, translate
 from model.session import Session
 
-COPY = ["--task", "copy", "--length", "5", "--min-length", "2", "--n-train", "2000", "--preset", "tiny",
-        "--device", "cpu", "--threads", "1"]  # fmt: skip
+COPY = [
+    "--task",
+    "copy",
+    "--length",
+    "5",
+    "--min-length",
+    "2",
+    "--n-train",
+    "2000",
+    "--preset",
+    "tiny",
+    "--device",
+    "cpu",
+    "--threads",
+    "1",
+]
 
 
 def test_train_writes_metrics_and_checkpoint(tmp_path, capsys):
@@ -32,8 +46,23 @@ def test_train_writes_metrics_and_checkpoint(tmp_path, capsys):
     assert "valid: loss" in capsys.readouterr().err
 
     # resume to 45 steps: the log grows, the run continues
-    assert train.main(["--resume", str(out / "model.ckpt"), "--steps", "45", "--out", str(out), "--eval-every", "0",
-                       "--threads", "1"]) == 0  # fmt: skip
+    assert (
+        train.main(
+            [
+                "--resume",
+                str(out / "model.ckpt"),
+                "--steps",
+                "45",
+                "--out",
+                str(out),
+                "--eval-every",
+                "0",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in lines if "split" not in x][-15:] == list(range(31, 46))
     assert Session.load(out / "model.ckpt", device="cpu").step == 45
@@ -70,8 +99,9 @@ def test_ctrl_c_saves_and_exits_cleanly(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "model.cli.train", *COPY, "--steps", "100000", "--eval-every", "0", "--out", str(out)],
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     metrics = out / "metrics.jsonl"
     deadline = time.time() + 60
     while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 20):
@@ -89,8 +119,27 @@ def test_resume_applies_training_flags_and_refuses_architecture_flags(tmp_path, 
     out = tmp_path / "run"
     train.main([*COPY, "--steps", "3", "--eval-every", "0", "--out", str(out)])
     ckpt = str(out / "model.ckpt")
-    assert train.main(["--resume", ckpt, "--steps", "5", "--out", str(out), "--eval-every", "0", "--schedule",
-                       "constant", "--lr", "0.0001", "--warmup", "0"]) == 0  # fmt: skip
+    assert (
+        train.main(
+            [
+                "--resume",
+                ckpt,
+                "--steps",
+                "5",
+                "--out",
+                str(out),
+                "--eval-every",
+                "0",
+                "--schedule",
+                "constant",
+                "--lr",
+                "0.0001",
+                "--warmup",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert "training settings changed on resume" in capsys.readouterr().err
     session = Session.load(ckpt, device="cpu")
     assert session.train_cfg.schedule == "constant" and session.train_cfg.lr == 0.0001
@@ -110,14 +159,43 @@ def test_resume_drops_metric_lines_past_the_checkpoint(tmp_path, capsys):
     # a run killed after the save at step 20 had logged steps 21-23, an evaluation and half of step 24
     with open(metrics, "a") as log:
         for step in (21, 22, 23):
-            log.write(json.dumps({"step": step, "time": 1.0, "loss": 9.0, "lr": 0.1, "token_accuracy": 0.0,
-                                  "grad_norm": 1.0, "tokens_per_s": 1.0}) + "\n")  # fmt: skip
+            log.write(
+                json.dumps(
+                    {
+                        "step": step,
+                        "time": 1.0,
+                        "loss": 9.0,
+                        "lr": 0.1,
+                        "token_accuracy": 0.0,
+                        "grad_norm": 1.0,
+                        "tokens_per_s": 1.0,
+                    }
+                )
+                + "\n"
+            )
         log.write(json.dumps({"step": 22, "split": "valid", "loss": 9.0, "exact_match": 0, "bleu": 0}) + "\n")
         log.write('{"step": 24, "time": 1.')
     before = metrics.read_text().splitlines()[:-5]
     capsys.readouterr()
-    assert train.main(["--resume", str(out / "model.ckpt"), "--steps", "25", "--out", str(out), "--eval-every", "0",
-                       "--eval-sentences", "4", "--threads", "1"]) == 0  # fmt: skip
+    assert (
+        train.main(
+            [
+                "--resume",
+                str(out / "model.ckpt"),
+                "--steps",
+                "25",
+                "--out",
+                str(out),
+                "--eval-every",
+                "0",
+                "--eval-sentences",
+                "4",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert "5 lines past step 20" in capsys.readouterr().err
     lines = metrics.read_text().splitlines()
     assert lines[: len(before)] == before  # the run's own lines up to the checkpoint are untouched
@@ -138,8 +216,10 @@ def test_the_final_evaluation_decodes_only_eval_sentences(tmp_path, monkeypatch,
 
     monkeypatch.setattr(model.training.trainer, "greedy_decode", counting)
     out = tmp_path / "run"
-    assert train.main([*COPY, "--steps", "3", "--eval-every", "0", "--eval-sentences", "7", "--test",
-                       "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        train.main([*COPY, "--steps", "3", "--eval-every", "0", "--eval-sentences", "7", "--test", "--out", str(out)])
+        == 0
+    )
     assert sum(decoded) == 14  # 7 valid + 7 test sentences, of 500 each
     finals = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if "split" in x]
     assert [(e["split"], e["sentences"]) for e in finals] == [("valid", 7), ("test", 7)]
@@ -149,15 +229,52 @@ def test_the_final_evaluation_decodes_only_eval_sentences(tmp_path, monkeypatch,
 def test_a_diverged_run_can_be_resumed_with_a_lower_rate(tmp_path, capsys):
     out = tmp_path / "run"
     ckpt = out / "model.ckpt"
-    assert train.main([*COPY, "--steps", "20", "--eval-every", "0", "--schedule", "constant", "--lr", "1e30",
-                       "--warmup", "0", "--out", str(out)]) == 1  # fmt: skip
+    assert (
+        train.main(
+            [
+                *COPY,
+                "--steps",
+                "20",
+                "--eval-every",
+                "0",
+                "--schedule",
+                "constant",
+                "--lr",
+                "1e30",
+                "--warmup",
+                "0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "Training stopped at step 2" in err and "back at step 0" in err and "Traceback" not in err
     assert "to go on: python -m model.train --resume" in err and "--lr <lower>" in err
     saved = Session.load(ckpt, device="cpu")
     assert saved.step == 0 and all(bool(w.isfinite().all()) for w in saved.model.state_dict().values())
-    assert train.main(["--resume", str(ckpt), "--steps", "8", "--out", str(out), "--lr", "1e-4",
-                       "--eval-every", "0", "--eval-sentences", "4", "--threads", "1"]) == 0  # fmt: skip
+    assert (
+        train.main(
+            [
+                "--resume",
+                str(ckpt),
+                "--steps",
+                "8",
+                "--out",
+                str(out),
+                "--lr",
+                "1e-4",
+                "--eval-every",
+                "0",
+                "--eval-sentences",
+                "4",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     resumed = Session.load(ckpt, device="cpu")
     assert resumed.step == 8 and all(math.isfinite(x) for x in resumed.history.train["loss"])
     assert _training_steps(out / "metrics.jsonl") == list(range(1, 9))  # the ruinous step 1 was dropped

@@ -25,8 +25,13 @@ def all_settings():
 
 def test_choices_are_those_of_the_literal_types():
     hints = {**typing.get_type_hints(ModelConfig), **typing.get_type_hints(TrainConfig)}
-    for name, choices in (("positional", POSITIONAL_KINDS), ("norm", NORM_KINDS), ("activation", ACTIVATIONS),
-                          ("optimizer", OPTIMIZERS), ("schedule", SCHEDULES)):  # fmt: skip
+    for name, choices in (
+        ("positional", POSITIONAL_KINDS),
+        ("norm", NORM_KINDS),
+        ("activation", ACTIVATIONS),
+        ("optimizer", OPTIMIZERS),
+        ("schedule", SCHEDULES),
+    ):
         assert typing.get_args(hints[name]) == choices
     by_name = {s.name: s for _, s in all_settings()}
     assert by_name["positional"].choices == POSITIONAL_KINDS and by_name["schedule"].choices == SCHEDULES
@@ -69,8 +74,18 @@ def test_every_setting_has_a_flag_listed_in_help(parser):
 
 def test_flags_keep_their_names(parser):
     options = {o for a in parser._actions for o in a.option_strings}
-    for flag in ("--heads", "--encoder-layers", "--decoder-layers", "--warmup", "--tie-embeddings", "--d-model",
-                 "--noam-factor", "--eval-sentences", "--clip-norm", "--weight-decay"):  # fmt: skip
+    for flag in (
+        "--heads",
+        "--encoder-layers",
+        "--decoder-layers",
+        "--warmup",
+        "--tie-embeddings",
+        "--d-model",
+        "--noam-factor",
+        "--eval-sentences",
+        "--clip-norm",
+        "--weight-decay",
+    ):
         assert flag in options
 
 
@@ -129,9 +144,26 @@ def test_every_form_setting_has_its_widget_and_range(form):
                     (low, s.setting.high, s.setting.step)
                 ), s.name
     assert set(form.model_overrides()) == {s.name for s in form_settings(ModelConfig)}
-    for attribute in ("d_model", "heads", "enc_layers", "dec_layers", "d_ff", "dropout", "positional", "norm",
-                      "activation", "tie", "batch", "schedule", "warmup", "rate", "smoothing", "clip", "seed",
-                      "eval_every"):  # fmt: skip
+    for attribute in (
+        "d_model",
+        "heads",
+        "enc_layers",
+        "dec_layers",
+        "d_ff",
+        "dropout",
+        "positional",
+        "norm",
+        "activation",
+        "tie",
+        "batch",
+        "schedule",
+        "warmup",
+        "rate",
+        "smoothing",
+        "clip",
+        "seed",
+        "eval_every",
+    ):
         assert getattr(form, attribute) is not None
 
 
@@ -192,8 +224,11 @@ def test_form_spec_show_run_form_round_trip(form, qtbot, schedule):
     assert getattr(spec.train, "noam_factor" if schedule == "noam" else "lr") == 0.25
     run = SimpleNamespace(
         model_config=ModelConfig.preset(spec.preset, src_vocab_size=30, tgt_vocab_size=30, **spec.model_overrides),
-        train_config=spec.train, data=spec.data, tokenizer=spec.tokenizer, preset=spec.preset,
-    )  # fmt: skip
+        train_config=spec.train,
+        data=spec.data,
+        tokenizer=spec.tokenizer,
+        preset=spec.preset,
+    )
     other = SettingsForm()
     qtbot.addWidget(other)
     other.schedule.setCurrentText("noam" if schedule != "noam" else "constant")
@@ -247,8 +282,12 @@ def test_the_bundled_checkpoint_reads_with_the_one_policy():
 
     for path in sorted((ROOT / "resources" / "models").glob("*.ckpt")):
         meta = json.loads(torch.load(path, weights_only=True)["meta"])
-        for key, cls in (("model_config", ModelConfig), ("train_config", TrainConfig), ("data_spec", DataSpec),
-                         ("tokenizer_spec", TokenizerSpec)):  # fmt: skip
+        for key, cls in (
+            ("model_config", ModelConfig),
+            ("train_config", TrainConfig),
+            ("data_spec", DataSpec),
+            ("tokenizer_spec", TokenizerSpec),
+        ):
             read = cls.from_dict(meta[key]).to_dict()
             assert {k: read[k] for k in meta[key]} == meta[key], (path.name, key)
             # fields newer than the file take their defaults (a file of the translator family reads as one)

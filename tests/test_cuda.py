@@ -108,8 +108,7 @@ def test_bf16_training_on_cuda_learns_and_everything_read_back_is_on_the_cpu(tmp
     from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=4000, n_valid=50, n_test=50, length=6, min_length=2, alphabet=8)
-    session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"),
-                             device="cuda")  # fmt: skip
+    session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"), device="cuda")
     assert session.model.device.type == "cuda"
     records = session.train_steps(400)
     first = np.mean([r["loss"] for r in records[:20]])

@@ -87,8 +87,9 @@ def varied_session(**model):
     from model.training.trainer import train_config_for
 
     data = DataSpec(task="copy", n_train=200, n_valid=10, n_test=10, length=6, min_length=2, alphabet=8)
-    session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"),
-                             device="cpu", **model)  # fmt: skip
+    session = Session.create(
+        data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"), device="cpu", **model
+    )
     with torch.no_grad():
         session.model.generator.weight.mul_(3.0)
         session.model.generator.bias[EOS_ID] += 0.5

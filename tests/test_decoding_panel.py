@@ -47,9 +47,14 @@ def session(copy_session_factory):
 def run_info(session, pieces=None):
     """What the panel reads of a run (the engine's RunInfo carries more)."""
     tok = session.tgt_tok
-    return SimpleNamespace(run_id=id(session), model_config=session.model_cfg, src_words=session.source_words(),
-                           weights_step=session.step, model_origin=None,
-                           tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
+    return SimpleNamespace(
+        run_id=id(session),
+        model_config=session.model_cfg,
+        src_words=session.source_words(),
+        weights_step=session.step,
+        model_origin=None,
+        tgt_pieces=pieces or tuple(tok.display_token(i) for i in range(tok.vocab_size)),
+    )
 
 
 def panel_for(qtbot, session, pieces=None) -> DecodingPanel:
@@ -92,9 +97,11 @@ def test_markup_in_model_text_and_input_is_shown_literally(qtbot, session):
         for c in step.kept + step.pruned:
             pieces[c.token] = TRICKY
     view = dataclasses.replace(
-        view, reference=TRICKY, source_tokens=("<b>", "&amp;", "<unk>", "<eos>"),
+        view,
+        reference=TRICKY,
+        source_tokens=("<b>", "&amp;", "<unk>", "<eos>"),
         hypotheses=tuple((TRICKY, *h[1:]) for h in view.hypotheses),
-    )  # fmt: skip
+    )
     panel = panel_for(qtbot, session, tuple(pieces))
     panel.mode.setCurrentIndex(panel.mode.findData("beam"))
     panel.show_view(view)

@@ -39,8 +39,23 @@ def test_two_ranks_with_batch_b_take_the_step_of_one_process_with_batch_2b(tmp_p
 
 
 def train_args(out: Path, steps: int, *extra: str) -> list[str]:
-    return ["-m", "model.cli.train", "--task", "copy", "--n-train", "2000", "--steps", str(steps), "--out", str(out),
-            "--eval-every", "0", "--save-every", "4", *extra]  # fmt: skip
+    return [
+        "-m",
+        "model.cli.train",
+        "--task",
+        "copy",
+        "--n-train",
+        "2000",
+        "--steps",
+        str(steps),
+        "--out",
+        str(out),
+        "--eval-every",
+        "0",
+        "--save-every",
+        "4",
+        *extra,
+    ]
 
 
 def test_only_rank_0_writes_and_a_run_resumes_with_another_number_of_ranks(tmp_path):
@@ -78,8 +93,14 @@ def _rank_pid(parent: int, rank: int) -> int | None:
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the worker through /proc")
 def test_a_rank_that_dies_ends_the_run_and_what_was_saved_stays(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([*TORCHRUN, *train_args(out, 100000)], cwd=ROOT, env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*TORCHRUN, *train_args(out, 100000)],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # until some steps are logged and saved

@@ -42,8 +42,15 @@ class Recorder:
 
     def __init__(self, engine: Engine) -> None:
         self.got: list[object] = []
-        for signal in (engine.status_changed, engine.metrics_logged, engine.run_described, engine.inspection_ready,
-                       engine.decode_stepped, engine.explained, engine.positional_ready):  # fmt: skip
+        for signal in (
+            engine.status_changed,
+            engine.metrics_logged,
+            engine.run_described,
+            engine.inspection_ready,
+            engine.decode_stepped,
+            engine.explained,
+            engine.positional_ready,
+        ):
             signal.connect(self.got.append)
         self.failed: list[tuple[int, str]] = []
         self.saved: list[tuple[int, str]] = []
@@ -115,8 +122,11 @@ def test_every_command_has_its_handler():
     source = (ROOT / "explorer" / "worker.py").read_text(encoding="utf-8")
     dispatch = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_dispatch")
     handled = {c.pattern.cls.id for c in dispatch.body[-1].cases if isinstance(c.pattern, ast.MatchClass)}
-    defined = {name for name, obj in vars(cmd).items()
-               if isinstance(obj, type) and issubclass(obj, cmd.Command) and obj is not cmd.Command}  # fmt: skip
+    defined = {
+        name
+        for name, obj in vars(cmd).items()
+        if isinstance(obj, type) and issubclass(obj, cmd.Command) and obj is not cmd.Command
+    }
     assert defined - {"Shutdown"} == handled  # Shutdown ends the thread's loop before dispatch
 
 
@@ -130,7 +140,8 @@ def test_no_string_protocol_is_left():
 
     for name, obj in vars(worker).items():
         if dataclasses.is_dataclass(obj) and obj.__module__ == worker.__name__:
-            hints = typing.get_type_hints(obj, vars(worker) | {"Inspection": object, "AttentionExplanation": object,
-                                                                "DecodeView": object})  # fmt: skip
+            hints = typing.get_type_hints(
+                obj, vars(worker) | {"Inspection": object, "AttentionExplanation": object, "DecodeView": object}
+            )
             for field_name, hint in hints.items():
                 assert "dict[str, typing.Any]" not in str(hint), f"{name}.{field_name} is {hint}"

@@ -37,9 +37,16 @@ INF = float("inf")
 def make(arch="decoder_only", seed=0, **changes) -> Transformer:
     torch.manual_seed(seed)
     fields = dict(
-        arch=arch, vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
-        dropout=0.0, max_len=32,
-    )  # fmt: skip
+        arch=arch,
+        vocab_size=V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        dropout=0.0,
+        max_len=32,
+    )
     return Transformer(ModelConfig.preset("tiny", **{**fields, **changes})).eval()
 
 
@@ -69,9 +76,15 @@ def torch_stack(model: Transformer, layers: nn.ModuleList, final_norm: nn.LayerN
     cfg = model.cfg
     pre = cfg.norm == "pre"
     layer = nn.TransformerEncoderLayer(
-        cfg.d_model, cfg.n_heads, cfg.d_ff, dropout=0.0, activation=cfg.activation, batch_first=True,
-        norm_first=pre, layer_norm_eps=cfg.layer_norm_eps,
-    )  # fmt: skip
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.d_ff,
+        dropout=0.0,
+        activation=cfg.activation,
+        batch_first=True,
+        norm_first=pre,
+        layer_norm_eps=cfg.layer_norm_eps,
+    )
     norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if pre else None
     ref = nn.TransformerEncoder(layer, len(layers), norm=norm, enable_nested_tensor=False).eval()
     with torch.no_grad():

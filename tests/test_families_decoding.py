@@ -31,8 +31,9 @@ PROMPT = "我昨天"
 
 
 def small_session(arch: str) -> Session:
-    session = Session.create(DataSpec(task="text-hsk-zh"), "tiny", TrainConfig(warmup_steps=50, eval_every=0),
-                             arch=arch, device="cpu")  # fmt: skip
+    session = Session.create(
+        DataSpec(task="text-hsk-zh"), "tiny", TrainConfig(warmup_steps=50, eval_every=0), arch=arch, device="cpu"
+    )
     torch.manual_seed(0)
     session.train_steps(3)
     return session
@@ -95,9 +96,15 @@ def run_info(session: Session):
 
     tok = session.tgt_tok
     mask = None if session.src_tok.mask_id is None else session.src_tok.id_to_token(session.src_tok.mask_id)
-    return SimpleNamespace(run_id=id(session), model_config=session.model_cfg, src_words=session.source_words(),
-                           weights_step=session.step, mask_token=mask, model_origin=None,
-                           tgt_pieces=tuple(tok.display_token(i) for i in range(tok.vocab_size)))  # fmt: skip
+    return SimpleNamespace(
+        run_id=id(session),
+        model_config=session.model_cfg,
+        src_words=session.source_words(),
+        weights_step=session.step,
+        mask_token=mask,
+        model_origin=None,
+        tgt_pieces=tuple(tok.display_token(i) for i in range(tok.vocab_size)),
+    )
 
 
 def panel_on(qtbot, session: Session) -> tuple[DecodingPanel, SyncEngine]:

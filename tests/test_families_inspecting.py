@@ -24,8 +24,14 @@ ARCHES = ("encoder_decoder", "decoder_only", "encoder_only")
 
 
 def text_session(arch: str, **overrides) -> Session:
-    s = Session.create(DataSpec(task="text-hsk-zh"), "tiny", TrainConfig(warmup_steps=50, eval_every=0), arch=arch,
-                       device="cpu", **overrides)  # fmt: skip
+    s = Session.create(
+        DataSpec(task="text-hsk-zh"),
+        "tiny",
+        TrainConfig(warmup_steps=50, eval_every=0),
+        arch=arch,
+        device="cpu",
+        **overrides,
+    )
     s.train_steps(5)
     return s
 
@@ -151,12 +157,13 @@ def test_a_dense_model_has_no_router_tab(panel, bert):
 # -- the kinds of attention and the causal hatch ----------------------------------------------------------------------
 def test_the_kinds_offered_follow_the_family(panel, gpt_moe, bert, translator_moe):
     expected = {
-        "encoder_decoder": (["encoder", "decoder_self", "cross"],
-                            ["Encoder self-attention", "Decoder self-attention (masked)",
-                             "Cross-attention (decoder → encoder)"]),
+        "encoder_decoder": (
+            ["encoder", "decoder_self", "cross"],
+            ["Encoder self-attention", "Decoder self-attention (masked)", "Cross-attention (decoder → encoder)"],
+        ),
         "decoder_only": (["decoder_self"], ["Self-attention (causal)"]),
         "encoder_only": (["encoder"], ["Self-attention (both ways)"]),
-    }  # fmt: skip
+    }
     assert kinds(panel) == expected["encoder_decoder"]  # before any model: the paper's
     for session, inspection in (gpt_moe, bert, translator_moe, gpt_moe):
         arch = session.model_cfg.arch
@@ -280,8 +287,7 @@ def test_the_positional_lab_shows_t5_buckets(qtbot, english, gpt_moe, bert, arch
 
 @pytest.mark.parametrize("kind", ["sinusoidal", "learned", "rope", "t5_relative"])
 @pytest.mark.parametrize("arch", ARCHES)
-def test_the_positional_lab_draws_every_kind_of_every_family(qtbot, english, gpt_moe, bert, translator_moe, kind,
-                                                             arch):  # fmt: skip
+def test_the_positional_lab_draws_every_kind_of_every_family(qtbot, english, gpt_moe, bert, translator_moe, kind, arch):
     from explorer.panels.positional import PositionalPanel
 
     session = {"decoder_only": gpt_moe, "encoder_only": bert, "encoder_decoder": translator_moe}[arch][0]
@@ -305,17 +311,31 @@ def flat(text: str) -> str:
 
 
 FACTS = {  # what each family's help must say, in English and in Chinese
-    "family_encoder_decoder": [("cross-attention", "交叉注意力"), ("relative position bias", "相对位置偏置"),
-                               ("causal", "因果")],
-    "family_decoder_only": [("predicts the next token", "预测下一个词元"),
-                            ("self-attention (causal)", "自注意力（带因果掩码）"),
-                            ("without its cross-attention", "去掉交叉注意力")],
-    "family_encoder_only": [("15%", "15%"), ("80%", "80%"), ("10% by a random token", "10% 换成随机词元"),
-                            ("no cheating", "不算作弊"), ("&lt;cls&gt;", "&lt;cls&gt;"),
-                            ("next-sentence prediction", "下一句预测")],
-    "router": [("N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>", "N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>"),
-               ("renormalised", "重新归一化"), ("no token is dropped", "不丢弃任何词元"), ("softmax", "softmax")],
-}  # fmt: skip
+    "family_encoder_decoder": [
+        ("cross-attention", "交叉注意力"),
+        ("relative position bias", "相对位置偏置"),
+        ("causal", "因果"),
+    ],
+    "family_decoder_only": [
+        ("predicts the next token", "预测下一个词元"),
+        ("self-attention (causal)", "自注意力（带因果掩码）"),
+        ("without its cross-attention", "去掉交叉注意力"),
+    ],
+    "family_encoder_only": [
+        ("15%", "15%"),
+        ("80%", "80%"),
+        ("10% by a random token", "10% 换成随机词元"),
+        ("no cheating", "不算作弊"),
+        ("&lt;cls&gt;", "&lt;cls&gt;"),
+        ("next-sentence prediction", "下一句预测"),
+    ],
+    "router": [
+        ("N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>", "N · Σ<sub>i</sub> f<sub>i</sub> · P<sub>i</sub>"),
+        ("renormalised", "重新归一化"),
+        ("no token is dropped", "不丢弃任何词元"),
+        ("softmax", "softmax"),
+    ],
+}
 
 
 @pytest.mark.parametrize("key", list(FACTS))
@@ -328,8 +348,10 @@ def test_the_family_and_router_help_say_it_in_both_languages(key):
 
 
 def test_the_family_help_opens_from_the_panel_in_the_interface_language(panel, gpt_moe, bert):
-    for (session, _), arch, en, zh in ((gpt_moe, "decoder_only", "Decoder-only (GPT)", "仅解码器（GPT）"),
-                                       (bert, "encoder_only", "Encoder-only (BERT)", "仅编码器（BERT）")):  # fmt: skip
+    for (session, _), arch, en, zh in (
+        (gpt_moe, "decoder_only", "Decoder-only (GPT)", "仅解码器（GPT）"),
+        (bert, "encoder_only", "Encoder-only (BERT)", "仅编码器（BERT）"),
+    ):
         panel.on_run(run_info(session))
         help_box = panel.family_help
         assert help_box.key == f"family_{arch}" and help_box.button.text().strip() == en
@@ -361,8 +383,17 @@ def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arc
     qtbot.addWidget(lab)
     lab.show()
     lab.on_run(info)
-    tables = PositionalTables(t["kind"], t["d_model"], t["max_len"], t["head_dim"], t["step"], None, None,
-                              t.get("t5_encoder"), t.get("t5_decoder"))  # fmt: skip
+    tables = PositionalTables(
+        t["kind"],
+        t["d_model"],
+        t["max_len"],
+        t["head_dim"],
+        t["step"],
+        None,
+        None,
+        t.get("t5_encoder"),
+        t.get("t5_decoder"),
+    )
     lab.on_tables(tables)
     m = info.model_config
     assert len(lab.t5_bias.series) == m.n_heads and not lab.t5_bias.isHidden()

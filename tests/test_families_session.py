@@ -22,8 +22,9 @@ QUICK = TrainConfig(warmup_steps=20, eval_every=0, batch_size=16)
 
 
 def _session(arch, task="text-grammar-en", train=QUICK, **overrides):
-    return Session.create(DataSpec(task=task, n_train=400, n_valid=40, n_test=40), "tiny", train, arch=arch,
-                          device="cpu", **overrides)  # fmt: skip
+    return Session.create(
+        DataSpec(task=task, n_train=400, n_valid=40, n_test=40), "tiny", train, arch=arch, device="cpu", **overrides
+    )
 
 
 def test_families_refuse_data_that_does_not_fit_with_a_message_to_act_on():
@@ -97,8 +98,12 @@ def test_a_checkpoint_whose_family_does_not_match_its_weights_is_refused(tmp_pat
 def test_cli_trains_each_family_and_generates_and_fills_masks(tmp_path, capsys):
     base = ["--task", "text-grammar-en", "--n-train", "300", "--device", "cpu", "--threads", "1", "--batch-size", "16"]
     gpt, bert = tmp_path / "gpt", tmp_path / "bert"
-    assert train.main([*base, "--arch", "decoder-only", "--experts", "2", "--steps", "6", "--eval-every", "3",
-                       "--out", str(gpt)]) == 0  # fmt: skip
+    assert (
+        train.main(
+            [*base, "--arch", "decoder-only", "--experts", "2", "--steps", "6", "--eval-every", "3", "--out", str(gpt)]
+        )
+        == 0
+    )
     lines = [json.loads(x) for x in (gpt / "metrics.jsonl").read_text().splitlines()]
     evals = [x for x in lines if "split" in x]
     assert evals and all({"perplexity", "aux_loss", "expert_load"} <= set(e) for e in evals)
@@ -110,15 +115,37 @@ def test_cli_trains_each_family_and_generates_and_fills_masks(tmp_path, capsys):
     capsys.readouterr()
 
     session = Session.load(gpt / "model.ckpt", device="cpu")
-    assert generate_cli.main(["--checkpoint", str(gpt / "model.ckpt"), "--temperature", "1", "--top-k", "5",
-                              "--seed", "3", "--max-new-tokens", "8", "--threads", "1", "the cat"]) == 0  # fmt: skip
+    assert (
+        generate_cli.main(
+            [
+                "--checkpoint",
+                str(gpt / "model.ckpt"),
+                "--temperature",
+                "1",
+                "--top-k",
+                "5",
+                "--seed",
+                "3",
+                "--max-new-tokens",
+                "8",
+                "--threads",
+                "1",
+                "the cat",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.strip()
     ids = session.src_tok.encode_ids("the cat")
     new = generate(session.model, ids, 8, temperature=1.0, top_k=5, seed=3)
     assert printed == session.tgt_tok.decode(ids + new)
 
-    assert fill_mask_cli.main(["--checkpoint", str(bert / "model.ckpt"), "--top-k", "2", "--threads", "1",
-                               "the <mask> is red ."]) == 0  # fmt: skip
+    assert (
+        fill_mask_cli.main(
+            ["--checkpoint", str(bert / "model.ckpt"), "--top-k", "2", "--threads", "1", "the <mask> is red ."]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.strip().split("\t")
     bert_session = Session.load(bert / "model.ckpt", device="cpu")
     ids = [1, *bert_session.src_tok.encode_ids("the <mask> is red ."), 2]
@@ -132,9 +159,26 @@ def test_cli_trains_each_family_and_generates_and_fills_masks(tmp_path, capsys):
 
 def test_cli_minutes_stop_a_run_by_wall_time(tmp_path):
     out = tmp_path / "timed"
-    args = ["--arch", "decoder-only", "--task", "text-grammar-en", "--n-train", "300", "--device", "cpu",
-            "--threads", "1", "--steps", "100000", "--eval-every", "0", "--minutes", "0.02",
-            "--out", str(out)]  # fmt: skip
+    args = [
+        "--arch",
+        "decoder-only",
+        "--task",
+        "text-grammar-en",
+        "--n-train",
+        "300",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+        "--steps",
+        "100000",
+        "--eval-every",
+        "0",
+        "--minutes",
+        "0.02",
+        "--out",
+        str(out),
+    ]
     assert train.main(args) == 0
     steps = Session.load(out / "model.ckpt", device="cpu").step
     assert 0 < steps < 100000
@@ -157,8 +201,9 @@ def test_masked_lm_loss_counts_only_the_chosen_positions():
     from model.families.objectives import run_batch
 
     torch.manual_seed(0)
-    model = Transformer(ModelConfig.preset("tiny", arch="encoder_only", src_vocab_size=0, tgt_vocab_size=0,
-                                           vocab_size=30, dropout=0.0))  # fmt: skip
+    model = Transformer(
+        ModelConfig.preset("tiny", arch="encoder_only", src_vocab_size=0, tgt_vocab_size=0, vocab_size=30, dropout=0.0)
+    )
     ids = torch.randint(5, 30, (3, 9))
     labels = torch.full_like(ids, IGNORE)
     chosen = torch.tensor([[0, 2], [1, 5], [2, 7]])

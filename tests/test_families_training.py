@@ -107,8 +107,13 @@ def test_a_run_of_another_family_fills_the_form_with_its_family(panel, qtbot):
     from model.training.config import TrainConfig
 
     cfg = ModelConfig.preset("tiny", vocab_size=50, arch="encoder_only", n_experts=4, experts_top_k=3, n_classes=2)
-    run = SimpleNamespace(model_config=cfg, train_config=TrainConfig(nsp=True), data=DataSpec(task="text-hsk-en"),
-                          tokenizer=TokenizerSpec("word"), preset="tiny")  # fmt: skip
+    run = SimpleNamespace(
+        model_config=cfg,
+        train_config=TrainConfig(nsp=True),
+        data=DataSpec(task="text-hsk-en"),
+        tokenizer=TokenizerSpec("word"),
+        preset="tiny",
+    )
     panel.form.show_run(run)
     form = panel.form
     assert panel.arch_combo.currentData() == "encoder_only" and tasks_offered(form) == [*TEXT_TASKS, FILE_ITEM]

@@ -150,8 +150,13 @@ def test_every_interface_string_has_a_chinese_translation():
 def test_install_desktop_entry_into_a_temporary_home(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}
     env.pop("XDG_DATA_HOME", None)
-    out = subprocess.run([sys.executable, str(ROOT / "main.py"), "--install-desktop-entry"], env=env,
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), "--install-desktop-entry"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     share = tmp_path / ".local" / "share"
     entry = share / "applications" / "transformer-explorer.desktop"

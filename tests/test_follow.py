@@ -16,8 +16,17 @@ from model.training.trainer import TrainConfig
 
 
 def record(step: int) -> str:
-    return json.dumps({"step": step, "time": step / 10, "loss": 5.0 - step / 100, "lr": 1e-3, "token_accuracy": 0.1,
-                       "grad_norm": 1.0, "tokens_per_s": 1000.0})  # fmt: skip
+    return json.dumps(
+        {
+            "step": step,
+            "time": step / 10,
+            "loss": 5.0 - step / 100,
+            "lr": 1e-3,
+            "token_accuracy": 0.1,
+            "grad_norm": 1.0,
+            "tokens_per_s": 1000.0,
+        }
+    )
 
 
 def test_the_log_is_read_as_it_grows_torn_lines_garbage_and_rewrites_included(tmp_path):
@@ -79,8 +88,14 @@ def test_probe_snapshots_round_trip_in_float16_and_are_thinned(tmp_path, session
 
 
 def test_a_probe_of_a_model_with_experts_keeps_what_its_routers_did(tmp_path):
-    s = Session.create(DataSpec(task="text-grammar-en", n_train=200), "tiny", TrainConfig(batch_size=8, eval_every=0),
-                       arch="decoder_only", n_experts=4, experts_top_k=2)  # fmt: skip
+    s = Session.create(
+        DataSpec(task="text-grammar-en", n_train=200),
+        "tiny",
+        TrainConfig(batch_size=8, eval_every=0),
+        arch="decoder_only",
+        n_experts=4,
+        experts_top_k=2,
+    )
     inspection = s.inspect("I read a book .", "")
     assert inspection.routing
     back = follow.read_probe(follow.write_probe(tmp_path, inspection))
@@ -135,8 +150,10 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
     _writer(run, session, range(4, 9))
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:
         f.write(record(9)[:15])  # a line being written
-    qtbot.waitUntil(lambda: len(window.training.plots["loss_plot"].data(window.training.current.run_id,
-                                                                        "train")[0]) == 8, timeout=30000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: len(window.training.plots["loss_plot"].data(window.training.current.run_id, "train")[0]) == 8,
+        timeout=30000,
+    )
     qtbot.waitUntil(lambda: window.step_label.text() == "step 8", timeout=30000)  # the run's step, not the model's
     assert "Following run" in window.note_label.text() and window.state_label.text() == "following"
     d = window.decoding
@@ -146,8 +163,12 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
     assert d.view.weights_step == 3
     session.train_steps(2)
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:  # the torn line ends; an evaluation follows
-        f.write(record(9)[15:] + "\n" + json.dumps({"step": 9, "split": "valid", "loss": 2.0, "exact_match": 0.25,
-                                                    "bleu": 30.0, "sentences": 10}) + "\n")  # fmt: skip
+        f.write(
+            record(9)[15:]
+            + "\n"
+            + json.dumps({"step": 9, "split": "valid", "loss": 2.0, "exact_match": 0.25, "bleu": 30.0, "sentences": 10})
+            + "\n"
+        )
     session.save(run / "model.ckpt")  # the trainer saves newer weights, seen in the same look as the log lines
     run_id = window.training.current.run_id
     qtbot.waitUntil(lambda: window.status.step == 5, timeout=30000)

@@ -124,8 +124,9 @@ def _render(tmp_path: Path, mode: str, text: str) -> dict:
     conf = tmp_path / "fonts.conf"
     conf.write_text(f'<?xml version="1.0"?><fontconfig>{dirs}<cachedir>{tmp_path / "cache"}</cachedir></fontconfig>')
     env = {**os.environ, "FONTCONFIG_FILE": str(conf), "QT_QPA_PLATFORM": "offscreen"}
-    done = subprocess.run([sys.executable, "-c", RENDER, mode], input=text, capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", RENDER, mode], input=text, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 

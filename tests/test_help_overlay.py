@@ -18,8 +18,10 @@ def geometries(panel: QWidget) -> dict[str, tuple]:
     """Where the panel and every visible widget in it lie, in the panel's top-level window's pixels."""
     top = panel.window()
     widgets = [panel, *(w for w in panel.findChildren(QWidget) if w.isVisible())]
-    return {f"{i}:{w.objectName() or type(w).__name__}": (w.mapTo(top, QPoint(0, 0)), w.size())
-            for i, w in enumerate(widgets)}  # fmt: skip
+    return {
+        f"{i}:{w.objectName() or type(w).__name__}": (w.mapTo(top, QPoint(0, 0)), w.size())
+        for i, w in enumerate(widgets)
+    }
 
 
 def on_top(sheet: QWidget, holder: QWidget) -> bool:
@@ -127,8 +129,12 @@ def test_the_icon_follows_the_theme(shown_window, qtbot):
 
     def ink() -> int:
         image = box.button.icon().pixmap(32, 32).toImage()
-        return max(image.pixelColor(x, y).lightness() for x in range(32) for y in range(32)
-                   if image.pixelColor(x, y).alpha() > 200)  # fmt: skip
+        return max(
+            image.pixelColor(x, y).lightness()
+            for x in range(32)
+            for y in range(32)
+            if image.pixelColor(x, y).alpha() > 200
+        )
 
     dark_ink_on_light = ink()
     try:

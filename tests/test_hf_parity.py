@@ -23,13 +23,33 @@ from model.core.transformer import Transformer  # noqa: E402
 from model.decoding.search import generate, greedy_decode  # noqa: E402
 from model.hf.folders import HFImportError, load_into, read_config, read_model, read_weights  # noqa: E402
 
-MARIAN = dict(vocab_size=97, d_model=24, encoder_layers=2, decoder_layers=2, encoder_attention_heads=3,
-              decoder_attention_heads=3, encoder_ffn_dim=40, decoder_ffn_dim=40, activation_function="swish",
-              scale_embedding=True, pad_token_id=96, eos_token_id=0, decoder_start_token_id=96,
-              forced_eos_token_id=None, max_position_embeddings=64)  # fmt: skip
+MARIAN = dict(
+    vocab_size=97,
+    d_model=24,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=3,
+    decoder_attention_heads=3,
+    encoder_ffn_dim=40,
+    decoder_ffn_dim=40,
+    activation_function="swish",
+    scale_embedding=True,
+    pad_token_id=96,
+    eos_token_id=0,
+    decoder_start_token_id=96,
+    forced_eos_token_id=None,
+    max_position_embeddings=64,
+)
 GPT2 = dict(vocab_size=101, n_embd=24, n_layer=2, n_head=3, n_positions=64, bos_token_id=100, eos_token_id=100)
-BERT = dict(vocab_size=103, hidden_size=24, num_hidden_layers=2, num_attention_heads=3, intermediate_size=40,
-            max_position_embeddings=64, pad_token_id=0)  # fmt: skip
+BERT = dict(
+    vocab_size=103,
+    hidden_size=24,
+    num_hidden_layers=2,
+    num_attention_heads=3,
+    intermediate_size=40,
+    max_position_embeddings=64,
+    pad_token_id=0,
+)
 BERT_SPECIALS = {"pad": 0, "bos": 101, "eos": 102}
 
 
@@ -114,8 +134,13 @@ def test_marian_logits_and_attention_match_transformers(folders, fmt):
     tgt_rows = [[96, *r] for r in _random_rows(range(0, 96), [5, 8, 2], 2)]
     tgt, tgt_mask = _padded(tgt_rows, 96)
     with torch.no_grad():
-        theirs = reference(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt,
-                           decoder_attention_mask=tgt_mask, output_attentions=True)  # fmt: skip
+        theirs = reference(
+            input_ids=src,
+            attention_mask=src_mask,
+            decoder_input_ids=tgt,
+            decoder_attention_mask=tgt_mask,
+            output_attentions=True,
+        )
         logits, maps = ours(src, tgt, return_attention=True)
     _close_on_real(logits, theirs.logits, tgt_mask, 1e-4)
     _close_maps(maps.encoder, theirs.encoder_attentions, src_mask)
@@ -130,8 +155,15 @@ def test_marian_greedy_output_equals_generate(folders):
     src, mask = _padded([r + [0] for r in rows], 96)  # sources end with </s>, as the tokenizer makes them
     budget = 12
     with torch.no_grad():
-        theirs = reference.generate(input_ids=src, attention_mask=mask, do_sample=False, num_beams=1,
-                                    max_new_tokens=budget, bad_words_ids=[[96]], forced_eos_token_id=None)  # fmt: skip
+        theirs = reference.generate(
+            input_ids=src,
+            attention_mask=mask,
+            do_sample=False,
+            num_beams=1,
+            max_new_tokens=budget,
+            bad_words_ids=[[96]],
+            forced_eos_token_id=None,
+        )
     decoded = greedy_decode(ours, src, budget)
     for row, out in zip(theirs.tolist(), decoded):
         expected = row[1:]  # after the start token; finished rows are padded
@@ -157,8 +189,13 @@ def test_gpt2_greedy_output_equals_generate(folders):
     ours = _ours(folder)
     for prompt in _random_rows(range(0, 100), [4, 1, 7], 5):
         with torch.no_grad():  # this engine starts a text with <|endoftext|>: give the reference the same
-            theirs = reference.generate(input_ids=torch.tensor([[100, *prompt]]), do_sample=False, num_beams=1,
-                                        max_new_tokens=15, pad_token_id=100)  # fmt: skip
+            theirs = reference.generate(
+                input_ids=torch.tensor([[100, *prompt]]),
+                do_sample=False,
+                num_beams=1,
+                max_new_tokens=15,
+                pad_token_id=100,
+            )
         assert generate(ours, prompt, 15) == theirs[0, len(prompt) + 1 :].tolist()
 
 

@@ -59,9 +59,14 @@ def _quiet():
 def _spm(lines, vocab_size=300):
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size, model_type="unigram",
-        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2,
-    )  # fmt: skip
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
     return model.getvalue()
 
 
@@ -132,8 +137,12 @@ def gpt2_dirs(tmp_path_factory):
     for name in ("vocab.json", "merges.txt"):
         (saved / name).unlink(missing_ok=True)
     assert (saved / "tokenizer.json").is_file()
-    (saved / "config.json").write_text(json.dumps({"model_type": "gpt2", "eos_token_id": len(json.load(
-        (plain / "vocab.json").open(encoding="utf-8"))) - 1}), encoding="utf-8")  # fmt: skip
+    (saved / "config.json").write_text(
+        json.dumps(
+            {"model_type": "gpt2", "eos_token_id": len(json.load((plain / "vocab.json").open(encoding="utf-8"))) - 1}
+        ),
+        encoding="utf-8",
+    )
     return plain, saved
 
 
@@ -295,8 +304,17 @@ def test_gpt2_special_ids_and_display(gpt2_dirs):
 
 # -- BERT -----------------------------------------------------------------------------------------------------------
 
-BERT_TESTS = [ENGLISH[0], "Don't you like Coffee, Li Hua?", "Café au lait!", CHINESE[0], "我爱你", "我 [MASK] 你。",
-              "The [MASK] is here.", "☃ zebra 魑魅", ""]  # fmt: skip
+BERT_TESTS = [
+    ENGLISH[0],
+    "Don't you like Coffee, Li Hua?",
+    "Café au lait!",
+    CHINESE[0],
+    "我爱你",
+    "我 [MASK] 你。",
+    "The [MASK] is here.",
+    "☃ zebra 魑魅",
+    "",
+]
 
 
 def test_bert_ids_and_decoding_match_transformers(bert_dirs):

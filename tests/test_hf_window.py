@@ -23,8 +23,12 @@ from tests.hf_folders import gpt2_folder, marian_folder, not_a_model_folder, uns
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf-window")
-    return {"gpt2": gpt2_folder(root), "marian": marian_folder(root), "junk": not_a_model_folder(root),
-            "t5": unsupported_model_folder(root)}  # fmt: skip
+    return {
+        "gpt2": gpt2_folder(root),
+        "marian": marian_folder(root),
+        "junk": not_a_model_folder(root),
+        "t5": unsupported_model_folder(root),
+    }
 
 
 def _open_from_the_menu(window, qtbot, monkeypatch, folder) -> list[tuple[LoadProgress, str]]:
@@ -111,8 +115,9 @@ def test_a_dropped_marian_folder_opens_and_translates(make_window, qtbot, folder
     assert "SentencePiece" in summary and window.model_panel.info.data.task == "hsk-en-zh"
     window.decoding.input.setText("The teacher reads a book.")
     window.decoding.input.returnPressed.emit()
-    qtbot.waitUntil(lambda: window.decoding.view is not None and bool(window.decoding.view.source_tokens),
-                    timeout=30000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.decoding.view is not None and bool(window.decoding.view.source_tokens), timeout=30000
+    )
     assert window.decoding.view.source_tokens[-1] == "</s>"  # Marian's own end token, read by its own tokenizer
 
 
@@ -137,8 +142,10 @@ def test_fine_tuning_continues_the_opened_weights_and_keeps_them_for_other_data(
     assert window.status.run_id == opened.run_id and not asked
     assert current.data.task == "text-grammar-en" and current.vocab_sizes == opened.vocab_sizes
     assert current.model_origin == opened.model_origin
-    qtbot.waitUntil(lambda: window.data_panel.data is not None and
-                    window.data_panel.data.corpus.name == current.data.name, timeout=20000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.data_panel.data is not None and window.data_panel.data.corpus.name == current.data.name,
+        timeout=20000,
+    )
 
     # another architecture would need a new model: that is asked, never done silently
     form.norm.setCurrentIndex(form.norm.findData("post"))
@@ -147,14 +154,17 @@ def test_fine_tuning_continues_the_opened_weights_and_keeps_them_for_other_data(
 
     saved = tmp_path / "tuned.ckpt"
     suggested = []
-    monkeypatch.setattr("explorer.main_window.QFileDialog.getSaveFileName",
-                        lambda _w, _t, name, _f: suggested.append(name) or (str(saved), ""))  # fmt: skip
+    monkeypatch.setattr(
+        "explorer.main_window.QFileDialog.getSaveFileName",
+        lambda _w, _t, name, _f: suggested.append(name) or (str(saved), ""),
+    )
     with qtbot.waitSignal(window.engine.saved, timeout=20000):
         window.save()  # a folder is never written over: Save asks where the checkpoint goes
     assert suggested == [str(folders["gpt2"].resolve().parent / "tiny-gpt2.ckpt")]
     window.open_checkpoint(str(saved))
-    qtbot.waitUntil(lambda: window.status.path == str(saved) and window.model_panel.info.run_id > opened.run_id,
-                    timeout=30000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.status.path == str(saved) and window.model_panel.info.run_id > opened.run_id, timeout=30000
+    )
     assert window.model_panel.info.model_origin == opened.model_origin and window.status.step == 5
 
 

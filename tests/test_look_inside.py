@@ -146,8 +146,9 @@ def test_heatmap_shows_the_engines_weights(trained_window, qtbot, checkpoint):
 
 
 @pytest.mark.parametrize("mode", ["greedy", "beam"])
-def test_attention_following_decoding_shows_the_teacher_forced_maps_of_the_focus(trained_window, qtbot, checkpoint,
-                                                                                   mode):  # fmt: skip
+def test_attention_following_decoding_shows_the_teacher_forced_maps_of_the_focus(
+    trained_window, qtbot, checkpoint, mode
+):
     session = Session.load(checkpoint, device="cpu")
     d = decode(trained_window, qtbot, "2 7 1 8 2", mode=mode, beam=3)
     for _ in range(3):
@@ -285,9 +286,12 @@ def test_every_view_exports_readable_files(trained_window, qtbot, tmp_path):
     a = trained_window.attention
     a.all_heads.setChecked(False)
     views = {
-        "heatmap": a.heatmap, "step_cross": d.cross, "pe_matrix": trained_window.positional.matrix,
-        "pe_plot": trained_window.positional.curves, "candidates": d.candidates,
-    }  # fmt: skip
+        "heatmap": a.heatmap,
+        "step_cross": d.cross,
+        "pe_matrix": trained_window.positional.matrix,
+        "pe_plot": trained_window.positional.curves,
+        "candidates": d.candidates,
+    }
     for name, view in views.items():
         for ext in ("png", "svg", "csv"):
             view.export(tmp_path / f"{name}.{ext}")

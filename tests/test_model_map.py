@@ -34,8 +34,13 @@ def info_for(engine_info):
         with torch.device("meta"):
             model = Transformer(cfg)
         counts = model.parameter_breakdown()
-        return dataclasses.replace(engine_info, model_config=cfg, vocab_sizes=(37, 41), parameters=counts,
-                                   total_parameters=model.num_parameters())  # fmt: skip
+        return dataclasses.replace(
+            engine_info,
+            model_config=cfg,
+            vocab_sizes=(37, 41),
+            parameters=counts,
+            total_parameters=model.num_parameters(),
+        )
 
     return make
 
@@ -85,8 +90,10 @@ def test_the_norms_sit_where_the_configuration_puts_them(panel, info_for, norm):
     panel.on_run(info_for(norm=norm))
     parts = panel.parts()
     kinds = {p.kind for p in parts}
-    sublayers = {"encoder": ["encoder_self_attention", "feed_forward"],
-                 "decoder": ["decoder_self_attention", "cross_attention", "feed_forward"]}  # fmt: skip
+    sublayers = {
+        "encoder": ["encoder_self_attention", "feed_forward"],
+        "decoder": ["decoder_self_attention", "cross_attention", "feed_forward"],
+    }
     for stack, kinds_in_order in sublayers.items():
         ys = [sublayer_y(parts, k, stack) for k in kinds_in_order]
         assert ys == sorted(ys, reverse=True)  # bottom to top in the paper's order
@@ -97,8 +104,11 @@ def test_the_norms_sit_where_the_configuration_puts_them(panel, info_for, norm):
                 assert sublayer_y(parts, "layer_norm", stack, kind) > y > sublayer_y(parts, "residual_add", stack, kind)
         final = ModelPart("final_norm", stack)
         if norm == "pre":  # above every layer of its stack
-            assert all(parts[final].bottom() <= r.top() + 1e-6 for p, r in parts.items()
-                       if p.stack == stack and p.kind == "layer")  # fmt: skip
+            assert all(
+                parts[final].bottom() <= r.top() + 1e-6
+                for p, r in parts.items()
+                if p.stack == stack and p.kind == "layer"
+            )
         else:
             assert final not in parts
     assert ("add_norm" in kinds) == (norm == "post") and ("layer_norm" in kinds) == (norm == "pre")

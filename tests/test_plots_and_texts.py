@@ -27,10 +27,17 @@ def _steps(run_id: int, first: int, n: int):
     from explorer.worker import MetricsBatch, StepColumns
 
     x = np.arange(first, first + n, dtype=float)
-    cols = StepColumns(step=x, time=x / 100, loss=0.5 + 3 * np.exp(-x / 300), lr=np.full(n, 1e-3),
-                       token_accuracy=1 - np.exp(-x / 300), grad_norm=np.full(n, 2.0),
-                       tokens_per_s=np.full(n, 5000.0), aux_loss=np.zeros(n),
-                       expert_load=np.zeros((n, 0)))  # fmt: skip  # a dense model: no experts
+    cols = StepColumns(
+        step=x,
+        time=x / 100,
+        loss=0.5 + 3 * np.exp(-x / 300),
+        lr=np.full(n, 1e-3),
+        token_accuracy=1 - np.exp(-x / 300),
+        grad_norm=np.full(n, 2.0),
+        tokens_per_s=np.full(n, 5000.0),
+        aux_loss=np.zeros(n),
+        expert_load=np.zeros((n, 0)),
+    )  # a dense model: no experts
     return MetricsBatch(run_id, cols, ())
 
 
@@ -105,8 +112,12 @@ def _axis_pixels(heatmap):
     top_left = heatmap.view.mapTo(heatmap, heatmap.view.mapFromScene(rect.topLeft()))
     x0, y0 = max(0, top_left.x()), max(0, top_left.y())
     w, h = int(rect.width()), int(rect.height())
-    return np.array([[QColor(image.pixel(x, y)).lightness() for x in range(x0, x0 + w)]
-                     for y in range(y0, min(image.height(), y0 + h))])  # fmt: skip
+    return np.array(
+        [
+            [QColor(image.pixel(x, y)).lightness() for x in range(x0, x0 + w)]
+            for y in range(y0, min(image.height(), y0 + h))
+        ]
+    )
 
 
 def _readable(heatmap, dark: bool) -> None:
@@ -220,11 +231,22 @@ def test_a_new_model_leaves_nothing_of_the_last_one_in_the_attention_panel(copy_
     seen = []
 
     def on_new_run(info) -> None:  # after the window's own handler: before the new model answered anything
-        seen.append((info.run_id, a.heatmap.values.size, list(a.heatmap.rows), list(a.heatmap.cols),
-                     a.grid.maps.size, a.explainer.explanation, a.explainer.query.count(),
-                     a.explainer.per_key.rowCount(), list(a.over_training.snapshots),
-                     a.over_training.timeline_label.text(), a.over_training.entropy.series,
-                     window.training.probe_marker.isVisible()))  # fmt: skip
+        seen.append(
+            (
+                info.run_id,
+                a.heatmap.values.size,
+                list(a.heatmap.rows),
+                list(a.heatmap.cols),
+                a.grid.maps.size,
+                a.explainer.explanation,
+                a.explainer.query.count(),
+                a.explainer.per_key.rowCount(),
+                list(a.over_training.snapshots),
+                a.over_training.timeline_label.text(),
+                a.over_training.entropy.series,
+                window.training.probe_marker.isVisible(),
+            )
+        )
 
     window.engine.run_described.connect(on_new_run)
     window.engine.submit(NewModel(window.training.form.spec()))
@@ -252,8 +274,9 @@ def test_captions_say_what_the_rows_of_each_kind_are(qtbot, copy_session_factory
     assert "Hatched" in captions["decoder_self"] and "Hatched" not in captions["cross"]
 
 
-def test_the_attention_training_and_positional_panels_leave_no_english_in_chinese(qtbot, copy_session_factory,
-                                                                                  monkeypatch):  # fmt: skip
+def test_the_attention_training_and_positional_panels_leave_no_english_in_chinese(
+    qtbot, copy_session_factory, monkeypatch
+):
     """Every string these panels pass through tr() at run time — composed ones, plot titles, axis labels and
     legends included — has a Chinese entry (the static completeness test sees only literal tr()/N_() calls)."""
     import re

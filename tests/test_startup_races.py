@@ -56,8 +56,9 @@ def test_start_while_the_bundled_model_loads(make_window, qtbot):
     qtbot.waitUntil(lambda: window.first_launch.auto_load is not None, timeout=5000)  # asked for, not yet answered
     _choose_copy_tiny(window)
     window.training.start_button.click()
-    qtbot.waitUntil(lambda: window.training.current is not None and window.training.current.data.task == "copy",
-                    timeout=20000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.training.current is not None and window.training.current.data.task == "copy", timeout=20000
+    )
     qtbot.waitUntil(lambda: window.status.state == TRAINING, timeout=20000)
     _settle(qtbot, window)
     _assert_the_persons_run_trains(window)
@@ -91,8 +92,13 @@ def test_the_engine_skips_a_start_up_load_once_a_model_exists(qtbot):
     from model.data.tokenization import TokenizerSpec
     from model.training.trainer import train_config_for
 
-    spec = NewModelSpec(DataSpec(task="copy", n_train=200, n_valid=20, n_test=20), "tiny", {},
-                        train_config_for("tiny"), TokenizerSpec("word"))  # fmt: skip
+    spec = NewModelSpec(
+        DataSpec(task="copy", n_train=200, n_valid=20, n_test=20),
+        "tiny",
+        {},
+        train_config_for("tiny"),
+        TokenizerSpec("word"),
+    )
     engine = Engine("cpu", threads=1)
     runs = []
     engine.run_described.connect(runs.append)

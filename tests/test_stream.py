@@ -35,8 +35,15 @@ def write_jsonl(path: Path, rows: list[tuple[str, str]], extra: dict[int, str] |
 
 
 def settings(**over) -> dict:
-    base = dict(file_format="auto", src_key="english", tgt_key="chinese", swap=False, valid_size=20, test_size=10,
-                tokenizer_sample=50)  # fmt: skip
+    base = dict(
+        file_format="auto",
+        src_key="english",
+        tgt_key="chinese",
+        swap=False,
+        valid_size=20,
+        test_size=10,
+        tokenizer_sample=50,
+    )
     return {**base, **over}
 
 
@@ -56,8 +63,9 @@ def test_the_hash_split_is_exact_stable_and_independent_of_line_order(tmp_path):
     assert not set(a.valid) & set(a.test) and not (set(a.valid) | set(a.test)) & set(a.sample)
     # the held-out lines are those with the smallest hashes: recompute them independently
     line = {p: json.dumps({"english": p[0], "chinese": p[1]}, ensure_ascii=False).encode() for p in rows}
-    ranked = sorted(rows, key=lambda p: int.from_bytes(__import__("hashlib").blake2b(line[p], digest_size=8).digest(),
-                                                       "little"))  # fmt: skip
+    ranked = sorted(
+        rows, key=lambda p: int.from_bytes(__import__("hashlib").blake2b(line[p], digest_size=8).digest(), "little")
+    )
     assert a.valid == ranked[:20] and a.test == ranked[20:30] and a.sample == ranked[30:80]
     assert a.lines == 1000 and a.chunks == 25 and a.offsets[1] == sum(len(line[p]) + 1 for p in rows[:40])
 
@@ -194,8 +202,10 @@ def test_the_window_streams_a_big_file_with_its_progress_in_the_status_bar(make_
     window.train_from_scratch()
     qtbot.waitUntil(lambda: window.status.step >= 3, timeout=60000)
     window.engine.submit(Pause())
-    assert any(stage == "reading" and note.startswith("Preparing big.jsonl — reading…") and "MB/s" in note
-               for stage, note in notes), notes  # fmt: skip
+    assert any(
+        stage == "reading" and note.startswith("Preparing big.jsonl — reading…") and "MB/s" in note
+        for stage, note in notes
+    ), notes
     assert (
         "training the tokenizers",
         "Preparing big.jsonl — training the tokenizers… on a sample of 600 pairs",
@@ -210,8 +220,9 @@ def test_a_text_file_streams_for_the_single_stream_families(tmp_path):
     path = tmp_path / "lines.txt"
     lines = [f"line {i} of the text" for i in range(500)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spec = DataSpec(task=None, path=str(path), file_format="text", stream=True, valid_size=20, test_size=20,
-                    tokenizer_sample=100)  # fmt: skip
+    spec = DataSpec(
+        task=None, path=str(path), file_format="text", stream=True, valid_size=20, test_size=20, tokenizer_sample=100
+    )
     train = TrainConfig(batch_size=8, eval_every=0, seed=4)
     gpt = Session.create(spec, "tiny", train, TokenizerSpec("word"), arch="decoder_only")
     corpus = gpt.corpus
@@ -228,8 +239,9 @@ def test_a_text_file_streams_for_the_single_stream_families(tmp_path):
     state = stream.state_dict()
     ahead = [next(stream).ids.tolist() for _ in range(5)]
     assert [next(gpt._make_stream(**state)).ids.tolist()] == ahead[:1]
-    bert = Session.create(spec, "tiny", TrainConfig(batch_size=8, eval_every=0, nsp=True), TokenizerSpec("word"),
-                          arch="encoder_only")  # fmt: skip
+    bert = Session.create(
+        spec, "tiny", TrainConfig(batch_size=8, eval_every=0, nsp=True), TokenizerSpec("word"), arch="encoder_only"
+    )
     records = bert.train_steps(3)
     assert all(np.isfinite(r["loss"]) for r in records) and "nsp_accuracy" in bert.evaluate("valid", 5)
 
@@ -255,8 +267,9 @@ def test_two_aligned_files_stream_side_by_side(tmp_path):
     zh = [z for _, z in rows]
     zh[300] = ""  # a line without its translation
     tgt.write_text("\ufeff" + "".join(z + "\n" for z in zh), encoding="utf-8")  # a byte-order mark on one side
-    spec = DataSpec(task=None, path=str(src), target_path=str(tgt), stream=True, valid_size=20, test_size=10,
-                    tokenizer_sample=50)  # fmt: skip
+    spec = DataSpec(
+        task=None, path=str(src), target_path=str(tgt), stream=True, valid_size=20, test_size=10, tokenizer_sample=50
+    )
     corpus = load_corpus(spec)
     scan = corpus.stream
     assert scan is not None and scan.target_path == str(tgt) and scan.fmt == "parallel"

@@ -107,8 +107,10 @@ def test_divergence_goes_back_to_a_snapshot_whose_next_steps_stayed_in_range(cop
     assert all(torch.equal(v, kept[k]) for k, v in session.model.state_dict().items())
     assert not all(torch.equal(v, weights_at_20[k]) for k, v in session.model.state_dict().items())
     assert session.history.train["step"] == list(range(1, 16)) and [e["step"] for e in session.history.evals] == [
-        5, 10, 15,
-    ]  # fmt: skip
+        5,
+        10,
+        15,
+    ]
     session.with_train_config(lr=1e-4)
     assert all(math.isfinite(r["loss"]) for r in session.train_steps(5) if "split" not in r)
 

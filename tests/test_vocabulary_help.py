@@ -136,8 +136,16 @@ def test_a_corpus_without_a_test_split_gives_another_and_says_so(qtbot, copy_ses
 
     d = DecodingPanel()
     qtbot.addWidget(d)
-    d.on_run(SimpleNamespace(run_id=7, model_config=session.model_cfg, src_words=session.source_words(), weights_step=0,
-                             tgt_pieces=(), model_origin=None))  # fmt: skip
+    d.on_run(
+        SimpleNamespace(
+            run_id=7,
+            model_config=session.model_cfg,
+            src_words=session.source_words(),
+            weights_step=0,
+            tgt_pieces=(),
+            model_origin=None,
+        )
+    )
     d.sample = (41, False)
     d._on_sentence_sampled(SentenceSampled(41, 7, "test", split, source, reference))
     assert d.input.text() == source and "validation split" in d.sample_button.toolTip()
@@ -160,11 +168,18 @@ def copy_spec():
 def on_screen(d):
     """Everything the panel shows of a sentence."""
     return {
-        "input": d.input.text(), "chips": list(d.chips.tokens), "output": d.output.text(),
-        "reference": d.reference.text(), "notice": d.notice.text(), "step": d.step_label.text(),
-        "candidates": list(d.candidates.tokens), "heatmap": d.cross.values.copy(), "heatmap_cols": list(d.cross.cols),
-        "tree": [(n.level, n.piece) for n in d.tree.nodes], "nbest": d.nbest.rowCount(),
-    }  # fmt: skip
+        "input": d.input.text(),
+        "chips": list(d.chips.tokens),
+        "output": d.output.text(),
+        "reference": d.reference.text(),
+        "notice": d.notice.text(),
+        "step": d.step_label.text(),
+        "candidates": list(d.candidates.tokens),
+        "heatmap": d.cross.values.copy(),
+        "heatmap_cols": list(d.cross.cols),
+        "tree": [(n.level, n.piece) for n in d.tree.nodes],
+        "nbest": d.nbest.rowCount(),
+    }
 
 
 def test_a_new_model_shows_nothing_of_the_old_one(make_window, qtbot):

@@ -20,8 +20,14 @@ def test_the_window_modules_do_not_import_torch():
         "print('torch modules:', loaded[:5])\n"
         "sys.exit(1 if loaded else 0)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                            env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -196,8 +196,12 @@ class AttentionPanel(QWidget):
         self.row_labels = {k: QLabel() for k in ("show", "kind", "layer", "head", "src", "tgt")}
         show_row = QHBoxLayout()
         pick = QHBoxLayout()
-        for row, key, w in ((show_row, "show", self.source), (show_row, "kind", self.kind),
-                            (pick, "layer", self.layer), (pick, "head", self.head)):  # fmt: skip
+        for row, key, w in (
+            (show_row, "show", self.source),
+            (show_row, "kind", self.kind),
+            (pick, "layer", self.layer),
+            (pick, "head", self.head),
+        ):
             row.addWidget(self.row_labels[key])
             row.addWidget(w)
         for check in (self.average, self.all_heads, self.stretch):
@@ -246,8 +250,14 @@ class AttentionPanel(QWidget):
         for i, (_, text) in enumerate(kinds_of(self.arch)):
             self.kind.setItemText(i, tr(text))
         src, tgt, placeholder = PAIR_FIELDS.get(self.arch, PAIR_FIELDS["encoder_decoder"])
-        names = {"show": N_("Show"), "kind": N_("Kind"), "layer": N_("Layer"), "head": N_("Head"), "src": src,
-                 "tgt": tgt}  # fmt: skip
+        names = {
+            "show": N_("Show"),
+            "kind": N_("Kind"),
+            "layer": N_("Layer"),
+            "head": N_("Head"),
+            "src": src,
+            "tgt": tgt,
+        }
         for key, label in self.row_labels.items():
             label.setText(tr(names[key]) if names[key] else "")
         self.average.setText(tr("Average over heads"))

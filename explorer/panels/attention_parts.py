@@ -173,8 +173,11 @@ class ProbeTimeline(QWidget):
         self.labels = {key: QLabel() for key in ("probe", "every")}
         probe = QHBoxLayout()
         self.arrow = QLabel("→")
-        for label, w, stretch in ((self.labels["probe"], self.probe_src, 1), (self.arrow, self.probe_tgt, 1),
-                                  (self.labels["every"], self.probe_every, 0)):  # fmt: skip
+        for label, w, stretch in (
+            (self.labels["probe"], self.probe_src, 1),
+            (self.arrow, self.probe_tgt, 1),
+            (self.labels["every"], self.probe_every, 0),
+        ):
             probe.addWidget(label)
             probe.addWidget(w, stretch)
         probe.addWidget(self.probe_button)
@@ -404,8 +407,19 @@ class QkExplainer(QWidget):
         rows = []
         for i, qt in enumerate(e.query_tokens):
             for j, kt in enumerate(e.key_tokens):
-                rows.append([i + 1, qt, j + 1, kt, e.scores[i, j], e.scaled[i, j], int(e.mask[i, j]), e.exp[i, j],
-                             e.weights[i, j]])  # fmt: skip
+                rows.append(
+                    [
+                        i + 1,
+                        qt,
+                        j + 1,
+                        kt,
+                        e.scores[i, j],
+                        e.scaled[i, j],
+                        int(e.mask[i, j]),
+                        e.exp[i, j],
+                        e.weights[i, j],
+                    ]
+                )
         header = ["query", "query_token", "key", "key_token", "qk", "scaled", "allowed", "exp", "weight"]
         write_rows(path, header, rows)
 
@@ -421,10 +435,14 @@ class QkExplainer(QWidget):
         d_k = e.q.shape[1]
         self.explain_title.setText(
             tr(EXPLAIN_TITLES[e.positional == "t5_relative"]).format(
-                title=explanation_title(e, self.arch), i=i + 1, token=html.escape(e.query_tokens[i]), d_k=d_k,
-                root=f"{np.sqrt(d_k):.3f}", total=number(float(e.exp[i].sum())),
+                title=explanation_title(e, self.arch),
+                i=i + 1,
+                token=html.escape(e.query_tokens[i]),
+                d_k=d_k,
+                root=f"{np.sqrt(d_k):.3f}",
+                total=number(float(e.exp[i].sum())),
             )
-        )  # fmt: skip
+        )
         note = self._example_note(e, i) if e.kind == "example" else tr(POSITIONS_NOTES.get(e.positional, ""))
         self.explain_note.setVisible(bool(note))
         self.explain_note.setText(note)
@@ -446,8 +464,14 @@ class QkExplainer(QWidget):
         self.per_key.setVerticalHeaderLabels([f"k{j + 1} {t}" for j, t in enumerate(keys)] + [tr("Σ, output")])
         for j in range(len(keys)):
             allowed = bool(e.mask[i, j])
-            values = [f"{e.scores[i, j]:.4f}", f"{e.scaled[i, j]:.4f}", "✓" if allowed else "✗ (−∞)",
-                      number(e.exp[i, j]), f"{e.weights[i, j]:.4f}", *(f"{x:.3f}" for x in e.v[j])]  # fmt: skip
+            values = [
+                f"{e.scores[i, j]:.4f}",
+                f"{e.scaled[i, j]:.4f}",
+                "✓" if allowed else "✗ (−∞)",
+                number(e.exp[i, j]),
+                f"{e.weights[i, j]:.4f}",
+                *(f"{x:.3f}" for x in e.v[j]),
+            ]
             self._fill_row(j, values)
         total = ["", "", "", number(float(e.exp[i].sum())), f"{e.weights[i].sum():.4f}"]
         self._fill_row(len(keys), total + [f"{x:.3f}" for x in e.output[i]], bold=True)
@@ -487,6 +511,10 @@ class QkExplainer(QWidget):
             "adds up to 0.85 cannot be a softmax: it is a misprint. Correct for query {i}: exp = {exp}, Σ exp = "
             "{total}, weights = exp / Σ exp = {weights}, output = {output}. Row sums here: {sums}."
         ).format(
-            i=i + 1, exp=vec(e.exp[i]), total=f"{e.exp[i].sum():.3f}", weights=vec(e.weights[i]),
-            output=vec(e.output[i]), sums=sums,
-        )  # fmt: skip
+            i=i + 1,
+            exp=vec(e.exp[i]),
+            total=f"{e.exp[i].sum():.3f}",
+            weights=vec(e.weights[i]),
+            output=vec(e.output[i]),
+            sums=sums,
+        )

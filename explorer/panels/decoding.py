@@ -390,9 +390,11 @@ class DecodingPanel(QWidget):
         """The sentence box, its buttons and the modes: a prompt, continued, for a decoder-only model."""
         generating = self.family == "decoder_only"
         self.prompt_label.setText(tr("Prompt"))
-        help_text = tr("The beginning of a text. The model continues it one token at a time, each chosen from its "
-                       "probabilities for the next token: the most probable (Greedy), drawn at random (Sample), or "
-                       "the best continuations kept side by side (Beam search).")  # fmt: skip
+        help_text = tr(
+            "The beginning of a text. The model continues it one token at a time, each chosen from its "
+            "probabilities for the next token: the most probable (Greedy), drawn at random (Sample), or "
+            "the best continuations kept side by side (Beam search)."
+        )
         self.prompt_label.setToolTip(help_text)
         self.input.setToolTip(help_text if generating else "")
         self.input.setPlaceholderText(
@@ -410,14 +412,21 @@ class DecodingPanel(QWidget):
 
     def _name_sampling(self) -> None:
         texts = {
-            "temperature": (tr("Temperature"), tr("Divides the scores before the softmax: below 1 sharpens the "
-                                                  "probabilities towards the most probable token, above 1 flattens "
-                                                  "them.")),
+            "temperature": (
+                tr("Temperature"),
+                tr(
+                    "Divides the scores before the softmax: below 1 sharpens the "
+                    "probabilities towards the most probable token, above 1 flattens "
+                    "them."
+                ),
+            ),
             "top_k": (tr("Top-k"), tr("Draw only among the k most probable tokens (0: no cut).")),
-            "top_p": (tr("Top-p"), tr("Draw only among the most probable tokens whose probabilities add up to p "
-                                      "(1: no cut).")),
+            "top_p": (
+                tr("Top-p"),
+                tr("Draw only among the most probable tokens whose probabilities add up to p (1: no cut)."),
+            ),
             "seed": (tr("Seed"), tr("The same seed draws the same tokens again (random: a new draw each time).")),
-        }  # fmt: skip
+        }
         for (key, (label, tip)), spin in zip(texts.items(), self.sampling_spins):
             self.sampling_labels[key].setText(label)
             self.sampling_labels[key].setToolTip(tip)
@@ -453,12 +462,19 @@ class DecodingPanel(QWidget):
         sampling: dict[str, Any] = {}
         if self.mode.currentData() == "sample":  # only offered for a decoder-only model
             seed = self.seed_spin.value()
-            sampling = dict(temperature=self.temperature_spin.value(), sample_top_k=self.top_k_spin.value(),
-                            top_p=self.top_p_spin.value(), seed=None if seed < 0 else seed)  # fmt: skip
+            sampling = dict(
+                temperature=self.temperature_spin.value(),
+                sample_top_k=self.top_k_spin.value(),
+                top_p=self.top_p_spin.value(),
+                seed=None if seed < 0 else seed,
+            )
         return DecodeSettings(
-            text=self.input.text(), beam_size=self.beam_size.value() if beam else 1,
-            length_penalty=self.alpha.value() if beam else 0.0, max_len=self.max_len.value() or None, **sampling,
-        )  # fmt: skip
+            text=self.input.text(),
+            beam_size=self.beam_size.value() if beam else 1,
+            length_penalty=self.alpha.value() if beam else 0.0,
+            max_len=self.max_len.value() or None,
+            **sampling,
+        )
 
     def _on_decode_asked(self) -> None:
         self.sentence_asked.emit()
@@ -565,11 +581,15 @@ class DecodingPanel(QWidget):
 
     def _describe_sample_button(self) -> None:
         if self.family == "decoder_only":
-            tip = tr("Put the beginning of a random sentence of the test split (sentences the model never trained "
-                     "on) in the box, for the model to continue.")  # fmt: skip
+            tip = tr(
+                "Put the beginning of a random sentence of the test split (sentences the model never trained "
+                "on) in the box, for the model to continue."
+            )
         else:
-            tip = tr("Put a random sentence of the test split (sentences the model never trained on) in the box and "
-                     "decode it; its reference translation is shown.")  # fmt: skip
+            tip = tr(
+                "Put a random sentence of the test split (sentences the model never trained on) in the box and "
+                "decode it; its reference translation is shown."
+            )
         if self.sample_split in FALLBACK_SPLIT:
             tip += "\n" + tr(FALLBACK_SPLIT[self.sample_split])
         self.sample_button.setToolTip(tip)
@@ -708,8 +728,10 @@ class DecodingPanel(QWidget):
 
     def _describe_max_len(self) -> None:
         if self.family == "decoder_only":
-            tip = tr("Longest continuation in tokens (auto: 50, or what the model's length leaves after the prompt). "
-                     "At most {n}: the model's length limit.")  # fmt: skip
+            tip = tr(
+                "Longest continuation in tokens (auto: 50, or what the model's length leaves after the prompt). "
+                "At most {n}: the model's length limit."
+            )
         else:
             tip = tr("Longest output in tokens (auto: 1.5 × the input + 10). At most {n}: the model's length limit.")
         self.max_len.setToolTip(tip.format(n=self.max_len.maximum()))
@@ -839,8 +861,11 @@ class DecodingPanel(QWidget):
             words = ", ".join(unknown[:8]) + (", …" if len(unknown) > 8 else "")
             one = tr("1 word is not in this model's vocabulary ({words}): it reads it as <unk>.")
             many = tr("{n} words are not in this model's vocabulary ({words}): it reads them as <unk>.")
-            hint = tr("Try words it knows — start typing for suggestions.") if self.completer.words.rowCount() else (
-                tr("Try words it knows."))  # fmt: skip
+            hint = (
+                tr("Try words it knows — start typing for suggestions.")
+                if self.completer.words.rowCount()
+                else (tr("Try words it knows."))
+            )
             said = (one if len(unknown) == 1 else many).format(n=len(unknown), words=words)
             notes.append(said + ("" if said.endswith("。") else " ") + hint)  # no space after a Chinese full stop
         cut = view.source_length - view.source_read
@@ -849,7 +874,7 @@ class DecodingPanel(QWidget):
                 tr(
                     "The prompt has {total} tokens but the model reads at most {kept}: it continues the first {kept}, "
                     "the other {cut} were ignored."
-                )  # fmt: skip
+                )
                 if self.family == "decoder_only"
                 else tr(
                     "The input has {total} tokens but the model reads at most {kept}: "
@@ -863,8 +888,11 @@ class DecodingPanel(QWidget):
     def export_nbest(self, path: str) -> None:
         if path.lower().endswith(".csv"):
             hyps = self.view.hypotheses if self.view else ()
-            write_rows(path, ["rank", "translation", "score", "log_prob", "tokens"],
-                       [[i + 1, t, s, lp, len(ids)] for i, (t, s, lp, ids) in enumerate(hyps)])  # fmt: skip
+            write_rows(
+                path,
+                ["rank", "translation", "score", "log_prob", "tokens"],
+                [[i + 1, t, s, lp, len(ids)] for i, (t, s, lp, ids) in enumerate(hyps)],
+            )
         else:
             render_widget(self.nbest, path)
 
@@ -927,16 +955,24 @@ class DecodingPanel(QWidget):
         if not step.sampled:
             self.candidates.set_note("")
             return
-        notes = [tr("Sampled: the next token is drawn at random, each with a chance in proportion to its bar; "
-                    "the outlined bar is the one drawn.")]  # fmt: skip
+        notes = [
+            tr(
+                "Sampled: the next token is drawn at random, each with a chance in proportion to its bar; "
+                "the outlined bar is the one drawn."
+            )
+        ]
         cuts = ([f"top-k {settings.sample_top_k}"] if settings.sample_top_k else []) + (
-            [f"top-p {settings.top_p:g}"] if settings.top_p < 1 else [])  # fmt: skip
+            [f"top-p {settings.top_p:g}"] if settings.top_p < 1 else []
+        )
         if cuts:
             notes.append(tr("Grey bars were cut by {cuts}: they could not be drawn.").format(cuts=" · ".join(cuts)))
         if drawn is None:
             token = self.piece(step.kept[0].token)
-            notes.append(tr("The token drawn, “{token}”, is not among the {n} shown.").format(
-                token=token, n=len(step.top_tokens[0])))  # fmt: skip
+            notes.append(
+                tr("The token drawn, “{token}”, is not among the {n} shown.").format(
+                    token=token, n=len(step.top_tokens[0])
+                )
+            )
         self.candidates.set_note(" ".join(notes))
 
     def _axis(self) -> str:

@@ -138,7 +138,7 @@ class FillMaskPanel(QWidget):
             tr(
                 "An encoder-only model reads the whole sentence at once, left and right of each <mask>, and guesses "
                 "what is hidden there."
-            )  # fmt: skip
+            )
         )
         self.insert_button.setText(tr("Insert <mask>"))
         self.insert_button.setToolTip(tr("Write <mask> at the cursor"))
@@ -148,7 +148,7 @@ class FillMaskPanel(QWidget):
             tr(
                 "Put a random sentence of the test split (sentences the model never trained on) in the box and "
                 "mask one of its tokens."
-            )  # fmt: skip
+            )
         )
         self.top_k_label.setText(tr("Guesses"))
         self.top_k.setToolTip(tr("How many guesses to show for each masked position"))

@@ -66,8 +66,9 @@ def origin_text(info: RunInfo) -> str:
 def stacks_text(m: ModelConfig) -> str:
     """The layers the family has, and what attends to what."""
     if m.arch == "decoder_only":
-        return tr("N = {n} decoder layers: masked self-attention and feed-forward, no encoder and no "
-                  "cross-attention").format(n=m.n_layers)  # fmt: skip
+        return tr(
+            "N = {n} decoder layers: masked self-attention and feed-forward, no encoder and no cross-attention"
+        ).format(n=m.n_layers)
     if m.arch == "encoder_only":
         text = tr("N = {n} encoder layers: self-attention that looks both ways, no decoder").format(n=m.n_layers)
         if m.n_classes:
@@ -82,8 +83,10 @@ def parameters_text(info: RunInfo) -> str:
     if not m.moe:
         return f"<b>{tr('Parameters')}{mark(': ')}{info.total_parameters:,}</b>"
     share = 100 * info.active_parameters / max(1, info.total_parameters)
-    experts = tr("Mixture of experts: {n} expert FFNs in each layer; a router sends each token to {k} of them "
-                 "(balance loss × {w:g})").format(n=m.n_experts, k=m.experts_top_k, w=m.aux_loss_coef)  # fmt: skip
+    experts = tr(
+        "Mixture of experts: {n} expert FFNs in each layer; a router sends each token to {k} of them "
+        "(balance loss × {w:g})"
+    ).format(n=m.n_experts, k=m.experts_top_k, w=m.aux_loss_coef)
     active = tr("{active} active per token ({share:.0f}%)").format(active=f"{info.active_parameters:,}", share=share)
     return f"{experts}<br><b>{tr('Parameters')}{mark(': ')}{info.total_parameters:,}{mark('; ')}{active}</b>"
 
@@ -131,8 +134,11 @@ class ModelPanel(QWidget):
         if m.shared_vocab and not m.single_stream:  # (a single-stream model has one vocabulary anyway)
             tied.append(tr("one vocabulary for source and target"))
         if m.tie_embeddings:
-            tied.append(tr("output projection tied to the token embedding") if m.single_stream else
-                        tr("output projection tied to the target embedding"))  # fmt: skip
+            tied.append(
+                tr("output projection tied to the token embedding")
+                if m.single_stream
+                else tr("output projection tied to the target embedding")
+            )
         positional = tr(VALUE_NAMES["positional"].get(m.positional, m.positional))
         if m.positional == "sinusoidal" and m.sinusoid_layout == "split":
             positional += mark(" ") + tr("(sines in the first half of the dimensions, cosines in the second)")

@@ -75,11 +75,21 @@ TITLE_PX, DETAIL_PX, SMALL_PX = 13.5, 11.0, 11.0
 
 # Fills as in the paper's Figure 1 (light theme); the dark theme mixes them into the background.
 FILLS = {
-    "encoder_self_attention": "#fcd9a8", "decoder_self_attention": "#fcd9a8", "cross_attention": "#fcd9a8",
-    "feed_forward": "#c2e7f7", "add_norm": "#f2f3c1", "layer_norm": "#f2f3c1", "final_norm": "#f2f3c1",
-    "residual_add": "#ffffff", "embedding": "#fbd4d4", "positional": "#ffffff", "output_linear": "#dbdcf5",
-    "softmax": "#cbe9ca", "layer": "#ececec", "mlm_head": "#dbdcf5",
-}  # fmt: skip
+    "encoder_self_attention": "#fcd9a8",
+    "decoder_self_attention": "#fcd9a8",
+    "cross_attention": "#fcd9a8",
+    "feed_forward": "#c2e7f7",
+    "add_norm": "#f2f3c1",
+    "layer_norm": "#f2f3c1",
+    "final_norm": "#f2f3c1",
+    "residual_add": "#ffffff",
+    "embedding": "#fbd4d4",
+    "positional": "#ffffff",
+    "output_linear": "#dbdcf5",
+    "softmax": "#cbe9ca",
+    "layer": "#ececec",
+    "mlm_head": "#dbdcf5",
+}
 INPUT_LABELS = {  # under each stack: what comes in
     ("encoder_decoder", "encoder"): N_("Inputs"),
     ("encoder_decoder", "decoder"): N_("Outputs (shifted right)"),
@@ -294,8 +304,10 @@ def fill_colour(kind: str) -> QColor:
         return colour
     base = QApplication.palette().color(QPalette.ColorRole.Base)
     t = 0.32  # share of the paper's colour
-    mix = [t * a + (1 - t) * b for a, b in ((colour.redF(), base.redF()), (colour.greenF(), base.greenF()),
-                                            (colour.blueF(), base.blueF()))]  # fmt: skip
+    mix = [
+        t * a + (1 - t) * b
+        for a, b in ((colour.redF(), base.redF()), (colour.greenF(), base.greenF()), (colour.blueF(), base.blueF()))
+    ]
     return QColor.fromRgbF(mix[0], mix[1], mix[2])
 
 
@@ -316,8 +328,9 @@ def fitted_font(text: str, width: float, px: float, bold: bool = False) -> QFont
 class PartItem(QGraphicsItem):
     """One part of the map: a box, a circle or a layer's frame, with its name and numbers."""
 
-    def __init__(self, placed: Placed, label: str, detail: str, on_hover: Callable[[ModelPart | None], None],
-                 tip: str = ""):  # fmt: skip
+    def __init__(
+        self, placed: Placed, label: str, detail: str, on_hover: Callable[[ModelPart | None], None], tip: str = ""
+    ):
         super().__init__()
         self.placed, self.part, self.label, self.detail = placed, placed.part, label, detail
         self.on_hover = on_hover

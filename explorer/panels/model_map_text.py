@@ -28,9 +28,18 @@ STACK_SUBLAYERS = {  # bottom to top, as data flows
     "decoder": ("decoder_self_attention", "cross_attention", "feed_forward"),
 }
 KINDS = (
-    *SUBLAYER_KINDS, "add_norm", "layer_norm", "residual_add", "final_norm", "layer", "embedding", "positional",
-    "mlm_head", "output_linear", "softmax",
-)  # fmt: skip
+    *SUBLAYER_KINDS,
+    "add_norm",
+    "layer_norm",
+    "residual_add",
+    "final_norm",
+    "layer",
+    "embedding",
+    "positional",
+    "mlm_head",
+    "output_linear",
+    "softmax",
+)
 
 
 def stack_sublayers(cfg: ModelConfig, stack: str) -> tuple[str, ...]:
@@ -327,8 +336,10 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
     count, total = per_layer(info, PARAMETER_KEYS[part.kind], n)
     rows.append(params_line(count, total, n))
     if count == 4 * d * d + 4 * d:
-        rows.append(f"<p>= 4·{d}<sup>2</sup> + 4·{d}: W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, W<sup>O</sup> "
-                    f"{tr('and their biases')}</p>")  # fmt: skip
+        rows.append(
+            f"<p>= 4·{d}<sup>2</sup> + 4·{d}: W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, W<sup>O</sup> "
+            f"{tr('and their biases')}</p>"
+        )
     return "".join(rows)
 
 
@@ -433,8 +444,10 @@ def _norm(part: ModelPart, info: RunInfo) -> str:
         rows = [formula("LayerNorm(x + Sublayer(x))"), formula(f"LayerNorm(x + {sublayer_text(part.wraps, 'x')})")]
         rows.append(f"<p>{tr('Post-LN, as in the paper: the norm comes after the residual add.')}</p>")
     elif part.kind == "layer_norm":
-        rows = [formula("x + Sublayer(LayerNorm(x))"),
-                formula(f"x + {sublayer_text(part.wraps, '<b>LayerNorm(x)</b>')}")]  # fmt: skip
+        rows = [
+            formula("x + Sublayer(LayerNorm(x))"),
+            formula(f"x + {sublayer_text(part.wraps, '<b>LayerNorm(x)</b>')}"),
+        ]
         rows.append(f"<p>{tr(PRE_LN_TEXT)}</p>")
     else:  # final_norm
         rows = [formula("y = LayerNorm(x<sub>N</sub>)"), f"<p>N = {layer_count(m, part.stack)}</p>"]
@@ -445,8 +458,11 @@ def _norm(part: ModelPart, info: RunInfo) -> str:
         f"γ, β ∈ ℝ<sup>{m.d_model}</sup>; ε = {m.layer_norm_eps:g}</p>"
     )
     if part.kind == "add_norm":
-        rows.append(f"<p>{tr('Dropout (P_drop = {p}) acts on the sublayer’s output before the add.')}</p>"
-                    .format(p=f"{m.dropout:g}"))  # fmt: skip
+        rows.append(
+            f"<p>{tr('Dropout (P_drop = {p}) acts on the sublayer’s output before the add.')}</p>".format(
+                p=f"{m.dropout:g}"
+            )
+        )
     if part.kind == "final_norm":
         n, (count, total) = 1, per_layer(info, f"{part.stack} final norm", 1)
     else:  # one of the layer's norms (one per sublayer): this norm in each of the n layers
@@ -546,8 +562,11 @@ def _token_embedding(part: ModelPart, info: RunInfo, size: int) -> str:
         + "</p>",
     ]
     if segment:
-        rows.append(f"<p>S ∈ ℝ<sup>2×{m.d_model}</sup>{mark(': ')}" + tr("sentence A or B of a pair (BERT's segments).")
-                    + "</p>")  # fmt: skip
+        rows.append(
+            f"<p>S ∈ ℝ<sup>2×{m.d_model}</sup>{mark(': ')}"
+            + tr("sentence A or B of a pair (BERT's segments).")
+            + "</p>"
+        )
     if m.embed_norm:
         rows.append("<p>" + tr(EMBED_NORM_TEXT).format(d=m.d_model) + "</p>")
     rows.append(scaling_text(m))
@@ -692,8 +711,7 @@ def _mlm_head(part: ModelPart, info: RunInfo) -> str:
         + "</p>",
     ]
     if m.n_classes:
-        rows.append(f"<p>{tr('Next-sentence prediction reads the first position through its own classifier.')}"
-                    "</p>")  # fmt: skip
+        rows.append(f"<p>{tr('Next-sentence prediction reads the first position through its own classifier.')}</p>")
     return "".join(rows) + params_line(info.parameters.get("masked-LM head"))
 
 
@@ -737,8 +755,9 @@ def _layer(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
     stack = part.stack or "encoder"
     rows = [formula(step) for step in layer_steps(m, stack)]
-    rows.append("<p>m = " + tr("the encoder's output") + "</p>" if "cross_attention" in stack_sublayers(m, stack)
-                else "")  # fmt: skip
+    rows.append(
+        "<p>m = " + tr("the encoder's output") + "</p>" if "cross_attention" in stack_sublayers(m, stack) else ""
+    )
     n = layer_count(m, stack)
     keys = [PARAMETER_KEYS.get(k, f"{stack} feed-forward") for k in stack_sublayers(m, stack)]
     known = [info.parameters[k] for k in (*keys, f"{stack} norms") if k in info.parameters]

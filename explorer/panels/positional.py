@@ -85,8 +85,13 @@ class LinePlot(QWidget):
             kw = dict(pen=pen, name=name)
             if style.get("symbol"):
                 colour = style.get("colour")
-                kw.update(symbol=style["symbol"], symbolSize=style.get("size", 6), pen=None,
-                          symbolBrush=None if style.get("hollow") else colour, symbolPen=colour)  # fmt: skip
+                kw.update(
+                    symbol=style["symbol"],
+                    symbolSize=style.get("size", 6),
+                    pen=None,
+                    symbolBrush=None if style.get("hollow") else colour,
+                    symbolPen=colour,
+                )
             self.plot.plot(x, y, **kw)
             self.series[name] = (np.asarray(x), np.asarray(y))
 
@@ -149,29 +154,64 @@ class PositionalPanel(QWidget):
 
     def _create_views(self) -> None:
         self.curves = LinePlot("pe_plot", N_("Sinusoids: PE(pos, dim) for chosen dimensions"), N_("position"), "PE")
-        self.matrix = Heatmap("pe_matrix_heatmap", N_("The PE matrix (positions × dimensions)"), (-1.0, 1.0),
-                              DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
-        self.similarity = Heatmap("pe_similarity_heatmap", SIMILARITY_TITLE,
-                                  (0.0, 1.0), row_name=N_("position"), col_name=N_("position"))  # fmt: skip
+        self.matrix = Heatmap(
+            "pe_matrix_heatmap",
+            N_("The PE matrix (positions × dimensions)"),
+            (-1.0, 1.0),
+            DIVERGING_MAP,
+            N_("position"),
+            N_("dimension"),
+        )
+        self.similarity = Heatmap(
+            "pe_similarity_heatmap", SIMILARITY_TITLE, (0.0, 1.0), row_name=N_("position"), col_name=N_("position")
+        )
         self.shift_plot = LinePlot("pe_shift_plot", N_("PE(pos + k) and M_k · PE(pos)"), N_("dimension"), N_("value"))
-        self.shift_matrix = Heatmap("pe_shift_matrix", N_("M_k: a rotation of each (sin, cos) pair"), (-1.0, 1.0),
-                                    DIVERGING_MAP, N_("row"), N_("column"))  # fmt: skip
+        self.shift_matrix = Heatmap(
+            "pe_shift_matrix",
+            N_("M_k: a rotation of each (sin, cos) pair"),
+            (-1.0, 1.0),
+            DIVERGING_MAP,
+            N_("row"),
+            N_("column"),
+        )
         self.shift_note = named(QLabel(), "pe_shift_note")
         self.shift_note.setWordWrap(True)
         self.model_note = named(QLabel(), "pe_model_note")
         self.model_note.setWordWrap(True)
-        self.learned = Heatmap("pe_learned_heatmap", N_("The model's learned position table (target side)"),
-                               (-0.5, 0.5), DIVERGING_MAP, N_("position"), N_("dimension"))  # fmt: skip
-        self.rope_angles = Heatmap("pe_rope_angles", N_("RoPE: rotation angle (radians, mod 2π) per position and pair"),
-                                   (0.0, 2 * np.pi), row_name=N_("position"), col_name=N_("pair"))  # fmt: skip
-        self.rope_scores = LinePlot("pe_rope_scores", N_("RoPE: score of q = k = 1 against the offset n − m"),
-                                    N_("offset n − m"), "q·k")  # fmt: skip
-        self.t5_plot = LinePlot("pe_t5_buckets", N_("T5: the bucket of each offset key − query"),
-                                N_("offset key − query"), N_("bucket"))  # fmt: skip
-        self.t5_matrix = Heatmap("pe_t5_matrix", N_("T5: the bucket of each query and key position"), (0.0, 1.0),
-                                 row_name=N_("query position"), col_name=N_("key position"))  # fmt: skip
-        self.t5_bias = LinePlot("pe_t5_bias", N_("T5: each head's learned bias, per offset key − query"),
-                                N_("offset key − query"), N_("bias"))  # fmt: skip
+        self.learned = Heatmap(
+            "pe_learned_heatmap",
+            N_("The model's learned position table (target side)"),
+            (-0.5, 0.5),
+            DIVERGING_MAP,
+            N_("position"),
+            N_("dimension"),
+        )
+        self.rope_angles = Heatmap(
+            "pe_rope_angles",
+            N_("RoPE: rotation angle (radians, mod 2π) per position and pair"),
+            (0.0, 2 * np.pi),
+            row_name=N_("position"),
+            col_name=N_("pair"),
+        )
+        self.rope_scores = LinePlot(
+            "pe_rope_scores", N_("RoPE: score of q = k = 1 against the offset n − m"), N_("offset n − m"), "q·k"
+        )
+        self.t5_plot = LinePlot(
+            "pe_t5_buckets", N_("T5: the bucket of each offset key − query"), N_("offset key − query"), N_("bucket")
+        )
+        self.t5_matrix = Heatmap(
+            "pe_t5_matrix",
+            N_("T5: the bucket of each query and key position"),
+            (0.0, 1.0),
+            row_name=N_("query position"),
+            col_name=N_("key position"),
+        )
+        self.t5_bias = LinePlot(
+            "pe_t5_bias",
+            N_("T5: each head's learned bias, per offset key − query"),
+            N_("offset key − query"),
+            N_("bias"),
+        )
 
     def _lay_out(self) -> None:
         self.labels = {k: QLabel() for k in ("d", "n", "dims", "k", "pos")}
@@ -180,8 +220,11 @@ class PositionalPanel(QWidget):
             row = QHBoxLayout()
             for key in keys:
                 row.addWidget(self.labels[key])
-                row.addWidget({"d": self.d_model, "n": self.positions, "dims": self.dims, "k": self.shift,
-                               "pos": self.pos_spin}[key])  # fmt: skip
+                row.addWidget(
+                    {"d": self.d_model, "n": self.positions, "dims": self.dims, "k": self.shift, "pos": self.pos_spin}[
+                        key
+                    ]
+                )
             row.addStretch(1)
             controls.addLayout(row)
         self.tabs = named(QTabWidget(), "pe_tabs")
@@ -215,8 +258,19 @@ class PositionalPanel(QWidget):
             label.setText(tr(names[key]))
         for i, text in enumerate((N_("Curves"), N_("Matrix"), N_("Similarity"), N_("Shift by k"), N_("This model"))):
             self.tabs.setTabText(i, tr(text))
-        for w in (self.curves, self.matrix, self.similarity, self.shift_plot, self.shift_matrix, self.learned,
-                  self.rope_angles, self.rope_scores, self.t5_plot, self.t5_matrix, self.t5_bias):  # fmt: skip
+        for w in (
+            self.curves,
+            self.matrix,
+            self.similarity,
+            self.shift_plot,
+            self.shift_matrix,
+            self.learned,
+            self.rope_angles,
+            self.rope_scores,
+            self.t5_plot,
+            self.t5_matrix,
+            self.t5_bias,
+        ):
             w.retranslate()
         self.redraw()
 
@@ -301,18 +355,22 @@ class PositionalPanel(QWidget):
         dims = np.arange(d)
         series = [("M_k · PE(pos)", dims, moved, {"colour": "#d62728", "symbol": "o", "size": 4})]
         if target is not None:
-            series.insert(0, ("PE(pos + k)", dims, target, {"colour": "#1f77b4", "symbol": "o", "size": 10,
-                                                            "hollow": True}))  # fmt: skip
+            series.insert(
+                0, ("PE(pos + k)", dims, target, {"colour": "#1f77b4", "symbol": "o", "size": 10, "hollow": True})
+            )
         self.shift_plot.set_series(series)
         show = min(d, 16)
         self.shift_matrix.set_data(m[:show, :show], [str(i) for i in range(show)], [str(i) for i in range(show)])
         error = np.abs(moved - target).max() if target is not None else float("nan")
         self.shift_note.setText(
-            tr("For every position, shifting by k is the same linear map M_k: a rotation by the angle k·ω_i of "
-               "each (sin, cos) pair (ω_i = 1/10000^(2i/d_model)). The paper hypothesised that this lets a model "
-               "learn to attend by relative position.") + f"  max |PE({p}+{k}) − M_k·PE({p})| = {error:.2e}"
+            tr(
+                "For every position, shifting by k is the same linear map M_k: a rotation by the angle k·ω_i of "
+                "each (sin, cos) pair (ω_i = 1/10000^(2i/d_model)). The paper hypothesised that this lets a model "
+                "learn to attend by relative position."
+            )
+            + f"  max |PE({p}+{k}) − M_k·PE({p})| = {error:.2e}"
             + ("" if show == d else f"  ({tr('M_k shown for the first')} {show} {tr('dimensions')})")
-        )  # fmt: skip
+        )
         self._draw_model()
 
     def _draw_model(self) -> None:
@@ -341,18 +399,23 @@ class PositionalPanel(QWidget):
         own table drawn, since the other tabs show the paper's interleaved order."""
         m = info.model_config
         if m.sinusoid_layout != "split":
-            note = tr("This model adds the paper's fixed sinusoids (the other tabs) to its "
-                      "embeddings, after scaling them by √d_model; nothing here is learned.")  # fmt: skip
+            note = tr(
+                "This model adds the paper's fixed sinusoids (the other tabs) to its "
+                "embeddings, after scaling them by √d_model; nothing here is learned."
+            )
         else:
             from model.core.positional import sinusoidal_table
 
-            note = tr("This model adds the paper's sinusoids laid out as Marian lays them out: the sines in the first "
-                      "half of the dimensions, the cosines in the second — the values of the other tabs, the "
-                      "dimensions in another order (below); nothing here is learned.")  # fmt: skip
+            note = tr(
+                "This model adds the paper's sinusoids laid out as Marian lays them out: the sines in the first "
+                "half of the dimensions, the cosines in the second — the values of the other tabs, the "
+                "dimensions in another order (below); nothing here is learned."
+            )
             table = sinusoidal_table(self.positions.value(), m.d_model, "split").numpy()
             self.learned.setVisible(True)
-            self.learned.set_data(table, [str(i) for i in range(len(table))], [str(i) for i in range(m.d_model)],
-                                  levels=(-1.0, 1.0))  # fmt: skip
+            self.learned.set_data(
+                table, [str(i) for i in range(len(table))], [str(i) for i in range(m.d_model)], levels=(-1.0, 1.0)
+            )
             self.learned.set_title(tr("This model's positional encoding: sines first, then cosines"))
         if not m.scale_embedding:
             note += " " + tr("Its embeddings are added as they are, not scaled by √d_model.")

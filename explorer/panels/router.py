@@ -72,8 +72,7 @@ class RouterPage(QWidget):
         self.layer = named(QComboBox(), "router_layer_combo")
         self.layer.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.help = HelpBox("router", label=N_("What does the router do?"))
-        self.heatmap = Heatmap("router_heatmap", ROUTER_TITLE, (0.0, 1.0), row_name=N_("token"),
-                               col_name=N_("expert"))  # fmt: skip
+        self.heatmap = Heatmap("router_heatmap", ROUTER_TITLE, (0.0, 1.0), row_name=N_("token"), col_name=N_("expert"))
         self.caption = named(QLabel(), "router_caption")
         self.caption.setWordWrap(True)
 

@@ -55,11 +55,19 @@ RATE_FIELDS = ("noam_factor", "lr")  # one row, the rate the schedule uses: the 
 # Shorter attribute names that the panels and tests use for some rows (form.heads, form.batch…); the others go by
 # their field's name (form.d_model, form.schedule…). The rate row is form.rate.
 SHORT_NAMES = {
-    "n_heads": "heads", "n_encoder_layers": "enc_layers", "n_decoder_layers": "dec_layers", "tie_embeddings": "tie",
-    "batch_size": "batch", "warmup_steps": "warmup", "label_smoothing": "smoothing", "clip_norm": "clip",
-    "arch": "arch_combo", "n_experts": "experts_spin", "experts_top_k": "experts_top_k_spin",
+    "n_heads": "heads",
+    "n_encoder_layers": "enc_layers",
+    "n_decoder_layers": "dec_layers",
+    "tie_embeddings": "tie",
+    "batch_size": "batch",
+    "warmup_steps": "warmup",
+    "label_smoothing": "smoothing",
+    "clip_norm": "clip",
+    "arch": "arch_combo",
+    "n_experts": "experts_spin",
+    "experts_top_k": "experts_top_k_spin",
     "aux_loss_coef": "balance_spin",
-}  # fmt: skip
+}
 # Choices shown by a readable name (the combo box's data stays the field's value); the others show their value.
 # Short enough to be read whole in the settings column of a 1366-px laptop; what each learns is in the tooltip.
 FAMILY_NAMES = {
@@ -177,11 +185,14 @@ def family_problem(arch: str, data: DataSpec, nsp: bool) -> str:
     "" when it does (the engine checks the same before it builds anything)."""
     text = is_monolingual(data)
     if arch in SINGLE_STREAM and not text:
-        return tr("{family} learns from plain text: choose a text task (text-…) or your own text file, "
-                  "one sentence per line.").format(family=tr(FAMILY_WORDS[arch]))  # fmt: skip
+        return tr(
+            "{family} learns from plain text: choose a text task (text-…) or your own text file, one sentence per line."
+        ).format(family=tr(FAMILY_WORDS[arch]))
     if arch not in SINGLE_STREAM and text:
-        return tr("An encoder–decoder model learns to translate sentence pairs: choose a translation task or "
-                  "a file of sentence pairs, or a single-stream family for plain text.")  # fmt: skip
+        return tr(
+            "An encoder–decoder model learns to translate sentence pairs: choose a translation task or "
+            "a file of sentence pairs, or a single-stream family for plain text."
+        )
     if nsp and arch != "encoder_only":
         return tr("Next-sentence prediction is learnt by encoder-only models: turn it off or choose that family.")
     return ""
@@ -258,8 +269,9 @@ class SettingsForm(QWidget):
             (self.data_form, N_("Vocabulary size"), self.vocab_spin),
             (self.model_form, N_("Preset"), self.preset_combo),
         ]
-        rows += [(self.model_form, s.setting.label, self.model_widgets[s.name]) for s in MODEL_SETTINGS
-                 if s.name != "arch"]  # fmt: skip
+        rows += [
+            (self.model_form, s.setting.label, self.model_widgets[s.name]) for s in MODEL_SETTINGS if s.name != "arch"
+        ]
         for name, s in TRAIN_SETTINGS.items():
             if name == RATE_FIELDS[0]:
                 rows.append((self.train_form, None, self.rate))  # its label follows the schedule
@@ -272,8 +284,11 @@ class SettingsForm(QWidget):
             if text is not None:
                 self._row_labels.append((label, text))
             form.addRow(label, field)
-        for box, form in ((self.data_box, self.data_form), (self.model_box, self.model_form),
-                          (self.train_box, self.train_form)):  # fmt: skip
+        for box, form in (
+            (self.data_box, self.data_form),
+            (self.model_box, self.model_form),
+            (self.train_box, self.train_form),
+        ):
             box.setLayout(form)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -352,8 +367,9 @@ class SettingsForm(QWidget):
         last = self.task_combo.count() - 1
         self.task_combo.setItemText(last, tr("Your text file…") if text else tr("Your file…"))
         for i in range(last):
-            self.task_combo.setItemData(i, tr(TASK_DESCRIPTIONS[self.task_combo.itemData(i)]),
-                                        Qt.ItemDataRole.ToolTipRole)  # fmt: skip
+            self.task_combo.setItemData(
+                i, tr(TASK_DESCRIPTIONS[self.task_combo.itemData(i)]), Qt.ItemDataRole.ToolTipRole
+            )
 
     def _on_edit(self, *_: Any) -> None:
         self.edited = True
@@ -481,8 +497,9 @@ class SettingsForm(QWidget):
 
     def _update_file_label(self) -> None:
         use_file = self.task_combo.currentData() == FILE_ITEM
-        self.file_label.setText(Path(self.data_path).name if (use_file and self.data_path) else
-                                (tr("none chosen") if use_file else "—"))  # fmt: skip
+        self.file_label.setText(
+            Path(self.data_path).name if (use_file and self.data_path) else (tr("none chosen") if use_file else "—")
+        )
         self.browse.setEnabled(use_file)
 
     def model_overrides(self) -> dict[str, SettingValue]:

@@ -88,10 +88,25 @@ QUALITY_TITLES: dict[str, tuple[str, str, tuple[float, float] | None]] = {
 }
 NSP_TITLE = N_("Masked-token and next-sentence accuracy (valid)")
 # the scores of Evaluation the evaluation plot draws, each with its factor (shares as percentages)
-QUALITY_SERIES = (("exact_match", 100.0), ("bleu", 1.0), ("perplexity", 1.0), ("mlm_accuracy", 100.0),
-                  ("nsp_accuracy", 100.0))  # fmt: skip
-EXPERT_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-                  "#bcbd22", "#7f7f7f"]  # fmt: skip
+QUALITY_SERIES = (
+    ("exact_match", 100.0),
+    ("bleu", 1.0),
+    ("perplexity", 1.0),
+    ("mlm_accuracy", 100.0),
+    ("nsp_accuracy", 100.0),
+)
+EXPERT_COLOURS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+]
 
 
 LOSS_TITLE, LOSS_AXIS = N_("Loss"), N_("cross-entropy")
@@ -327,8 +342,9 @@ class TrainingPanel(QWidget):
         self._arranged: tuple[int, tuple[str, ...]] | None = None
         for name, title, ylabel in self.PLOTS:
             domain = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.0)}
-            self.plots[name] = MetricPlot(title, name, ylabel, smoothable=name not in ("lr_plot",),
-                                          y_domain=domain.get(name), parent=grid)  # fmt: skip
+            self.plots[name] = MetricPlot(
+                title, name, ylabel, smoothable=name not in ("lr_plot",), y_domain=domain.get(name), parent=grid
+            )
         self.expert_load_plot = self.plots["expert_load_plot"]
         self._arrange_plots(3)
         self._define_series()
@@ -449,8 +465,10 @@ class TrainingPanel(QWidget):
             self._send(ChangeData(spec.data))  # an opened model learns the new data with its own vocabulary
         elif info is None or needs_new_model(spec, info):
             if info is not None and info.model_origin is not None:
-                question = tr("These settings need a new model: the opened model {name} will be replaced by one "
-                              "with fresh weights.").format(name=info.model_origin.name)  # fmt: skip
+                question = tr(
+                    "These settings need a new model: the opened model {name} will be replaced by one "
+                    "with fresh weights."
+                ).format(name=info.model_origin.name)
                 self.confirm_replace(build_and_go, question, True)
             elif info is not None and self.status.step > 0:
                 question = tr("These settings need a new model. The current model (step {step}) will be replaced.")
@@ -474,8 +492,9 @@ class TrainingPanel(QWidget):
         self.acted.emit()
         question = tr("Reset starts a new model with fresh weights. The current model (step {step}) will be replaced.")
         opened = self.current is not None and self.current.model_origin is not None  # never lost without asking
-        self.confirm_replace(lambda: self._send(NewModel(spec)), question.format(step=self.status.step),
-                             self.status.step > 0 or opened)  # fmt: skip
+        self.confirm_replace(
+            lambda: self._send(NewModel(spec)), question.format(step=self.status.step), self.status.step > 0 or opened
+        )
 
     def _on_pause_at(self) -> None:
         step, loss = self.pause_at_step.value(), self.pause_at_loss.value()

@@ -97,11 +97,15 @@ def _pens() -> tuple[tuple[QPen, QPen, QBrush, QPen], ...]:
     """Per status code: edge pen, box pen, box fill, text pen (made once, after the application exists)."""
     edge_width = {"root": 1.5, "live": 1.5, "pruned": 1.0, "finished": 1.5}
     return tuple(
-        (QPen(QColor(border), edge_width[status], style), QPen(QColor(border), 2 if status == "finished" else 1, style),
-         QBrush(QColor(fill)), QPen(QColor(ink)))
+        (
+            QPen(QColor(border), edge_width[status], style),
+            QPen(QColor(border), 2 if status == "finished" else 1, style),
+            QBrush(QColor(fill)),
+            QPen(QColor(ink)),
+        )
         for status in STATUSES
         for fill, border, style, ink in [STYLES[status]]
-    )  # fmt: skip
+    )
 
 
 @cache
@@ -186,9 +190,12 @@ class Column(QGraphicsItem):
         parent_row = entering_rows[parent]
         order = np.lexsort((-log_prob, parent_row, status == PRUNED))  # kept first, by parent, most probable first
         arrays: dict[str, np.ndarray] = {
-            "status": status[order], "log_prob": log_prob[order], "score": score[order],
-            "live_index": live_index[order], "token": token[order],
-        }  # fmt: skip
+            "status": status[order],
+            "log_prob": log_prob[order],
+            "score": score[order],
+            "live_index": live_index[order],
+            "token": token[order],
+        }
         if len(finished):  # the search's own ranking: highest ★, the first finished one on a tie
             arrays["best"] = np.flatnonzero(order == finished[int(np.argmax(score[finished]))])
         return cls(level, arrays, parent_row[order], tree)
@@ -210,8 +217,16 @@ class Column(QGraphicsItem):
             raise IndexError(f"no node in row {row} of level {self.level}")
         status, token = int(self.status[i]), int(self.token[i])
         score, live = float(self.score[i]), int(self.live_index[i])
-        return Node(self.level, row, STATUSES[status], token, self.tree.piece(token), float(self.log_prob[i]),
-                    None if math.isnan(score) else score, None if live < 0 else live)  # fmt: skip
+        return Node(
+            self.level,
+            row,
+            STATUSES[status],
+            token,
+            self.tree.piece(token),
+            float(self.log_prob[i]),
+            None if math.isnan(score) else score,
+            None if live < 0 else live,
+        )
 
     def all_nodes(self) -> list[Node]:
         """Every node, pruned ones too, top to bottom."""
@@ -548,8 +563,13 @@ class BeamTreeView(QGraphicsView):
         if pieces is not self._pieces or eos_id != self._eos_id or not self.columns:
             self._clear()
             self._pieces, self._eos_id = pieces, eos_id
-            root = {"status": np.array([ROOT], np.int8), "token": np.array([-1]), "log_prob": np.zeros(1),
-                    "score": np.full(1, np.nan), "live_index": np.zeros(1, np.int64)}  # fmt: skip
+            root = {
+                "status": np.array([ROOT], np.int8),
+                "token": np.array([-1]),
+                "log_prob": np.zeros(1),
+                "score": np.full(1, np.nan),
+                "live_index": np.zeros(1, np.int64),
+            }
             self._add_column(Column(0, root, np.zeros(0, np.int64), self))
         same = 0
         while same < min(len(steps), len(self._steps)) and steps[same] is self._steps[same]:
@@ -820,8 +840,10 @@ class BeamTreeView(QGraphicsView):
         log-probability, score)."""
         self.finish()
         if Path(path).suffix.lower() == ".csv":
-            rows = [[n.level, n.status, n.piece, f"{n.log_prob:.6f}", "" if n.score is None else f"{n.score:.6f}"]
-                    for n in self.nodes]  # fmt: skip
+            rows = [
+                [n.level, n.status, n.piece, f"{n.log_prob:.6f}", "" if n.score is None else f"{n.score:.6f}"]
+                for n in self.nodes
+            ]
             write_rows(path, ["level", "status", "token", "log_prob", "score"], rows)
             return
         source = self.scene().itemsBoundingRect().adjusted(-10, -10, 10, 10)

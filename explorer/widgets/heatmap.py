@@ -111,9 +111,16 @@ def _placed_every(
 class Heatmap(QWidget):
     """A labelled heatmap of a [rows, cols] matrix with a colour bar."""
 
-    def __init__(self, object_name: str, title: str = "", levels: tuple[float, float] = (0.0, 1.0),
-                 colour_map: pg.ColorMap = ATTENTION_MAP, row_name: str = N_("query"), col_name: str = N_("key"),
-                 parent: QWidget | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        object_name: str,
+        title: str = "",
+        levels: tuple[float, float] = (0.0, 1.0),
+        colour_map: pg.ColorMap = ATTENTION_MAP,
+        row_name: str = N_("query"),
+        col_name: str = N_("key"),
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName(object_name)
         self._title_source = title
@@ -298,8 +305,12 @@ class Heatmap(QWidget):
         if path.suffix.lower() in (".csv", ".npy"):
             write_numbers(path, self.values, self.rows, self.cols)
         else:
-            render_scene(self.view.scene(), self.plot.sceneBoundingRect().united(self.colorbar.sceneBoundingRect()),
-                         path, self.title.text())  # fmt: skip
+            render_scene(
+                self.view.scene(),
+                self.plot.sceneBoundingRect().united(self.colorbar.sceneBoundingRect()),
+                path,
+                self.title.text(),
+            )
 
 
 def _same_mask(a: np.ndarray | None, b: np.ndarray | None) -> bool:

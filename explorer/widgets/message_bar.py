@@ -35,8 +35,14 @@ class MessageBar(QFrame):
     def showing(self) -> bool:
         return not self.isHidden()
 
-    def show_message(self, text: str, level: str = "info", actions: list[tuple[str, Callable[[], None]]] | None = None,
-                     closable: bool = True, kind: str = "") -> None:  # fmt: skip
+    def show_message(
+        self,
+        text: str,
+        level: str = "info",
+        actions: list[tuple[str, Callable[[], None]]] | None = None,
+        closable: bool = True,
+        kind: str = "",
+    ) -> None:
         for b in self.buttons:
             b.deleteLater()
         self.buttons = []

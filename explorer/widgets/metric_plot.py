@@ -151,8 +151,15 @@ class Series:
 class MetricPlot(QWidget):
     """A titled plot of one or more metrics against the training step, for several runs."""
 
-    def __init__(self, title: str, object_name: str, y_label: str = "", smoothable: bool = True,
-                 y_domain: tuple[float, float] | None = None, parent=None):  # fmt: skip
+    def __init__(
+        self,
+        title: str,
+        object_name: str,
+        y_label: str = "",
+        smoothable: bool = True,
+        y_domain: tuple[float, float] | None = None,
+        parent=None,
+    ):
         super().__init__(parent)
         self.y_domain = y_domain  # the values' whole scale, e.g. (0, 1) for an accuracy
         self.setObjectName(object_name)
@@ -206,12 +213,21 @@ class MetricPlot(QWidget):
         self.retranslate()
 
     # -- data ----------------------------------------------------------------------------------
-    def define(self, name: str, label: str, colour_shift: int = 0, dashed: bool = False, symbol: str | None = None,
-               colour: str | None = None, number: int | None = None):  # fmt: skip
+    def define(
+        self,
+        name: str,
+        label: str,
+        colour_shift: int = 0,
+        dashed: bool = False,
+        symbol: str | None = None,
+        colour: str | None = None,
+        number: int | None = None,
+    ):
         """Declare a series: its legend label and how it is drawn. Its colour is the run's (shifted by
         ``colour_shift``) unless ``colour`` fixes one; a label with ``{n}`` is given ``number``."""
-        self.styles[name] = dict(label=label, shift=colour_shift, dashed=dashed, symbol=symbol, colour=colour,
-                                 number=number)  # fmt: skip
+        self.styles[name] = dict(
+            label=label, shift=colour_shift, dashed=dashed, symbol=symbol, colour=colour, number=number
+        )
 
     def append(self, run_id: int, name: str, x: np.ndarray, y: np.ndarray) -> None:
         if len(x) == 0:

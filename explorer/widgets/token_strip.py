@@ -162,9 +162,17 @@ class TokenStrip(QWidget):
         p.setOpacity(0.45 if self.faded else 1.0)
         for i, (t, r) in enumerate(zip(self.tokens, self._layout(self.width()))):
             special = t.startswith("<") and t.endswith(">")
-            fill, border = (UNKNOWN, UNKNOWN_BORDER) if i in self.highlight else (
-                (MARKED, MARKED_BORDER) if i in self.marked else (SPECIAL, CHIP_BORDER) if special else (
-                    CHIP, CHIP_BORDER))  # fmt: skip
+            fill, border = (
+                (UNKNOWN, UNKNOWN_BORDER)
+                if i in self.highlight
+                else (
+                    (MARKED, MARKED_BORDER)
+                    if i in self.marked
+                    else (SPECIAL, CHIP_BORDER)
+                    if special
+                    else (CHIP, CHIP_BORDER)
+                )
+            )
             pen = QPen(border, 2 if i in self.marked else 1)
             if self.faded:
                 pen.setStyle(Qt.PenStyle.DashLine)

@@ -78,8 +78,10 @@ class WordCompleter(QCompleter):
         popup = self.list
         if watched is popup and popup.isVisible() and isinstance(event, QKeyEvent):
             if event.type() == QEvent.Type.KeyPress and event.key() in (
-                Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab
-            ):  # fmt: skip
+                Qt.Key.Key_Return,
+                Qt.Key.Key_Enter,
+                Qt.Key.Key_Tab,
+            ):
                 index = popup.currentIndex()
                 if not index.isValid() and event.key() == Qt.Key.Key_Tab:
                     index = self.completionModel().index(0, 0)

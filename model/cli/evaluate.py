@@ -41,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{session.data_spec.name}, {args.split} split ({result['sentences']} sentences), step {session.step}: "
-              f"{_scores(result)}, loss {result['loss']:.3f}")  # fmt: skip
+        print(
+            f"{session.data_spec.name}, {args.split} split ({result['sentences']} sentences), step {session.step}: "
+            f"{_scores(result)}, loss {result['loss']:.3f}"
+        )
     return 0
 
 

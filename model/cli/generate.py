@@ -66,9 +66,14 @@ def _continue(session: Session, prompt: str, n: int, args: argparse.Namespace) -
     if cut:
         print(f"line {n}: longer than the model accepts ({len(ids)} tokens); cut", file=sys.stderr)
     new = generate(
-        session.model, ids, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        session.model,
+        ids,
+        args.max_new_tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
         seed=args.seed,
-    )  # fmt: skip
+    )
     return session.tgt_tok.decode(ids + new)
 
 

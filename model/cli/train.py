@@ -58,9 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The flags: data, model (one per ModelConfig setting), tokenizer, and training (one per TrainConfig
     setting, besides those of the run itself)."""
     ap = argparse.ArgumentParser(
-        prog="transformer-explorer-train", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1],
-    )  # fmt: skip
+        prog="transformer-explorer-train",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     _add_data_flags(ap.add_argument_group("data (one of --task / --data)"))
     m = ap.add_argument_group("model", "Each flag overrides the preset's value.")
     m.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
@@ -90,9 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o.add_argument("--probe-every", type=int, default=100, metavar="K", help="steps between probe snapshots")
     o.add_argument("--test", action="store_true", help="also evaluate on the test split at the end")
-    o.add_argument("--lean", action="store_true",
-                   help="leave the optimizer state out of the final checkpoint (a third of the size; "
-                        "training it further restarts Adam's moments)")  # fmt: skip
+    o.add_argument(
+        "--lean",
+        action="store_true",
+        help="leave the optimizer state out of the final checkpoint (a third of the size; "
+        "training it further restarts Adam's moments)",
+    )
     add_setting_flags(o, TrainConfig)
     return ap
 
@@ -123,20 +128,36 @@ def _add_data_flags(src: argparse._ArgumentGroup) -> None:
     )
     src.add_argument("--valid-size", type=int, default=0, help="streamed data: valid pairs (default 1000)")
     src.add_argument("--test-size", type=int, default=0, help="streamed data: test pairs (default 1000)")
-    src.add_argument("--tokenizer-sample", type=int, default=200_000, metavar="N",
-                     help="streamed data: training pairs the tokenizers learn from (default 200000)")  # fmt: skip
+    src.add_argument(
+        "--tokenizer-sample",
+        type=int,
+        default=200_000,
+        metavar="N",
+        help="streamed data: training pairs the tokenizers learn from (default 200000)",
+    )
 
 
 def _data_spec(args: argparse.Namespace, arch: str) -> DataSpec:
     if (args.task is None) == (args.data is None):
         raise DataError("give exactly one of --task NAME or --data FILE")
     data = DataSpec(
-        task=args.task, path=args.data, target_path=args.data_target, file_format=args.format,
-        src_key=args.src_key, tgt_key=args.tgt_key, swap=args.swap, seed=args.data_seed, length=args.length,
-        min_length=args.min_length or args.length, alphabet=args.alphabet, stream=args.stream,
-        valid_size=args.valid_size, test_size=args.test_size, tokenizer_sample=args.tokenizer_sample,
+        task=args.task,
+        path=args.data,
+        target_path=args.data_target,
+        file_format=args.format,
+        src_key=args.src_key,
+        tgt_key=args.tgt_key,
+        swap=args.swap,
+        seed=args.data_seed,
+        length=args.length,
+        min_length=args.min_length or args.length,
+        alphabet=args.alphabet,
+        stream=args.stream,
+        valid_size=args.valid_size,
+        test_size=args.test_size,
+        tokenizer_sample=args.tokenizer_sample,
         **({"n_train": args.n_train} if args.n_train else {}),
-    )  # fmt: skip
+    )
     if args.data and args.format == "auto" and arch in SINGLE_STREAM:
         data = replace(data, file_format="text")  # a single-stream model reads plain text, a line each
     return data
@@ -163,9 +184,16 @@ def make_session(args: argparse.Namespace) -> Session:
     train = train_config_for(args.preset, **given_settings(args, TrainConfig))
     tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
     return Session.create(
-        data, args.preset, train, tokenizer, shared_tokenizer=args.shared_vocab, device=args.device,
-        data_cache=Path(args.out) / "data-cache", progress=StreamPrinter(), **given_settings(args, ModelConfig),
-    )  # fmt: skip
+        data,
+        args.preset,
+        train,
+        tokenizer,
+        shared_tokenizer=args.shared_vocab,
+        device=args.device,
+        data_cache=Path(args.out) / "data-cache",
+        progress=StreamPrinter(),
+        **given_settings(args, ModelConfig),
+    )
 
 
 class StreamPrinter:
@@ -298,8 +326,10 @@ def _describe_run(session: Session, args: argparse.Namespace) -> None:
     corpus = session.corpus
     what = f"texts ({corpus.src_lang})" if corpus.monolingual else f"pairs ({corpus.src_lang} → {corpus.tgt_lang})"
     streamed = f" (streamed; the tokenizers learnt from {len(corpus.train):,})" if corpus.stream else ""
-    print(f"data: {corpus.n_train:,} training{streamed}, {len(corpus.valid):,} valid, {len(corpus.test):,} test "
-          f"{what}", file=sys.stderr)  # fmt: skip
+    print(
+        f"data: {corpus.n_train:,} training{streamed}, {len(corpus.valid):,} valid, {len(corpus.test):,} test {what}",
+        file=sys.stderr,
+    )
     if corpus.report is not None:
         print(corpus.report.summary(), file=sys.stderr)
     if corpus.stream is not None:
@@ -316,8 +346,10 @@ def _trim_own_log(session: Session, args: argparse.Namespace, metrics: Path) -> 
         return
     dropped = trim_metrics(metrics, session.step)
     if dropped:
-        print(f"{metrics}: {dropped} lines past step {session.step} (written after the checkpoint was saved) "
-              "dropped", file=sys.stderr)  # fmt: skip
+        print(
+            f"{metrics}: {dropped} lines past step {session.step} (written after the checkpoint was saved) dropped",
+            file=sys.stderr,
+        )
 
 
 def _governor(args: argparse.Namespace, session: Session) -> ThreadGovernor | None:
@@ -369,8 +401,11 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
         if ckpt is not None:  # every rank saw it (the check is over all ranks' losses); rank 0 says it
             print(f"error: {exc}", file=sys.stderr)
             rate = "--noam-factor" if session.train_cfg.schedule == "noam" else "--lr"
-            print(f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out "
-                  f"{shlex.quote(str(ckpt.parent))} --steps {args.steps} {rate} <lower>", file=sys.stderr)  # fmt: skip
+            print(
+                f"to go on: python -m model.train --resume {shlex.quote(str(ckpt))} --out "
+                f"{shlex.quote(str(ckpt.parent))} --steps {args.steps} {rate} <lower>",
+                file=sys.stderr,
+            )
         return 1
     except RuntimeError as exc:
         if session.world == 1:

@@ -87,16 +87,23 @@ class ModelConfig:
     src_vocab_size: int  # source vocabulary size, specials included (single-stream: 0, or = vocab_size)
     tgt_vocab_size: int  # target vocabulary size, specials included (single-stream: = vocab_size)
     arch: Arch = setting(
-        "encoder_decoder", "Family",
+        "encoder_decoder",
+        "Family",
         "encoder_decoder (the paper, T5), decoder_only (GPT: predicts the next token, looks only back) or "
-        "encoder_only (BERT: fills in masked tokens, looks both ways)", form=True,
-    )  # fmt: skip
+        "encoder_only (BERT: fills in masked tokens, looks both ways)",
+        form=True,
+    )
     vocab_size: int = 0  # single-stream families: the one vocabulary's size (0 for encoder–decoder)
     d_model: int = setting(512, "d_model", "width of every residual stream", form=True, low=4, high=4096, step=8)
     n_heads: int = setting(
-        8, "Heads", "attention heads per attention block; d_model % n_heads == 0", flag="heads", form=True, low=1,
+        8,
+        "Heads",
+        "attention heads per attention block; d_model % n_heads == 0",
+        flag="heads",
+        form=True,
+        low=1,
         high=64,
-    )  # fmt: skip
+    )
     n_encoder_layers: int = setting(
         6, "Encoder layers", "N in the paper, encoder side", flag="encoder-layers", form=True, low=1, high=48
     )
@@ -107,40 +114,71 @@ class ModelConfig:
         2048, "d_ff", "inner width of the position-wise feed-forward network", form=True, low=4, high=32768, step=64
     )
     dropout: float = setting(
-        0.1, "Dropout", "P_drop: residual, embedding, attention and FFN dropout", form=True, low=0.0, high=0.95,
-        step=0.05, decimals=2,
-    )  # fmt: skip
+        0.1,
+        "Dropout",
+        "P_drop: residual, embedding, attention and FFN dropout",
+        form=True,
+        low=0.0,
+        high=0.95,
+        step=0.05,
+        decimals=2,
+    )
     max_len: int = setting(512, "Longest sequence", "longest sequence (positions) the model accepts, BOS/EOS included")
     positional: Positional = setting(
-        "sinusoidal", "Positions",
+        "sinusoidal",
+        "Positions",
         "positions: sinusoidal (the paper), a learned table, rotary (RoPE), or T5's relative bias (bucketed "
-        "offsets, a learned bias per head added to the attention scores)", form=True,
-    )  # fmt: skip
+        "offsets, a learned bias per head added to the attention scores)",
+        form=True,
+    )
     norm: Norm = setting(
         "post", "Normalisation", "post (the paper: x = LN(x + f(x))) or pre (x = x + f(LN(x)), final LN)", form=True
     )
     activation: Activation = setting(
-        "relu", "Activation", "FFN non-linearity: relu (the paper), gelu (BERT), silu (\"swish\", Marian) or "
-        "gelu_tanh (GPT-2's tanh approximation of gelu)", form=True,
-    )  # fmt: skip
+        "relu",
+        "Activation",
+        'FFN non-linearity: relu (the paper), gelu (BERT), silu ("swish", Marian) or '
+        "gelu_tanh (GPT-2's tanh approximation of gelu)",
+        form=True,
+    )
     shared_vocab: bool = False  # source and target share one vocabulary and embedding table
     tie_embeddings: bool = setting(
-        False, "Tied embeddings", "output projection shares the target embedding's weights (paper presets tie)",
+        False,
+        "Tied embeddings",
+        "output projection shares the target embedding's weights (paper presets tie)",
         form=True,
-    )  # fmt: skip
+    )
     n_experts: int = setting(
-        1, "Experts", "Mixture-of-Experts: N expert FFNs per layer, a router sends each token to k of them "
-        "(1 = the paper's dense FFN)", flag="experts", form=True, low=1, high=64,
-    )  # fmt: skip
+        1,
+        "Experts",
+        "Mixture-of-Experts: N expert FFNs per layer, a router sends each token to k of them "
+        "(1 = the paper's dense FFN)",
+        flag="experts",
+        form=True,
+        low=1,
+        high=64,
+    )
     experts_top_k: int = setting(
-        1, "Experts per token", "k: experts each token is sent to, their outputs weighted by the router",
-        flag="experts-top-k", form=True, low=1, high=64,
-    )  # fmt: skip
+        1,
+        "Experts per token",
+        "k: experts each token is sent to, their outputs weighted by the router",
+        flag="experts-top-k",
+        form=True,
+        low=1,
+        high=64,
+    )
     aux_loss_coef: float = setting(
-        0.01, "Balance loss", "weight of the load-balancing loss N·Σ f_i·P_i (mean over the MoE layers, 1 "
+        0.01,
+        "Balance loss",
+        "weight of the load-balancing loss N·Σ f_i·P_i (mean over the MoE layers, 1 "
         "when balanced) added to the training loss (0: no balancing)",
-        flag="aux-loss", form=True, low=0.0, high=10.0, step=0.01, decimals=3,
-    )  # fmt: skip
+        flag="aux-loss",
+        form=True,
+        low=0.0,
+        high=10.0,
+        step=0.01,
+        decimals=3,
+    )
     n_classes: int = 0  # encoder-only: classes of the head on the first (<cls>) position, e.g. 2 for NSP
     t5_buckets: int = 32  # T5 relative bias: offset buckets (bidirectional: half per direction)
     t5_max_distance: int = 128  # T5 relative bias: offsets from here on share the last bucket

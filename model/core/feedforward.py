@@ -37,8 +37,11 @@ def _gelu_tanh(x: Tensor) -> Tensor:
 
 # the FFN non-linearities by configuration name (model.core.config.Activation)
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
-    "relu": F.relu, "gelu": F.gelu, "silu": F.silu, "gelu_tanh": _gelu_tanh,
-}  # fmt: skip
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "silu": F.silu,
+    "gelu_tanh": _gelu_tanh,
+}
 
 
 class FeedForward(nn.Module):

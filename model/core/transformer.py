@@ -295,28 +295,43 @@ class Transformer(nn.Module):
     # -- the whole model -----------------------------------------------------------
     @overload
     def forward(
-        self, *inputs: Tensor, return_attention: Literal[False] = False, return_extras: Literal[False] = False,
+        self,
+        *inputs: Tensor,
+        return_attention: Literal[False] = False,
+        return_extras: Literal[False] = False,
         segments: Tensor | None = None,
-    ) -> Tensor: ...  # fmt: skip
+    ) -> Tensor: ...
     @overload
     def forward(
-        self, *inputs: Tensor, return_attention: Literal[True], return_extras: Literal[False] = False,
+        self,
+        *inputs: Tensor,
+        return_attention: Literal[True],
+        return_extras: Literal[False] = False,
         segments: Tensor | None = None,
-    ) -> tuple[Tensor, AttentionMaps]: ...  # fmt: skip
+    ) -> tuple[Tensor, AttentionMaps]: ...
     @overload
     def forward(
-        self, *inputs: Tensor, return_attention: Literal[False] = False, return_extras: Literal[True],
+        self,
+        *inputs: Tensor,
+        return_attention: Literal[False] = False,
+        return_extras: Literal[True],
         segments: Tensor | None = None,
-    ) -> tuple[Tensor, Extras]: ...  # fmt: skip
+    ) -> tuple[Tensor, Extras]: ...
     @overload
     def forward(
-        self, *inputs: Tensor, return_attention: Literal[True], return_extras: Literal[True],
+        self,
+        *inputs: Tensor,
+        return_attention: Literal[True],
+        return_extras: Literal[True],
         segments: Tensor | None = None,
-    ) -> tuple[Tensor, AttentionMaps, Extras]: ...  # fmt: skip
+    ) -> tuple[Tensor, AttentionMaps, Extras]: ...
     def forward(
-        self, *inputs: Tensor, return_attention: bool = False, return_extras: bool = False,
+        self,
+        *inputs: Tensor,
+        return_attention: bool = False,
+        return_extras: bool = False,
         segments: Tensor | None = None,
-    ) -> Tensor | tuple:  # fmt: skip
+    ) -> Tensor | tuple:
         """Logits for every position ``[B, T, V]``; padding masks come from ``cfg.pad_id``.
 
         Inputs: encoder–decoder ``(src, tgt_in)``; decoder-only and encoder-only ``(ids,)``, and for an

@@ -195,10 +195,15 @@ def load_corpus(spec: DataSpec, cache_dir: Path | None = None, progress: Progres
 def stream_settings(spec: DataSpec) -> dict[str, Any]:
     """What a streamed file's scan depends on."""
     return {
-        "file_format": spec.file_format, "src_key": spec.src_key, "tgt_key": spec.tgt_key, "swap": spec.swap,
-        "valid_size": spec.valid_size or DEFAULT_HELD_OUT, "test_size": spec.test_size or DEFAULT_HELD_OUT,
-        "tokenizer_sample": max(1, spec.tokenizer_sample), "target_path": spec.target_path,
-    }  # fmt: skip
+        "file_format": spec.file_format,
+        "src_key": spec.src_key,
+        "tgt_key": spec.tgt_key,
+        "swap": spec.swap,
+        "valid_size": spec.valid_size or DEFAULT_HELD_OUT,
+        "test_size": spec.test_size or DEFAULT_HELD_OUT,
+        "tokenizer_sample": max(1, spec.tokenizer_sample),
+        "target_path": spec.target_path,
+    }
 
 
 def _load_streamed(spec: DataSpec, cache_dir: Path | None, progress: Progress | None) -> Corpus:
@@ -208,8 +213,17 @@ def _load_streamed(spec: DataSpec, cache_dir: Path | None, progress: Progress | 
     tgt_lang = _language(p[1] for p in scan.sample + scan.valid)
     if spec.file_format == "text":  # single texts, held out and sampled by the hash as pairs are
         scan.report.unit = "lines"
-    return Corpus(spec, scan.sample, scan.valid, scan.test, src_lang, tgt_lang, scan.report,
-                  monolingual=spec.file_format == "text", stream=scan)  # fmt: skip
+    return Corpus(
+        spec,
+        scan.sample,
+        scan.valid,
+        scan.test,
+        src_lang,
+        tgt_lang,
+        scan.report,
+        monolingual=spec.file_format == "text",
+        stream=scan,
+    )
 
 
 def _load_monolingual(spec: DataSpec) -> Corpus:

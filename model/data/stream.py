@@ -118,23 +118,48 @@ class Scan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "version": SCAN_VERSION, "path": self.path, "size": self.size, "mtime_ns": self.mtime_ns,
-            "encoding": self.encoding, "fmt": self.fmt, "lines": self.lines, "offsets": self.offsets,
-            "held_out": sorted(self.held_out), "valid": self.valid, "test": self.test, "sample": self.sample,
-            "skipped": self.report.skipped, "problems": self.report.problems, "target_path": self.target_path,
-            "target_offsets": self.target_offsets, "target_size": self.target_size,
+            "version": SCAN_VERSION,
+            "path": self.path,
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "encoding": self.encoding,
+            "fmt": self.fmt,
+            "lines": self.lines,
+            "offsets": self.offsets,
+            "held_out": sorted(self.held_out),
+            "valid": self.valid,
+            "test": self.test,
+            "sample": self.sample,
+            "skipped": self.report.skipped,
+            "problems": self.report.problems,
+            "target_path": self.target_path,
+            "target_offsets": self.target_offsets,
+            "target_size": self.target_size,
             "target_mtime_ns": self.target_mtime_ns,
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Scan:
         report = LoadReport(d["path"], d["encoding"], skipped=d["skipped"], problems=list(d["problems"]))
         valid, test, sample = ([(str(p[0]), str(p[1])) for p in d[k]] for k in ("valid", "test", "sample"))
         scan = cls(
-            d["path"], d["size"], d["mtime_ns"], d["encoding"], d["fmt"], d["lines"], list(d["offsets"]),
-            set(d["held_out"]), valid, test, sample, report, d["target_path"], list(d["target_offsets"]),
-            d["target_size"], d["target_mtime_ns"],
-        )  # fmt: skip
+            d["path"],
+            d["size"],
+            d["mtime_ns"],
+            d["encoding"],
+            d["fmt"],
+            d["lines"],
+            list(d["offsets"]),
+            set(d["held_out"]),
+            valid,
+            test,
+            sample,
+            report,
+            d["target_path"],
+            list(d["target_offsets"]),
+            d["target_size"],
+            d["target_mtime_ns"],
+        )
         scan.report.kept = scan.n_train + len(scan.valid) + len(scan.test)
         return scan
 
@@ -178,9 +203,15 @@ def _head(path: Path) -> bytes:
 
 
 def scan(
-    path: str | Path, file_format: str, valid_size: int, test_size: int, sample_size: int,
-    parse: Callable[[str], tuple[str, str] | str], progress: Progress | None = None, target: str | Path | None = None,
-) -> Scan:  # fmt: skip
+    path: str | Path,
+    file_format: str,
+    valid_size: int,
+    test_size: int,
+    sample_size: int,
+    parse: Callable[[str], tuple[str, str] | str],
+    progress: Progress | None = None,
+    target: str | Path | None = None,
+) -> Scan:
     """One pass over the file at ``path`` (see the module's description); ``parse`` reads one line. With
     ``target``: two aligned files, line n of one translating line n of the other, read side by side (a line is
     then the two lines' bytes joined by a NUL byte)."""
@@ -207,9 +238,19 @@ def scan(
     report = LoadReport(" + ".join(map(str, paths)), encoding)
     valid, test, sample, held = _choose(smallest.heap, encoding, parse, report, valid_size, test_size, path)
     result = Scan(
-        str(path), stats[0].st_size, stats[0].st_mtime_ns, encoding, fmt, n + 1, offsets[0], held, valid, test,
-        sample, report,
-    )  # fmt: skip
+        str(path),
+        stats[0].st_size,
+        stats[0].st_mtime_ns,
+        encoding,
+        fmt,
+        n + 1,
+        offsets[0],
+        held,
+        valid,
+        test,
+        sample,
+        report,
+    )
     if target is not None:
         result.target_path, result.target_offsets = str(target), offsets[1]
         result.target_size, result.target_mtime_ns = stats[1].st_size, stats[1].st_mtime_ns
@@ -277,8 +318,10 @@ def _encoding_of(path: Path, file_format: str, target: str | Path | None) -> tup
     other, _ = detect(Path(target), "parallel")
     plain = {"utf-8-sig": "utf-8"}  # a byte-order mark is taken off each line's text (see line_parser)
     if plain.get(encoding, encoding) != plain.get(other, other):
-        raise DataError(f"{path} is {encoding} but {target} is {other}: two files read as a stream need one "
-                        "encoding; save both as UTF-8")  # fmt: skip
+        raise DataError(
+            f"{path} is {encoding} but {target} is {other}: two files read as a stream need one "
+            "encoding; save both as UTF-8"
+        )
     return plain.get(encoding, encoding), "parallel"
 
 
@@ -303,9 +346,14 @@ def _side_by_side(files: Sequence[IO[bytes]], paths: list[Path]) -> Iterator[tup
 
 
 def _choose(
-    heap: list[tuple[int, int, bytes]], encoding: str, parse: Callable[[str], tuple[str, str] | str],
-    report: LoadReport, valid_size: int, test_size: int, path: Path,
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]], set[int]]:  # fmt: skip
+    heap: list[tuple[int, int, bytes]],
+    encoding: str,
+    parse: Callable[[str], tuple[str, str] | str],
+    report: LoadReport,
+    valid_size: int,
+    test_size: int,
+    path: Path,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]], set[int]]:
     """The lines with the smallest hashes, read: valid, test, the tokenizer sample, and the held-out hashes."""
     pairs: list[tuple[int, tuple[str, str]]] = []
     bad: set[int] = set()
@@ -401,8 +449,9 @@ def load_scan(
                 return scan_
         except (OSError, ValueError, KeyError, TypeError):
             pass  # damaged or from another version: scanned again below
-    result = scan(path, fmt, settings["valid_size"], settings["test_size"], settings["tokenizer_sample"], parse,
-                  progress, target)  # fmt: skip
+    result = scan(
+        path, fmt, settings["valid_size"], settings["test_size"], settings["tokenizer_sample"], parse, progress, target
+    )
     if cached is not None:
         _write_atomically(cached, json.dumps(result.to_json(), ensure_ascii=False).encode("utf-8"))
     return result
@@ -431,8 +480,17 @@ class ChunkEncoder:
     """Chunk ``k`` of a scanned file as token ids (:class:`~model.data.batching.EncodedPairs`): parsed and
     tokenised, or read back from the cache. Bad lines found on the way go into the scan's report."""
 
-    def __init__(self, scan_: Scan, parse: Callable[[str], tuple[str, str] | str], src_tok: Any, tgt_tok: Any,
-                 max_len: int, specials: Any, cache_dir: Path | None, reserve: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        scan_: Scan,
+        parse: Callable[[str], tuple[str, str] | str],
+        src_tok: Any,
+        tgt_tok: Any,
+        max_len: int,
+        specials: Any,
+        cache_dir: Path | None,
+        reserve: int | None = None,
+    ) -> None:
         self.scan, self.parse = scan_, parse
         self.src_tok, self.tgt_tok, self.max_len, self.specials = src_tok, tgt_tok, max_len, specials
         self.reserve = reserve  # single texts (a ``text`` file): positions kept free for specials; None: pairs
@@ -442,9 +500,18 @@ class ChunkEncoder:
         self._counted: set[int] = set()  # chunks whose bad lines are in the report
 
     def _key(self) -> str:
-        parts = [self.scan.path, self.scan.size, self.scan.mtime_ns, self.scan.fmt, self.max_len, list(self.specials),
-                 self.reserve,
-                 self.src_tok.to_json(), self.tgt_tok.to_json(), sorted(self.scan.held_out)[:50]]  # fmt: skip
+        parts = [
+            self.scan.path,
+            self.scan.size,
+            self.scan.mtime_ns,
+            self.scan.fmt,
+            self.max_len,
+            list(self.specials),
+            self.reserve,
+            self.src_tok.to_json(),
+            self.tgt_tok.to_json(),
+            sorted(self.scan.held_out)[:50],
+        ]
         return "chunks-" + hashlib.sha1(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
     def __call__(self, k: int) -> Any:
@@ -572,9 +639,18 @@ class StreamedBatches:
 
     POOL = 50  # batches per sorting pool, as BatchStream
 
-    def __init__(self, encoder: ChunkEncoder, batch_size: int, seed: int, epoch: int = 0, chunk: int = 0,
-                 position: int = 0, rank: int = 0, world: int = 1, text_options: dict[str, Any] | None = None,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        encoder: ChunkEncoder,
+        batch_size: int,
+        seed: int,
+        epoch: int = 0,
+        chunk: int = 0,
+        position: int = 0,
+        rank: int = 0,
+        world: int = 1,
+        text_options: dict[str, Any] | None = None,
+    ) -> None:
         self.encoder, self.batch_size, self.seed = encoder, batch_size, seed
         # single texts: TextStream's kind and options (the batches of each chunk are a TextStream's); None: pairs
         self.text_options = text_options
@@ -641,8 +717,9 @@ class StreamedBatches:
             self._batches = len(self._plan)
             return True
         try:
-            self._texts = TextStream(data, self.batch_size, seed, epoch=self.epoch, position=self.position,
-                                     **self.text_options)  # fmt: skip
+            self._texts = TextStream(
+                data, self.batch_size, seed, epoch=self.epoch, position=self.position, **self.text_options
+            )
         except (ValueError, IndexError):  # no texts (or too few for next-sentence pairs)
             return False
         self._batches = len(self._texts._plan)

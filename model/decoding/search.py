@@ -491,9 +491,16 @@ class SampleStepper(GreedyStepper):
         self, model: Transformer, src: Tensor, max_len: int, sampling: Sampling, top_k: int = 10, record: bool = True
     ) -> None:
         BeamStepper.__init__(
-            self, model, src, beam_size=1, max_len=max_len, length_penalty=0.0, top_k=top_k, record=record,
+            self,
+            model,
+            src,
+            beam_size=1,
+            max_len=max_len,
+            length_penalty=0.0,
+            top_k=top_k,
+            record=record,
             sampling=sampling,
-        )  # fmt: skip
+        )
 
 
 @torch.inference_mode()

@@ -57,8 +57,15 @@ SUPPORTED = {
 SUPPORTED_TEXT = (
     "Marian translation models (opus-mt-*: MarianMTModel), GPT-2 (GPT2LMHeadModel) and BERT (BertForMaskedLM)"
 )
-ACTIVATIONS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh",
-               "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}  # fmt: skip
+ACTIVATIONS = {
+    "swish": "silu",
+    "silu": "silu",
+    "gelu": "gelu",
+    "relu": "relu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
@@ -198,20 +205,27 @@ def _marian_config(s: _Settings, where: str) -> dict[str, Any]:
     vocab = s.whole("vocab_size")
     pad = s.whole("pad_token_id", vocab - 1, low=0, nullable=True)
     return dict(
-        arch="encoder_decoder", src_vocab_size=vocab,
+        arch="encoder_decoder",
+        src_vocab_size=vocab,
         tgt_vocab_size=s.whole("decoder_vocab_size", vocab, nullable=True),
         shared_vocab=s.flag("share_encoder_decoder_embeddings", True),
-        tie_embeddings=s.flag("tie_word_embeddings", True), d_model=s.whole("d_model"),
+        tie_embeddings=s.flag("tie_word_embeddings", True),
+        d_model=s.whole("d_model"),
         n_heads=s.heads("d_model", "encoder_attention_heads"),
         n_encoder_layers=s.whole("encoder_layers", high=MAX_LAYERS),
-        n_decoder_layers=s.whole("decoder_layers", high=MAX_LAYERS), d_ff=s.whole("encoder_ffn_dim"),
+        n_decoder_layers=s.whole("decoder_layers", high=MAX_LAYERS),
+        d_ff=s.whole("encoder_ffn_dim"),
         max_len=s.whole("max_position_embeddings", high=MAX_POSITIONS),
-        activation=_activation(s, "activation_function", "swish"), positional="sinusoidal",
-        sinusoid_layout="split", scale_embedding=s.flag("scale_embedding", False), norm="post",
-        dropout=s.number("dropout", 0.1, probability=True), pad_id=pad,
+        activation=_activation(s, "activation_function", "swish"),
+        positional="sinusoidal",
+        sinusoid_layout="split",
+        scale_embedding=s.flag("scale_embedding", False),
+        norm="post",
+        dropout=s.number("dropout", 0.1, probability=True),
+        pad_id=pad,
         bos_id=s.whole("decoder_start_token_id", pad, low=0, nullable=True),
         eos_id=s.whole("eos_token_id", 0, low=0, nullable=True),
-    )  # fmt: skip
+    )
 
 
 def _gpt2_config(s: _Settings, where: str) -> dict[str, Any]:
@@ -222,15 +236,27 @@ def _gpt2_config(s: _Settings, where: str) -> dict[str, Any]:
     d = s.whole("n_embd")
     eos = s.whole("eos_token_id", 50256, low=0, nullable=True)
     return dict(
-        arch="decoder_only", vocab_size=s.whole("vocab_size"), src_vocab_size=0, tgt_vocab_size=0,
-        tie_embeddings=True, d_model=d, n_heads=s.heads("n_embd", "n_head"),
-        n_decoder_layers=s.whole("n_layer", high=MAX_LAYERS), n_encoder_layers=1,
-        d_ff=s.whole("n_inner", 4 * d, nullable=True), max_len=s.whole("n_positions", high=MAX_POSITIONS),
-        activation=_activation(s, "activation_function", "gelu_new"), positional="learned", scale_embedding=False,
-        norm="pre", dropout=s.number("resid_pdrop", 0.1, probability=True),
-        layer_norm_eps=s.number("layer_norm_epsilon", 1e-5), pad_id=eos,
-        bos_id=s.whole("bos_token_id", eos, low=0, nullable=True), eos_id=eos,
-    )  # fmt: skip
+        arch="decoder_only",
+        vocab_size=s.whole("vocab_size"),
+        src_vocab_size=0,
+        tgt_vocab_size=0,
+        tie_embeddings=True,
+        d_model=d,
+        n_heads=s.heads("n_embd", "n_head"),
+        n_decoder_layers=s.whole("n_layer", high=MAX_LAYERS),
+        n_encoder_layers=1,
+        d_ff=s.whole("n_inner", 4 * d, nullable=True),
+        max_len=s.whole("n_positions", high=MAX_POSITIONS),
+        activation=_activation(s, "activation_function", "gelu_new"),
+        positional="learned",
+        scale_embedding=False,
+        norm="pre",
+        dropout=s.number("resid_pdrop", 0.1, probability=True),
+        layer_norm_eps=s.number("layer_norm_epsilon", 1e-5),
+        pad_id=eos,
+        bos_id=s.whole("bos_token_id", eos, low=0, nullable=True),
+        eos_id=eos,
+    )
 
 
 def _bert_config(s: _Settings, where: str, specials: dict[str, int]) -> dict[str, Any]:
@@ -240,16 +266,28 @@ def _bert_config(s: _Settings, where: str, specials: dict[str, int]) -> dict[str
     if s.config.get("position_embedding_type", "absolute") != "absolute" or s.config.get("type_vocab_size", 2) != 2:
         raise HFImportError(f"{where}: BERT with relative positions or other than 2 token types is not supported")
     return dict(
-        arch="encoder_only", vocab_size=s.whole("vocab_size"), src_vocab_size=0, tgt_vocab_size=0,
-        tie_embeddings=True, d_model=s.whole("hidden_size"), n_heads=s.heads("hidden_size", "num_attention_heads"),
-        n_encoder_layers=s.whole("num_hidden_layers", high=MAX_LAYERS), n_decoder_layers=1,
-        d_ff=s.whole("intermediate_size"), max_len=s.whole("max_position_embeddings", high=MAX_POSITIONS),
-        activation="gelu", positional="learned", scale_embedding=False, embed_norm=True, norm="post",
+        arch="encoder_only",
+        vocab_size=s.whole("vocab_size"),
+        src_vocab_size=0,
+        tgt_vocab_size=0,
+        tie_embeddings=True,
+        d_model=s.whole("hidden_size"),
+        n_heads=s.heads("hidden_size", "num_attention_heads"),
+        n_encoder_layers=s.whole("num_hidden_layers", high=MAX_LAYERS),
+        n_decoder_layers=1,
+        d_ff=s.whole("intermediate_size"),
+        max_len=s.whole("max_position_embeddings", high=MAX_POSITIONS),
+        activation="gelu",
+        positional="learned",
+        scale_embedding=False,
+        embed_norm=True,
+        norm="post",
         dropout=s.number("hidden_dropout_prob", 0.1, probability=True),
         layer_norm_eps=s.number("layer_norm_eps", 1e-12),
-        pad_id=s.whole("pad_token_id", specials["pad"], low=0, nullable=True), bos_id=specials["bos"],
+        pad_id=s.whole("pad_token_id", specials["pad"], low=0, nullable=True),
+        bos_id=specials["bos"],
         eos_id=specials["eos"],
-    )  # fmt: skip
+    )
 
 
 def model_config(config: dict[str, Any], where: str, specials: dict[str, int], n_classes: int = 0) -> ModelConfig:
@@ -696,16 +734,25 @@ def open_folder(folder: str | Path, device: str = "auto", progress: Progress | N
     target = resolve_device(device)
     with _without_initialisation():
         session = Session(
-            model_cfg=cfg, train_cfg=TrainConfig(**FINE_TUNE), data_spec=_default_data(model_type, name, src_tok),
-            tokenizer_spec=TokenizerSpec(), src_tok=src_tok, tgt_tok=tgt_tok, device=torch.device("cpu"),
+            model_cfg=cfg,
+            train_cfg=TrainConfig(**FINE_TUNE),
+            data_spec=_default_data(model_type, name, src_tok),
+            tokenizer_spec=TokenizerSpec(),
+            src_tok=src_tok,
+            tgt_tok=tgt_tok,
+            device=torch.device("cpu"),
             preset=name,
-        )  # fmt: skip
+        )
     load_into(session.model, weights, where)
     session.model.to(target)
     session.device = target
     report("ready", 1.0)
-    session.notes["origin"] = {"model_type": model_type, "name": name, "folder": str(folder.resolve()),
-                               "architectures": list(config.get("architectures") or [])}  # fmt: skip
+    session.notes["origin"] = {
+        "model_type": model_type,
+        "name": name,
+        "folder": str(folder.resolve()),
+        "architectures": list(config.get("architectures") or []),
+    }
     return session
 
 

@@ -115,8 +115,18 @@ def find_first_regular_id(special_ids: Iterable[int], vocab_size: int, token_of:
 
 def _clean_up_spaces(text: str) -> str:
     """``transformers``' ``clean_up_tokenization``: no space before punctuation and English contractions."""
-    for spaced, tight in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                          (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):  # fmt: skip
+    for spaced, tight in (
+        (" .", "."),
+        (" ?", "?"),
+        (" !", "!"),
+        (" ,", ","),
+        (" ' ", "'"),
+        (" n't", "n't"),
+        (" 'm", "'m"),
+        (" 's", "'s"),
+        (" 've", "'ve"),
+        (" 're", "'re"),
+    ):
         text = text.replace(spaced, tight)
     return text
 
@@ -248,9 +258,16 @@ class MarianSpmTokenizer(_FolderTokenizer):
 
     kind = MARIAN_KIND
 
-    def __init__(self, spm_model: bytes, vocab: Mapping[str, int], side: str, names: Mapping[str, str],
-                 decode_model: bytes | None = None, extra_specials: Iterable[str] = (),
-                 cleanup: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spm_model: bytes,
+        vocab: Mapping[str, int],
+        side: str,
+        names: Mapping[str, str],
+        decode_model: bytes | None = None,
+        extra_specials: Iterable[str] = (),
+        cleanup: bool = False,
+    ) -> None:
         if side not in ("source", "target"):
             raise ValueError(f"side must be 'source' or 'target' (got {side!r})")
         self.side, self.vocab, self.names = side, dict(vocab), dict(names)
@@ -302,24 +319,45 @@ class MarianSpmTokenizer(_FolderTokenizer):
         missing = [n for n in names.values() if n not in vocab]
         if missing:
             raise HFTokenizerError(f"{folder}: {vocab_file} lacks the special token(s) {', '.join(missing)}")
-        return cls(spm_model, vocab, side, names, decode_model, _extra_special_names(settings),
-                   bool(settings.get("clean_up_tokenization_spaces", False)))  # fmt: skip
+        return cls(
+            spm_model,
+            vocab,
+            side,
+            names,
+            decode_model,
+            _extra_special_names(settings),
+            bool(settings.get("clean_up_tokenization_spaces", False)),
+        )
 
     def to_json(self) -> str:
         """Everything needed to rebuild this tokenizer (the SentencePiece models base64-encoded)."""
         decode = None if self._decode_bytes is None else base64.b64encode(self._decode_bytes).decode("ascii")
-        return json.dumps({
-            "kind": self.kind, "side": self.side, "vocab": self.vocab, "names": self.names,
-            "extra_specials": self.extra_specials, "cleanup": self.cleanup,
-            "spm": base64.b64encode(self._spm_bytes).decode("ascii"), "decode_spm": decode,
-        }, ensure_ascii=False)  # fmt: skip
+        return json.dumps(
+            {
+                "kind": self.kind,
+                "side": self.side,
+                "vocab": self.vocab,
+                "names": self.names,
+                "extra_specials": self.extra_specials,
+                "cleanup": self.cleanup,
+                "spm": base64.b64encode(self._spm_bytes).decode("ascii"),
+                "decode_spm": decode,
+            },
+            ensure_ascii=False,
+        )
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> MarianSpmTokenizer:
         decode = obj.get("decode_spm")
-        return cls(base64.b64decode(obj["spm"]), obj["vocab"], obj["side"], obj["names"],
-                   None if decode is None else base64.b64decode(decode), obj.get("extra_specials", ()),
-                   bool(obj.get("cleanup", False)))  # fmt: skip
+        return cls(
+            base64.b64decode(obj["spm"]),
+            obj["vocab"],
+            obj["side"],
+            obj["names"],
+            None if decode is None else base64.b64decode(decode),
+            obj.get("extra_specials", ()),
+            bool(obj.get("cleanup", False)),
+        )
 
     # -- vocabulary -----------------------------------------------------------------------------------------------
     def id_to_token(self, i: int) -> str:
@@ -400,9 +438,11 @@ def _bert_from_vocab_txt(path: Path, settings: Mapping[str, Any], names: Mapping
     tok = Tokenizer(wordpiece)
     lowercase = bool(settings.get("do_lower_case", True))
     tok.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
-        strip_accents=settings.get("strip_accents"), lowercase=lowercase,
-    )  # fmt: skip
+        clean_text=True,
+        handle_chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
+        strip_accents=settings.get("strip_accents"),
+        lowercase=lowercase,
+    )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     return tok
@@ -417,8 +457,7 @@ def _gpt2_from_vocab_json(folder: Path, settings: Mapping[str, Any]) -> Tokenize
         vocab, merges = models.BPE.read_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
     except Exception as exc:  # tokenizers raises its own exception type for unreadable files
         raise HFTokenizerError(f"{folder}: cannot read vocab.json/merges.txt ({exc})") from None
-    bpe = models.BPE(vocab, merges, dropout=None, continuing_subword_prefix="", end_of_word_suffix="",
-                     fuse_unk=False)  # fmt: skip
+    bpe = models.BPE(vocab, merges, dropout=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False)
     tok = Tokenizer(bpe)
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(settings.get("add_prefix_space", False)))
     tok.decoder = decoders.ByteLevel()
@@ -430,8 +469,13 @@ def _special_names(model_type: str, settings: Mapping[str, Any]) -> dict[str, st
     if model_type == "bert":
         return {role: _token_name(settings.get(key)) or _BERT_NAMES[role] for role, key in _BERT_KEYS.items()}
     end = _token_name(settings.get("eos_token")) or _GPT2_END
-    return {"pad": _token_name(settings.get("pad_token")), "bos": _token_name(settings.get("bos_token")) or end,
-            "eos": end, "unk": _token_name(settings.get("unk_token")) or end, "mask": None}  # fmt: skip
+    return {
+        "pad": _token_name(settings.get("pad_token")),
+        "bos": _token_name(settings.get("bos_token")) or end,
+        "eos": end,
+        "unk": _token_name(settings.get("unk_token")) or end,
+        "mask": None,
+    }
 
 
 def _read_hf_tokenizer(folder: Path, model_type: str, settings: Mapping[str, Any]) -> Tokenizer:
@@ -458,8 +502,9 @@ def _read_hf_tokenizer(folder: Path, model_type: str, settings: Mapping[str, Any
     return tok
 
 
-def _resolve_ids(tok: Tokenizer, model_type: str, names: Mapping[str, str | None],
-                 config: Mapping[str, Any], where: str) -> dict[str, int | None]:  # fmt: skip
+def _resolve_ids(
+    tok: Tokenizer, model_type: str, names: Mapping[str, str | None], config: Mapping[str, Any], where: str
+) -> dict[str, int | None]:
     """The special ids, looked up by name in ``tok`` (config.json's ``*_token_id`` when a name is absent)."""
     ids: dict[str, int | None] = {}
     for role, name in names.items():
@@ -497,8 +542,9 @@ class HFJsonTokenizer(_FolderTokenizer):
 
     kind = HF_JSON_KIND
 
-    def __init__(self, tokenizer: Tokenizer, model_type: str, ids: Mapping[str, int | None],
-                 cleanup: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self, tokenizer: Tokenizer, model_type: str, ids: Mapping[str, int | None], cleanup: bool = False
+    ) -> None:
         self.hf, self.model_type, self.cleanup = tokenizer, model_type, cleanup
         self.hf.no_padding()
         self.hf.no_truncation()
@@ -530,8 +576,16 @@ class HFJsonTokenizer(_FolderTokenizer):
         return cls(tok, model_type, ids, bool(settings.get("clean_up_tokenization_spaces", False)))
 
     def to_json(self) -> str:
-        return json.dumps({"kind": self.kind, "model_type": self.model_type, "ids": self.ids, "cleanup": self.cleanup,
-                           "tokenizer": json.loads(self.hf.to_str())}, ensure_ascii=False)  # fmt: skip
+        return json.dumps(
+            {
+                "kind": self.kind,
+                "model_type": self.model_type,
+                "ids": self.ids,
+                "cleanup": self.cleanup,
+                "tokenizer": json.loads(self.hf.to_str()),
+            },
+            ensure_ascii=False,
+        )
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> HFJsonTokenizer:

@@ -286,8 +286,13 @@ def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     for i in range(n_enc):
         _layer_shapes(shapes, cfg, f"encoder_layers.{i}", ("self_attn",), 2)
     for i in range(n_dec):
-        _layer_shapes(shapes, cfg, f"decoder_layers.{i}", ("self_attn", "cross_attn") if cross else ("self_attn",),
-                      3 if cross else 2)  # fmt: skip
+        _layer_shapes(
+            shapes,
+            cfg,
+            f"decoder_layers.{i}",
+            ("self_attn", "cross_attn") if cross else ("self_attn",),
+            3 if cross else 2,
+        )
     if cfg.norm == "pre":
         for name, present in (("encoder_norm", has_encoder), ("decoder_norm", has_decoder)):
             if present:
@@ -350,8 +355,9 @@ def check_weights(path: str | Path, cfg: ModelConfig, weights: Any) -> None:
     missing = [k for k in expected if k not in weights]
     unexpected = [k for k in weights if k not in expected]
     if missing or unexpected:
-        parts = [f"{label} {_some(names)}" for label, names in (("missing", missing), ("unexpected", unexpected))
-                 if names]  # fmt: skip
+        parts = [
+            f"{label} {_some(names)}" for label, names in (("missing", missing), ("unexpected", unexpected)) if names
+        ]
         raise CheckpointError(
             f"{path}: the weights do not fit the model it describes ({'; '.join(parts)}); the file is inconsistent"
         )

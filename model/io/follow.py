@@ -262,21 +262,34 @@ def write_probe(folder: Path, inspection: Inspection) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"step-{inspection.step:09d}.npz"
     meta = {
-        "step": inspection.step, "source": inspection.source, "src_tokens": inspection.src_tokens,
-        "tgt_tokens": inspection.tgt_tokens, "out_tokens": inspection.out_tokens,
-        "teacher_forced": inspection.teacher_forced, "target_ids": list(inspection.target_ids),
+        "step": inspection.step,
+        "source": inspection.source,
+        "src_tokens": inspection.src_tokens,
+        "tgt_tokens": inspection.tgt_tokens,
+        "out_tokens": inspection.out_tokens,
+        "teacher_forced": inspection.teacher_forced,
+        "target_ids": list(inspection.target_ids),
         "arch": inspection.arch,
         "routing": [{"stack": r.stack, "layer": r.layer, "tokens": r.tokens} for r in inspection.routing],
-    }  # fmt: skip
+    }
     arrays: dict[str, Any] = {name: getattr(inspection, name).astype(np.float16) for name in _ARRAYS}
     arrays.update({f"mask_{k}": v.astype(bool) for k, v in inspection.masks.items()})
     for i, r in enumerate(inspection.routing):  # Mixture-of-Experts: what each router did with the probe
-        arrays.update({f"route{i}_probs": r.probs.astype(np.float16), f"route{i}_chosen": r.chosen.astype(np.int16),
-                       f"route{i}_weights": r.weights.astype(np.float16)})  # fmt: skip
+        arrays.update(
+            {
+                f"route{i}_probs": r.probs.astype(np.float16),
+                f"route{i}_chosen": r.chosen.astype(np.int16),
+                f"route{i}_weights": r.weights.astype(np.float16),
+            }
+        )
     tmp = folder / f".{path.name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        np.savez(f, meta=np.array(json.dumps(meta, ensure_ascii=False)),
-                 target_probs=inspection.target_probs.astype(np.float32), **arrays)  # fmt: skip
+        np.savez(
+            f,
+            meta=np.array(json.dumps(meta, ensure_ascii=False)),
+            target_probs=inspection.target_probs.astype(np.float32),
+            **arrays,
+        )
     os.replace(tmp, path)
     _thin(folder)
     return path

@@ -34,38 +34,69 @@ class TrainConfig:
         "noam", "Schedule", "noam (the paper), constant or cosine, each after a linear warm-up", form=True
     )
     warmup_steps: int = setting(
-        4000, "Warm-up steps", "steps of rising rate (the paper's 4000; fewer for small models)", flag="warmup",
-        form=True, low=0, high=1000000, step=100,
-    )  # fmt: skip
+        4000,
+        "Warm-up steps",
+        "steps of rising rate (the paper's 4000; fewer for small models)",
+        flag="warmup",
+        form=True,
+        low=0,
+        high=1000000,
+        step=100,
+    )
     # The form shows noam_factor and lr in one row: the one the schedule uses.
     noam_factor: float = setting(
-        1.0, "Noam factor", "Noam: factor in front of d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)", form=True,
-        low=1e-6, high=100.0, step=0.1, decimals=3,
-    )  # fmt: skip
+        1.0,
+        "Noam factor",
+        "Noam: factor in front of d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)",
+        form=True,
+        low=1e-6,
+        high=100.0,
+        step=0.1,
+        decimals=3,
+    )
     lr: float = setting(
-        5e-4, "Learning rate", "constant/cosine: learning rate after warm-up", form=True, low=1e-6, high=100.0,
-        step=0.1, decimals=6,
-    )  # fmt: skip
+        5e-4,
+        "Learning rate",
+        "constant/cosine: learning rate after warm-up",
+        form=True,
+        low=1e-6,
+        high=100.0,
+        step=0.1,
+        decimals=6,
+    )
     total_steps: int = setting(10000, "Total steps", "cosine: step where the rate reaches zero")
     label_smoothing: float = setting(
         0.1, "Label smoothing", "the paper's ε_ls", form=True, low=0.0, high=0.95, step=0.05, decimals=2
     )
     clip_norm: float = setting(
-        1.0, "Gradient clipping", "gradient clipping by global norm; 0 turns it off", form=True, low=0.0,
-        high=1000.0, step=0.5, decimals=2,
-    )  # fmt: skip
+        1.0,
+        "Gradient clipping",
+        "gradient clipping by global norm; 0 turns it off",
+        form=True,
+        low=0.0,
+        high=1000.0,
+        step=0.5,
+        decimals=2,
+    )
     seed: int = setting(0, "Seed", "weights, dropout and batch order", form=True, low=0, high=2**31 - 1)
     eval_every: int = setting(
-        500, "Evaluate every", "steps between evaluations on the valid split", form=True, low=0, high=1000000,
+        500,
+        "Evaluate every",
+        "steps between evaluations on the valid split",
+        form=True,
+        low=0,
+        high=1000000,
         step=100,
-    )  # fmt: skip
+    )
     eval_sentences: int = setting(
         200, "Evaluation sentences", "valid sentences decoded at each evaluation, the final one too"
     )
     nsp: bool = setting(
-        False, "Next-sentence prediction", "encoder-only: also learn whether sentence B follows sentence A "
+        False,
+        "Next-sentence prediction",
+        "encoder-only: also learn whether sentence B follows sentence A "
         "(BERT's NSP; pairs from consecutive lines of the text)",
-    )  # fmt: skip
+    )
 
     def __post_init__(self) -> None:
         problems = _type_problems(self)

@@ -201,9 +201,12 @@ class Trainer:
         weights = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
         norms = torch.stack([torch.linalg.vector_norm(w.float()) for w in weights.values()])
         return Snapshot(
-            self.step, weights, _cpu_copy(self.optimizer.state_dict()), self.stream.state_dict(),
+            self.step,
+            weights,
+            _cpu_copy(self.optimizer.state_dict()),
+            self.stream.state_dict(),
             float(torch.linalg.vector_norm(norms)),
-        )  # fmt: skip
+        )
 
     def restore(self, snapshot: Snapshot) -> None:
         """Go back to ``snapshot``: weights, optimizer state, data position and step."""
