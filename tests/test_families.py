@@ -13,9 +13,9 @@ import torch
 from torch import nn
 
 from model.core.config import ModelConfig
-from model.core.feedforward import FeedForward, MoEFeedForward, balance_loss
+from model.core.feedforward import FeedForward
 from model.core.masks import padding_mask
-from model.core.positional import T5RelativeBias, sinusoidal_table, t5_buckets
+from model.core.positional import sinusoidal_table
 from model.core.transformer import Transformer
 from model.decoding.search import (
     BeamStepper,
@@ -27,6 +27,8 @@ from model.decoding.search import (
     generate,
     length_normalized_score,
 )
+from model.families.moe import MoEFeedForward, balance_loss
+from model.families.t5 import T5RelativeBias, t5_buckets
 
 V = 12
 PAD, BOS, EOS, MASK = 0, 1, 2, 4

@@ -14,9 +14,9 @@ pytest.importorskip("pytestqt")
 
 from explorer.help import HELP, help_text  # noqa: E402
 from explorer.i18n import language  # noqa: E402
-from model.core.positional import t5_buckets  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 from model.data.tokenization import TokenizerSpec  # noqa: E402
+from model.families.t5 import t5_buckets  # noqa: E402
 from model.session import Session  # noqa: E402
 from model.training.trainer import TrainConfig, train_config_for  # noqa: E402
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from model.core.config import ModelConfig
-from model.core.feedforward import MoEFeedForward
 from model.core.transformer import Transformer
 from model.data import DataSpec
 from model.data.text_batching import IGNORE, LMBatch
+from model.families.moe import MoEFeedForward
 from model.families.objectives import run_batch
 from model.session import Session
 from model.training.config import TrainConfig

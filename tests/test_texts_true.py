@@ -277,8 +277,8 @@ def test_bleu_is_described_as_clipped_n_gram_precisions_a_geometric_mean_and_a_b
 
 
 def test_the_balance_loss_is_one_when_balanced_and_grows_when_tokens_and_probability_pile_up(engine_info, english):
-    import model.core.feedforward
-    from model.core.feedforward import balance_loss
+    import model.families.moe
+    from model.families.moe import balance_loss
 
     even = torch.tensor([[0.9, 0.1], [0.1, 0.9]])  # each expert one token: f even, so 1 whatever P
     assert float(balance_loss(even, even.argmax(-1, keepdim=True), None, 2)[0]) == pytest.approx(1.0)
@@ -286,7 +286,7 @@ def test_the_balance_loss_is_one_when_balanced_and_grows_when_tokens_and_probabi
     assert float(balance_loss(piled, piled.argmax(-1, keepdim=True), None, 2)[0]) > 1.5
     apart = torch.tensor([[0.51, 0.49]] * 3 + [[0.0, 1.0]])  # f and P disagree: below 1, so 1 is no minimum
     assert float(balance_loss(apart, apart.argmax(-1, keepdim=True), None, 2)[0]) < 0.9
-    assert "the minimum" not in model.core.feedforward.__doc__
+    assert "the minimum" not in model.families.moe.__doc__
     text = equation(info_of(engine_info, tiny(n_experts=4)), "feed_forward", "encoder", 0)
     assert "pile on the same experts" in text and "as a few take most of them" not in text
     for entry in (HELP["router"],):

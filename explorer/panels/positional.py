@@ -43,7 +43,7 @@ def last_bucket_start(bidirectional: bool, n_buckets: int, far: int) -> int:
     """The smallest distance that T5's last bucket (of a side) holds: every farther one shares it."""
     import torch
 
-    from model.core.positional import t5_buckets
+    from model.families.t5 import t5_buckets
 
     distance = torch.arange(far + 1)
     bucket = t5_buckets(-distance, bidirectional, n_buckets, far)  # keys before the query: both kinds have them
@@ -459,11 +459,11 @@ class PositionalPanel(QWidget):
         )
 
     def _draw_t5(self, info: RunInfo) -> None:
-        """T5's buckets (model.core.positional.t5_buckets) from the configuration: per offset, and per query and key
+        """T5's buckets (model.families.t5.t5_buckets) from the configuration: per offset, and per query and key
         (the encoder's, both ways; a decoder-only model's, looking back, with the later keys hatched)."""
         import torch
 
-        from model.core.positional import t5_buckets
+        from model.families.t5 import t5_buckets
 
         m = info.model_config
         n_buckets, far = m.t5_buckets, m.t5_max_distance
@@ -491,7 +491,7 @@ class PositionalPanel(QWidget):
     def _draw_t5_bias(self, m, offsets) -> None:
         """Each head's learned bias per offset (the table looked up by bucket), of the model's weights now: the
         decoder's for a decoder-only model (looking back), else the encoder's (both ways)."""
-        from model.core.positional import t5_buckets
+        from model.families.t5 import t5_buckets
 
         tables = self.model_tables
         table = None if tables is None else (tables.t5_decoder if m.arch == "decoder_only" else tables.t5_encoder)

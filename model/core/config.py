@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from model.core.settings import ConfigError, choice_problems, from_plain, setting, to_plain
+from model.families.registry import ENCODER_DECODER, FAMILIES, MOE, T5_BIAS, FamilySpec, family_of
 
 Arch = Literal["encoder_decoder", "decoder_only", "encoder_only"]
 Positional = Literal["sinusoidal", "learned", "rope", "t5_relative"]
@@ -20,7 +21,7 @@ Norm = Literal["post", "pre"]
 Activation = Literal["relu", "gelu", "silu", "gelu_tanh"]
 SinusoidLayout = Literal["interleaved", "split"]
 ARCHS: tuple[str, ...] = get_args(Arch)
-SINGLE_STREAM = ("decoder_only", "encoder_only")
+SINGLE_STREAM = tuple(arch for arch, spec in FAMILIES.items() if spec.single_stream)
 POSITIONAL_KINDS: tuple[str, ...] = get_args(Positional)
 NORM_KINDS: tuple[str, ...] = get_args(Norm)
 ACTIVATIONS: tuple[str, ...] = get_args(Activation)
@@ -192,9 +193,10 @@ class ModelConfig:
     eos_id: int = 2  # end-of-sequence token, ends every decoder output (GPT-2: also its BOS and padding)
 
     def __post_init__(self) -> None:
-        if self.arch in SINGLE_STREAM and self.vocab_size == 0 and self.src_vocab_size == self.tgt_vocab_size:
+        one_stream = self._family().single_stream
+        if one_stream and self.vocab_size == 0 and self.src_vocab_size == self.tgt_vocab_size:
             object.__setattr__(self, "vocab_size", self.src_vocab_size)  # one size given the old way
-        if self.arch in SINGLE_STREAM and isinstance(self.vocab_size, int) and self.vocab_size:
+        if one_stream and isinstance(self.vocab_size, int) and self.vocab_size:
             for name in ("src_vocab_size", "tgt_vocab_size"):  # one vocabulary: both sizes follow it
                 if getattr(self, name) in (0, self.vocab_size):
                     object.__setattr__(self, name, self.vocab_size)
@@ -209,7 +211,7 @@ class ModelConfig:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             value = getattr(self, name)
             if value == 0 and name.endswith("vocab_size"):
-                what = "vocab_size" if self.arch in SINGLE_STREAM else "src_vocab_size and tgt_vocab_size"
+                what = "vocab_size" if self._family().single_stream else "src_vocab_size and tgt_vocab_size"
                 p.append(f"a {self.arch} ModelConfig needs {what} (the vocabulary size{'s' if 'and' in what else ''})")
                 break
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -244,7 +246,7 @@ class ModelConfig:
                 f"target {self.tgt_vocab_size}); train one shared tokenizer or turn shared_vocab off"
             )
         specials = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
-        if self.arch != "decoder_only" and self.eos_id in (self.pad_id, self.bos_id):
+        if not self._family().shared_specials and self.eos_id in (self.pad_id, self.bos_id):
             p.append(f"eos_id must differ from pad_id and bos_id (got {specials})")
         smallest = min(self.src_vocab_size, self.tgt_vocab_size)
         for name, value in specials.items():
@@ -256,7 +258,8 @@ class ModelConfig:
 
     def _family_problems(self) -> list[str]:
         p: list[str] = []
-        if self.arch in SINGLE_STREAM:
+        family = self._family()
+        if family.single_stream:
             if self.vocab_size != self.src_vocab_size or self.vocab_size != self.tgt_vocab_size:
                 p.append(
                     f"a {self.arch} model has one vocabulary: give vocab_size (got vocab_size {self.vocab_size}, "
@@ -273,24 +276,33 @@ class ModelConfig:
             p.append(f"aux_loss_coef must be ≥ 0 (got {self.aux_loss_coef!r})")
         if not isinstance(self.n_classes, int) or self.n_classes < 0 or self.n_classes == 1:
             p.append(f"n_classes must be 0 (no head) or at least 2 (got {self.n_classes!r})")
-        elif self.n_classes and self.arch != "encoder_only":
+        elif self.n_classes and "classification_head" not in family.parameter_groups:
             p.append("a classification head (n_classes) belongs to an encoder-only model")
-        if self.positional == "t5_relative" and (self.t5_max_distance < self.t5_buckets or self.t5_buckets < 4):
+        if T5_BIAS.applies(self) and (self.t5_max_distance < self.t5_buckets or self.t5_buckets < 4):
             p.append(
                 f"T5 relative bias needs at least 4 buckets and t5_max_distance ≥ t5_buckets "
                 f"(got {self.t5_buckets}, {self.t5_max_distance})"
             )
         return p
 
+    def _family(self) -> FamilySpec:
+        """The family's spec; while an unknown ``arch`` waits to be reported, the paper's."""
+        return FAMILIES.get(self.arch, ENCODER_DECODER)
+
+    @property
+    def family(self) -> FamilySpec:
+        """What this model's family is made of (:mod:`model.families.registry`)."""
+        return family_of(self)
+
     @property
     def single_stream(self) -> bool:
         """Decoder-only or encoder-only: one token stream, one vocabulary."""
-        return self.arch in SINGLE_STREAM
+        return self._family().single_stream
 
     @property
     def n_layers(self) -> int:
         """Layers of a single-stream model (decoder-only: decoder layers; encoder-only: encoder layers)."""
-        return self.n_encoder_layers if self.arch == "encoder_only" else self.n_decoder_layers
+        return int(getattr(self, self._family().layers_field))
 
     @property
     def never_emitted(self) -> list[int]:
@@ -299,7 +311,8 @@ class ModelConfig:
 
     @property
     def moe(self) -> bool:
-        return self.n_experts > 1
+        """Sparse experts in place of each layer's FFN."""
+        return MOE.applies(self)
 
     @property
     def head_dim(self) -> int:

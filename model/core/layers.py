@@ -10,31 +10,43 @@ LayerNorm is ``torch.nn.LayerNorm``: biased variance, eps inside the square root
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.attention import MultiHeadAttention, scaled_dot_product_attention
 from model.core.config import ModelConfig
-from model.core.feedforward import FeedForward, MoEFeedForward, Routing
+from model.core.feedforward import FeedForward
 from model.core.positional import RotaryEmbedding
+from model.families.moe import Routing
 
-__all__ = ["DecoderLayer", "DecoderStepWeights", "EncoderLayer", "FeedForward", "decoder_step", "make_ffn"]
+__all__ = [
+    "DecoderLayer",
+    "DecoderStepWeights",
+    "EncoderLayer",
+    "FeedForward",
+    "FeedForwardFactory",
+    "FeedForwardSublayer",
+    "decoder_step",
+]
 
 
-def make_ffn(cfg: ModelConfig) -> FeedForward | MoEFeedForward:
-    """The paper's FFN, or a Mixture-of-Experts layer of ``cfg.n_experts`` of them."""
-    if cfg.moe:
-        return MoEFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation, cfg.n_experts, cfg.experts_top_k)
+class FeedForwardSublayer(Protocol):
+    """What a layer asks of its feed-forward sublayer: the paper's FFN (:class:`~model.core.feedforward.FeedForward`)
+    or, as an option, a Mixture-of-Experts layer (:class:`~model.families.moe.MoEFeedForward`)."""
+
+    def sublayer(self, x: Tensor, real: Tensor | None = None) -> tuple[Tensor, Routing | None]: ...
+    def step_function(self) -> Callable[[Tensor], Tensor]: ...
+    def inactive_parameters(self) -> int: ...
+
+
+FeedForwardFactory = Callable[[ModelConfig], FeedForwardSublayer]
+
+
+def paper_feed_forward(cfg: ModelConfig) -> FeedForward:
+    """The paper's position-wise FFN of width ``cfg.d_ff``."""
     return FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-
-
-def feed(ffn: nn.Module, h: Tensor, real: Tensor | None) -> tuple[Tensor, Routing | None]:
-    """The feed-forward sublayer's output, and what its router did when it has one."""
-    if isinstance(ffn, MoEFeedForward):
-        return ffn(h, real)
-    return ffn(h), None
 
 
 class EncoderLayer(nn.Module):
@@ -44,11 +56,13 @@ class EncoderLayer(nn.Module):
     encoder to attend to; and the block of an encoder-only (BERT) model.
     """
 
-    def __init__(self, cfg: ModelConfig, rope: RotaryEmbedding | None) -> None:
+    def __init__(
+        self, cfg: ModelConfig, rope: RotaryEmbedding | None, feed_forward: FeedForwardFactory = paper_feed_forward
+    ) -> None:
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope)
-        self.ffn = make_ffn(cfg)
+        self.ffn = feed_forward(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
@@ -66,11 +80,11 @@ class EncoderLayer(nn.Module):
         if self.pre_norm:
             h, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights, bias=bias)
             x = x + self.dropout(h)
-            h, routing = feed(self.ffn, self.norm2(x), real)
+            h, routing = self.ffn.sublayer(self.norm2(x), real)
             return x + self.dropout(h), weights, routing
         h, weights = self.self_attn(x, mask=mask, need_weights=need_weights, bias=bias)
         x = self.norm1(x + self.dropout(h))
-        h, routing = feed(self.ffn, x, real)
+        h, routing = self.ffn.sublayer(x, real)
         return self.norm2(x + self.dropout(h)), weights, routing
 
     def step_weights(self) -> DecoderStepWeights:
@@ -84,7 +98,7 @@ class EncoderLayer(nn.Module):
             self_out=(sa.out_proj.weight, sa.out_proj.bias),
             cross_q=None,
             cross_out=None,
-            ffn=_ffn_step(self.ffn),
+            ffn=self.ffn.step_function(),
             norms=_norms(self.norm1, None, self.norm2),
         )
 
@@ -92,12 +106,14 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output, feed-forward."""
 
-    def __init__(self, cfg: ModelConfig, rope: RotaryEmbedding | None) -> None:
+    def __init__(
+        self, cfg: ModelConfig, rope: RotaryEmbedding | None, feed_forward: FeedForwardFactory = paper_feed_forward
+    ) -> None:
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.ffn = make_ffn(cfg)
+        self.ffn = feed_forward(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -119,13 +135,13 @@ class DecoderLayer(nn.Module):
             x = x + self.dropout(h)
             h, cross_w = self.cross_attn(self.norm2(x), memory, memory_mask, need_weights)
             x = x + self.dropout(h)
-            h, routing = feed(self.ffn, self.norm3(x), real)
+            h, routing = self.ffn.sublayer(self.norm3(x), real)
             return x + self.dropout(h), self_w, cross_w, routing
         h, self_w = self.self_attn(x, mask=self_mask, need_weights=need_weights, bias=bias)
         x = self.norm1(x + self.dropout(h))
         h, cross_w = self.cross_attn(x, memory, memory_mask, need_weights)
         x = self.norm2(x + self.dropout(h))
-        h, routing = feed(self.ffn, x, real)
+        h, routing = self.ffn.sublayer(x, real)
         return self.norm3(x + self.dropout(h)), self_w, cross_w, routing
 
     def step_weights(self) -> DecoderStepWeights:
@@ -140,7 +156,7 @@ class DecoderLayer(nn.Module):
             self_out=(sa.out_proj.weight, sa.out_proj.bias),
             cross_q=(ca.in_proj.weight[:d], ca.in_proj.bias[:d]),
             cross_out=(ca.out_proj.weight, ca.out_proj.bias),
-            ffn=_ffn_step(self.ffn),
+            ffn=self.ffn.step_function(),
             norms=_norms(self.norm1, self.norm2, self.norm3),
         )
 
@@ -150,25 +166,6 @@ Norm = tuple[Tensor, Tensor, float]
 
 def _norms(*norms: nn.LayerNorm | None) -> tuple[Norm | None, ...]:
     return tuple(None if n is None else (n.weight, n.bias, n.eps) for n in norms)
-
-
-def _ffn_step(ffn: nn.Module) -> DenseStep | MoEFeedForward:
-    """A dense FFN as plain tensors (see :func:`decoder_step`); a Mixture-of-Experts layer as itself."""
-    if isinstance(ffn, MoEFeedForward):
-        return ffn
-    assert isinstance(ffn, FeedForward)
-    return DenseStep((ffn.linear1.weight, ffn.linear1.bias), (ffn.linear2.weight, ffn.linear2.bias), ffn.activation)
-
-
-class DenseStep(NamedTuple):
-    """A dense FFN's tensors."""
-
-    ff1: tuple[Tensor, Tensor]
-    ff2: tuple[Tensor, Tensor]
-    activation: Callable[[Tensor], Tensor]
-
-    def __call__(self, h: Tensor) -> Tensor:
-        return F.linear(self.activation(F.linear(h, *self.ff1)), *self.ff2)
 
 
 class DecoderStepWeights(NamedTuple):
@@ -181,7 +178,7 @@ class DecoderStepWeights(NamedTuple):
     self_out: tuple[Tensor, Tensor]  # self-attention W^O
     cross_q: tuple[Tensor, Tensor] | None  # cross-attention W^Q (W^K, W^V were applied to the memory once)
     cross_out: tuple[Tensor, Tensor] | None  # cross-attention W^O; None for a decoder-only block
-    ffn: DenseStep | MoEFeedForward
+    ffn: Callable[[Tensor], Tensor]  # the feed-forward sublayer (a dense FFN as plain tensors)
     norms: tuple[Norm | None, ...]  # before/after self-attention, cross-attention (None: none), FFN
 
 
@@ -241,7 +238,7 @@ def decoder_step(
 
     # 3. position-wise feed-forward (or the experts the router picks)
     h = norm(x, n3) if w.pre_norm else x
-    x = x + (w.ffn(h)[0] if isinstance(w.ffn, MoEFeedForward) else w.ffn(h))
+    x = x + w.ffn(h)
     if not w.pre_norm:
         x = norm(x, n3)
     return x, self_w, cross_w

@@ -1,11 +1,14 @@
-"""The Transformer of "Attention Is All You Need", and the two single-stream families that followed it.
+"""The Transformer of "Attention Is All You Need": embeddings and positions, an encoder stack, a decoder stack
+with cross-attention over the encoder's output, and the output projection.
+
+The families that followed it keep this model and change parts of it, each in its own module under
+:mod:`model.families` (:func:`~model.families.parts.parts_of` hands them to the hooks here):
 
 - encoder–decoder (the paper; T5): ``logits = model(src, tgt_in)``;
-- decoder-only (GPT): ``logits = model(ids)``, each position predicting the next token, looking only back
-  (a causal mask over one stack of self-attention blocks; no encoder, no cross-attention);
-- encoder-only (BERT): ``logits = model(ids)``, each position predicting its own token (masked-language-model
-  training), looking both ways; an optional head on the first position (``<cls>``, here ``<bos>``) classifies
-  the whole input (next-sentence prediction).
+- decoder-only (GPT): ``logits = model(ids)``, the decoder stack alone, its block without cross-attention;
+- encoder-only (BERT): ``logits = model(ids)``, the encoder stack alone, with BERT's embeddings and heads.
+
+Its spec (:mod:`model.families.registry`, ``model.family``) says which stacks and attention kinds exist.
 
 With ``return_attention=True`` the per-layer attention probabilities come back explicitly as an
 :class:`AttentionMaps` (nothing is stashed on modules), with what the routers of Mixture-of-Experts layers
@@ -26,15 +29,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.config import ModelConfig
-from model.core.feedforward import Routing
 from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
 from model.core.masks import decoder_self_mask, padding_mask, target_tokens
-from model.core.positional import (
-    LearnedPositionalEncoding,
-    RotaryEmbedding,
-    SinusoidalPositionalEncoding,
-    T5RelativeBias,
-)
+from model.core.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
+from model.families.bert import Heads
+from model.families.moe import Routing
+from model.families.parts import parts_of
+from model.families.registry import FamilySpec, parameter_group
 
 
 @dataclass(frozen=True)
@@ -117,15 +118,16 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        d, arch = cfg.d_model, cfg.arch
-        has_encoder, has_decoder = arch != "decoder_only", arch != "encoder_only"
-        self.embed_scale = math.sqrt(d) if cfg.scale_embedding else 1.0  # the paper multiplies by √d_model
+        self.parts = parts = parts_of(cfg)  # what the family and its options add (model/families/)
+        d, stacks = cfg.d_model, parts.spec.stacks
+        # 1. embeddings (the paper multiplies them by √d_model), BERT's segments and norm
+        self.embed_scale = math.sqrt(d) if cfg.scale_embedding else 1.0
         self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
         self.tgt_embed = self.src_embed if cfg.shared_vocab else nn.Embedding(cfg.tgt_vocab_size, d)
-        # BERT's segment (token type) embedding: sentence A or B of a pair
-        self.segment_embed = nn.Embedding(2, d) if arch == "encoder_only" else None
-        self.embed_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if cfg.embed_norm else None  # BERT's
+        self.segment_embed = parts.segment_embedding(cfg)
+        self.embed_norm = parts.embedding_norm(cfg)
 
+        # 2. positions: added to the embeddings, rotating q and k (RoPE), or a bias on the scores (T5)
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_len) if cfg.positional == "rope" else None
         self.src_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
         self.tgt_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
@@ -133,33 +135,31 @@ class Transformer(nn.Module):
             self.src_pos = self.tgt_pos = SinusoidalPositionalEncoding(d, cfg.max_len, cfg.sinusoid_layout)
         elif cfg.positional == "learned":
             self.src_pos = LearnedPositionalEncoding(d, cfg.max_len)
-            self.tgt_pos = LearnedPositionalEncoding(d, cfg.max_len) if arch == "encoder_decoder" else self.src_pos
-        t5 = cfg.positional == "t5_relative"
-        buckets = (cfg.n_heads, cfg.t5_buckets, cfg.t5_max_distance)
-        self.encoder_bias = T5RelativeBias(*buckets, bidirectional=True) if t5 and has_encoder else None
-        self.decoder_bias = T5RelativeBias(*buckets, bidirectional=False) if t5 and has_decoder else None
+            self.tgt_pos = LearnedPositionalEncoding(d, cfg.max_len) if len(stacks) == 2 else self.src_pos
+        self.encoder_bias = parts.relative_bias(cfg, True) if "encoder" in stacks else None
+        self.decoder_bias = parts.relative_bias(cfg, False) if "decoder" in stacks else None
         self.dropout = nn.Dropout(cfg.dropout)
 
-        n_enc = cfg.n_encoder_layers if has_encoder else 0
-        n_dec = cfg.n_decoder_layers if has_decoder else 0
-        block = DecoderLayer if arch == "encoder_decoder" else EncoderLayer  # GPT's block: no cross-attention
-        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg, self.rope) for _ in range(n_enc))
-        self.decoder_layers = nn.ModuleList(block(cfg, self.rope) for _ in range(n_dec))
+        # 3. the stacks: N encoder layers, N decoder layers (a family may have one stack only)
+        n_enc = cfg.n_encoder_layers if "encoder" in stacks else 0
+        n_dec = cfg.n_decoder_layers if "decoder" in stacks else 0
+        ffn = parts.feed_forward  # the paper's FFN, or sparse experts
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg, self.rope, ffn) for _ in range(n_enc))
+        self.decoder_layers = nn.ModuleList(parts.decoder_block(cfg, self.rope, ffn) for _ in range(n_dec))
         pre = cfg.norm == "pre"
-        self.encoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre and has_encoder else None
-        self.decoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre and has_decoder else None
+        self.encoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre and n_enc else None
+        self.decoder_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps) if pre and n_dec else None
 
-        # BERT's masked-LM head transforms each state (dense, GELU, LayerNorm) before the output projection
-        self.mlm_transform = (
-            nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d, eps=cfg.layer_norm_eps))
-            if arch == "encoder_only"
-            else None
-        )
-        self.pooler = nn.Linear(d, d) if cfg.n_classes else None  # BERT's pooler: tanh(W h_<cls> + b)
-        self.classifier = nn.Linear(d, cfg.n_classes) if cfg.n_classes else None
+        # 4. the family's heads (BERT's masked-LM transform, pooler and classifier), the output projection
+        self.mlm_transform, self.pooler, self.classifier = parts.heads(cfg)
         self.generator = nn.Linear(d, cfg.tgt_vocab_size)  # output projection to logits
         self._reset_parameters()
         self.tie_weights()
+
+    @property
+    def family(self) -> FamilySpec:
+        """What this model's family is made of (:mod:`model.families.registry`)."""
+        return self.parts.spec
 
     def tie_weights(self) -> None:
         """Make the output projection share the target embedding's matrix (``tie_embeddings``), again after
@@ -337,27 +337,22 @@ class Transformer(nn.Module):
         Inputs: encoder–decoder ``(src, tgt_in)``; decoder-only and encoder-only ``(ids,)``, and for an
         encoder-only model optionally ``segments [B, T]`` (0 = sentence A, 1 = sentence B).
         """
-        arch = self.cfg.arch
-        expected = 2 if arch == "encoder_decoder" else 1
-        if len(inputs) != expected:
-            raise TypeError(f"a {arch} model takes {expected} tensor(s) of token ids, got {len(inputs)}")
-        cls_logits = None
-        if arch == "encoder_decoder":
-            src, tgt_in = inputs
+        family = self.family
+        if len(inputs) != len(family.inputs):
+            raise TypeError(
+                f"a {family.arch} model takes {len(family.inputs)} tensor(s) of token ids, got {len(inputs)}"
+            )
+        enc = dec = _Pass()
+        hidden = src_mask = None
+        if self.encoder_layers:  # 1. the encoder reads the source (an encoder-only model: its text)
+            src = inputs[0]
             src_mask = padding_mask(src, self.cfg.pad_id)
-            memory, enc = self._encoder_pass(src, src_mask, return_attention)
-            hidden, dec = self._decoder_pass(tgt_in, memory, src_mask, return_attention)
-        elif arch == "decoder_only":
-            hidden, dec = self._decoder_pass(inputs[0], None, None, return_attention)
-            enc = _Pass()
-        else:
-            ids = inputs[0]
-            hidden, enc = self._encoder_pass(ids, padding_mask(ids, self.cfg.pad_id), return_attention, segments)
-            dec = _Pass()
-            if self.pooler is not None and self.classifier is not None:
-                cls_logits = self.classifier(torch.tanh(self.pooler(hidden[:, 0])))
-            assert self.mlm_transform is not None  # an encoder-only model has its masked-LM head
-            hidden = self.mlm_transform(hidden)
+            hidden, enc = self._encoder_pass(src, src_mask, return_attention, segments)
+        if self.decoder_layers:  # 2. the decoder, attending to the encoder's output when there is one
+            hidden, dec = self._decoder_pass(inputs[-1], hidden, src_mask, return_attention)
+        assert hidden is not None  # a family has at least one stack
+        heads = Heads(self.mlm_transform, self.pooler, self.classifier)
+        hidden, cls_logits = self.parts.read_out(hidden, heads)  # 3. the family's heads, if any
         logits = self.generator(hidden)
         out: tuple = (logits,)
         if return_attention:
@@ -395,7 +390,7 @@ class Transformer(nn.Module):
     def start_generation(self, batch: int, capacity: int) -> DecoderState:
         """State for a decoder-only model generating ``batch`` sequences of at most ``capacity`` positions
         (prompt included): the key/value cache, and no encoder memory."""
-        if self.cfg.arch != "decoder_only":
+        if "generate" not in self.family.decoding:
             raise ValueError(f"start_generation is for decoder-only models; this one is {self.cfg.arch}")
         if capacity > self.cfg.max_len:
             raise ValueError(
@@ -467,43 +462,14 @@ class Transformer(nn.Module):
 
     def active_parameters(self) -> int:
         """Parameters one token passes through: with experts, only k of each layer's N expert FFNs count."""
-        cfg = self.cfg
-        if not cfg.moe:
-            return self.num_parameters()
-        idle = 0
-        for layer in [*self.encoder_layers, *self.decoder_layers]:
-            experts = layer.ffn.experts
-            per_expert = sum(p.numel() for p in experts[0].parameters())
-            idle += per_expert * (cfg.n_experts - cfg.experts_top_k)
+        idle = sum(layer.ffn.inactive_parameters() for layer in [*self.encoder_layers, *self.decoder_layers])
         return self.num_parameters() - idle
 
     def parameter_breakdown(self) -> dict[str, int]:
-        """Parameters per component, each tied matrix counted once where it first appears."""
-        single = self.cfg.single_stream
-        groups = {
-            "src_embed": "token embedding" if single else "source embedding",
-            "tgt_embed": "target embedding",
-            "segment_embed": "segment embedding",
-            "embed_norm": "embedding norm",
-            "src_pos": "positions (learned)" if single else "source positions (learned)",
-            "tgt_pos": "target positions (learned)",
-            "encoder_bias": "encoder relative bias (T5)",
-            "decoder_bias": "decoder relative bias (T5)",
-            "encoder_layers": "encoder",
-            "encoder_norm": "encoder final norm",
-            "decoder_layers": "decoder",
-            "decoder_norm": "decoder final norm",
-            "mlm_transform": "masked-LM head",
-            "pooler": "classification head",
-            "classifier": "classification head",
-            "generator": "output projection",
-        }
-        sub = {"self_attn": "self-attention", "cross_attn": "cross-attention", "ffn": "feed-forward"}
+        """Parameters per component (labelled as the family names them), each tied matrix counted once where it
+        first appears. The components are the groups of :func:`model.families.registry.parameter_group`."""
         counts: dict[str, int] = {}
         for name, p in self.named_parameters():  # each shared tensor reported once, first name
-            parts = name.split(".")
-            label = groups[parts[0]]
-            if parts[0] in ("encoder_layers", "decoder_layers"):
-                label += " " + sub.get(parts[2], "norms")
+            label = self.family.group_label(parameter_group(name))
             counts[label] = counts.get(label, 0) + p.numel()
         return counts
