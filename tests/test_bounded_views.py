@@ -1,4 +1,5 @@
-"""The window's work and memory do not grow with the step rate or the length of a run."""
+"""The window's work and memory do not grow with the step rate or the length of a run (the training panel's
+run list, bounded too: tests/test_training_panel.py)."""
 
 import dataclasses
 import os
@@ -115,51 +116,6 @@ def test_probe_snapshots_arriving_fast_are_drawn_a_few_times_a_second(qtbot, cop
     )
     steps = [s.step for s in panel.over_training.snapshots]
     assert steps == sorted(steps) and steps[0] == snapshots[0].step  # thinned evenly, first and last kept
-
-
-def test_the_run_list_keeps_a_bounded_number_of_runs_and_every_ticked_one(qtbot, copy_session_factory):
-    from PySide6.QtCore import Qt
-
-    from explorer.panels.training import MAX_RUNS, TrainingPanel
-    from explorer.worker import Engine
-
-    panel = TrainingPanel()
-    qtbot.addWidget(panel)
-    session = copy_session_factory()
-    engine = Engine("cpu")
-    infos = []
-    for run_id in range(1, 31):
-        engine._run_id = run_id
-        infos.append(engine._run_info(session))
-    panel.on_run(infos[0])
-    panel.run_list.item(0).setCheckState(Qt.Checked)
-    for info in infos[1:]:
-        panel.on_run(info)
-    kept = {panel.run_list.item(i).data(Qt.UserRole) for i in range(panel.run_list.count())}
-    assert len(kept) == MAX_RUNS and 30 in kept and set(panel.runs) == kept
-    assert all(s.run_id in kept for p in panel.plots.values() for s in p.series.values())
-
-
-def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_session_factory):
-    from explorer.panels.training import TrainingPanel
-    from explorer.worker import Engine, MetricsBatch, StepColumns
-
-    panel = TrainingPanel()
-    qtbot.addWidget(panel)
-    session = copy_session_factory()
-    engine = Engine("cpu")
-    engine._run_id = 1
-    session.train_steps(20)
-    kept = engine._run_info(session)  # what the engine describes after going back to step 20
-    panel.on_run(kept)
-    later = [r for r in session.train_steps(10) if "split" not in r]
-    panel.on_metrics(MetricsBatch(1, StepColumns.of(later), ()))
-    assert panel.plots["loss_plot"].data(1, "train")[0][-1] == 30
-    panel.on_run(kept)
-    x, y = panel.plots["loss_plot"].data(1, "train")
-    assert list(x) == list(kept.history_steps.step) and x[-1] == 20
-    assert list(y) == list(kept.history_steps.loss)
-    assert panel.plots["lr_plot"].data(1, "schedule")[0].size  # the schedule drawn ahead stays
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")

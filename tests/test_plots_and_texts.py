@@ -1,16 +1,16 @@
-"""What the plots and maps show after a second run, a theme switch, a decoding step and a new model, and
-the words around them: legends and views of the ticked runs only, axes that stay readable in either
-theme, the outlined row that chose the decoding step's token, and captions per kind of attention."""
+"""What the plots and maps show after a theme switch, a decoding step and a new model, and the words around
+them: axes that stay readable in either theme, the outlined row that chose the decoding step's token, and
+captions per kind of attention. (1. The training plots after a second run, legends and views of the ticked
+runs only: tests/test_training_panel.py.)"""
 
 import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 
-from explorer.widgets.metric_plot import nice_ceiling  # noqa: E402
+from tests.test_training_panel import evaluations_batch, steps_batch  # noqa: E402
 
 
 @pytest.fixture
@@ -20,87 +20,6 @@ def english():
     language.set("en")
     yield
     language.set("en")
-
-
-# -- 1. the training plots after a second run ----------------------------------------------------------------
-def _steps(run_id: int, first: int, n: int):
-    from explorer.worker import MetricsBatch, StepColumns
-
-    x = np.arange(first, first + n, dtype=float)
-    cols = StepColumns(
-        step=x,
-        time=x / 100,
-        loss=0.5 + 3 * np.exp(-x / 300),
-        lr=np.full(n, 1e-3),
-        token_accuracy=1 - np.exp(-x / 300),
-        grad_norm=np.full(n, 2.0),
-        tokens_per_s=np.full(n, 5000.0),
-        aux_loss=np.zeros(n),
-        expert_load=np.zeros((n, 0)),
-    )  # a dense model: no experts
-    return MetricsBatch(run_id, cols, ())
-
-
-def _evaluations(run_id: int, steps):
-    from explorer.worker import Evaluation, MetricsBatch
-
-    evals = tuple(Evaluation(s, "valid", 1.0, 0.5, 20.0) for s in steps)
-    return MetricsBatch(run_id, _steps(run_id, 1, 0).steps, evals)
-
-
-def _legend(plot) -> list[str]:
-    return [label.text for _, label in plot.legend.items]
-
-
-def _check_plots(panel, visible: set[int]) -> dict[str, list[str]]:
-    """Every plot lists each shown series once (no hidden one) and its step axis fits the shown runs."""
-    legends = {}
-    for name, plot in panel.plots.items():
-        shown = [s for s in plot.series.values() if s.run_id in visible]
-        texts = _legend(plot)
-        assert len(texts) == len(set(texts)) == len(shown), (name, texts)
-        assert all(sample.item.isVisible() for sample, _ in plot.legend.items), name  # no crossed-out icon
-        assert {sample.item for sample, _ in plot.legend.items} == {s.curve for s in shown}, name
-        (x0, x1), _ = plot.plot.getPlotItem().vb.viewRange()
-        top = max((s.buffer.x.max() for s in shown if s.buffer.n), default=0.0)
-        assert (x0, x1) == pytest.approx((0.0, nice_ceiling(max(10.0, 1.05 * top)) if top else 10.0)), name
-        legends[name] = texts
-    return legends
-
-
-def test_after_a_new_run_the_plots_show_the_ticked_runs_only(qtbot, copy_session_factory, english):
-    from explorer.panels.training import TrainingPanel
-    from explorer.worker import Engine
-
-    panel = TrainingPanel()
-    qtbot.addWidget(panel)
-    session, engine = copy_session_factory(), Engine("cpu")
-    engine._run_id = 1
-    panel.on_run(engine._run_info(session))
-    for first in range(1, 3001, 250):  # a long first run, drawn as it goes
-        panel.on_metrics(_steps(1, first, 250))
-        panel.redraw()
-    panel.on_metrics(_evaluations(1, [1000, 2000, 3000]))
-    panel.redraw()
-    loss_view = panel.plots["loss_plot"].plot.getPlotItem().vb
-    loss_view.sigRangeChangedManually.emit([True, True])  # the person zoomed into run 1's loss
-    engine._run_id = 2
-    panel.on_run(engine._run_info(session))  # a new model: run 1 is unticked
-    panel.on_metrics(_steps(2, 1, 40))
-    panel.redraw()
-    legends = _check_plots(panel, {2})
-    assert legends["loss_plot"] == ["train"] and legends["lr_plot"] == ["schedule", "used"]
-    assert legends["quality_plot"] == []  # run 2 has no evaluation yet: nothing listed, and not run 1's range
-    assert loss_view.viewRange()[0] == pytest.approx([0, 50])
-    panel.run_list.item(1).setCheckState(Qt.CheckState.Checked)  # compare with run 1 again
-    panel.redraw()
-    legends = _check_plots(panel, {1, 2})
-    assert legends["loss_plot"] == ["train", "train (run 1)", "valid (run 1)"]
-    assert legends["quality_plot"] == ["exact match % (run 1)", "BLEU (run 1)"]
-    assert loss_view.viewRange()[0] == pytest.approx([0, 5000])
-    panel.run_list.item(1).setCheckState(Qt.CheckState.Unchecked)
-    panel.redraw()
-    _check_plots(panel, {2})
 
 
 # -- 2. the dark theme -------------------------------------------------------------------------------------------
@@ -181,7 +100,7 @@ def copy_window(make_window, qtbot):
 def _step_decoding(window, qtbot, action: str) -> None:
     d = window.decoding
     with qtbot.waitSignal(d.view_shown, timeout=10000):
-        d._act(action)
+        d.decoding_page.act(action)
 
 
 def _check_outlined_row(window) -> None:
@@ -306,8 +225,8 @@ def test_the_attention_training_and_positional_panels_leave_no_english_in_chines
         qtbot.addWidget(panel)
         panel.show()
     training.on_run(info)
-    training.on_metrics(_steps(1, 1, 30))
-    training.on_metrics(_evaluations(1, [10, 20]))
+    training.on_metrics(steps_batch(1, 1, 30))
+    training.on_metrics(evaluations_batch(1, [10, 20]))
     training.redraw()
     attention.on_run(info)
     positional.on_run(info)

@@ -1,0 +1,272 @@
+"""The training panel and its pieces: the plots redrawn one per tick and arranged by family, the run list kept
+bounded with every ticked run, the controls enabled as the engine's state allows, the settings column as wide
+as its form, and the view state that presenter mode and scenes set."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import Qt  # noqa: E402
+
+from explorer.widgets.metric_plot import nice_ceiling  # noqa: E402
+
+
+@pytest.fixture
+def english():
+    from explorer.i18n import language
+
+    language.set("en")
+    yield
+    language.set("en")
+
+
+@pytest.fixture
+def panel(qtbot):
+    from explorer.panels.training import TrainingPanel
+
+    p = TrainingPanel()
+    qtbot.addWidget(p)
+    return p
+
+
+def steps_batch(run_id: int, first: int, n: int):
+    """``n`` updates of a dense model from step ``first``: a falling loss, a rising accuracy."""
+    from explorer.answers import MetricsBatch
+    from model.io.snapshots import StepColumns
+
+    x = np.arange(first, first + n, dtype=float)
+    cols = StepColumns(
+        step=x,
+        time=x / 100,
+        loss=0.5 + 3 * np.exp(-x / 300),
+        lr=np.full(n, 1e-3),
+        token_accuracy=1 - np.exp(-x / 300),
+        grad_norm=np.full(n, 2.0),
+        tokens_per_s=np.full(n, 5000.0),
+        aux_loss=np.zeros(n),
+        expert_load=np.zeros((n, 0)),
+    )  # a dense model: no experts
+    return MetricsBatch(run_id, cols, ())
+
+
+def evaluations_batch(run_id: int, steps):
+    from explorer.answers import Evaluation, MetricsBatch
+
+    evals = tuple(Evaluation(s, "valid", 1.0, 0.5, 20.0) for s in steps)
+    return MetricsBatch(run_id, steps_batch(run_id, 1, 0).steps, evals)
+
+
+# -- the panel after a second run ----------------------------------------------------------------------------
+def _legend(plot) -> list[str]:
+    return [label.text for _, label in plot.legend.items]
+
+
+def _check_plots(panel, visible: set[int]) -> dict[str, list[str]]:
+    """Every plot lists each shown series once (no hidden one) and its step axis fits the shown runs."""
+    legends = {}
+    for name, plot in panel.plots.items():
+        shown = [s for s in plot.series.values() if s.run_id in visible]
+        texts = _legend(plot)
+        assert len(texts) == len(set(texts)) == len(shown), (name, texts)
+        assert all(sample.item.isVisible() for sample, _ in plot.legend.items), name  # no crossed-out icon
+        assert {sample.item for sample, _ in plot.legend.items} == {s.curve for s in shown}, name
+        (x0, x1), _ = plot.plot.getPlotItem().vb.viewRange()
+        top = max((s.buffer.x.max() for s in shown if s.buffer.n), default=0.0)
+        assert (x0, x1) == pytest.approx((0.0, nice_ceiling(max(10.0, 1.05 * top)) if top else 10.0)), name
+        legends[name] = texts
+    return legends
+
+
+def test_after_a_new_run_the_plots_show_the_ticked_runs_only(qtbot, copy_session_factory, english):
+    from explorer.panels.training import TrainingPanel
+    from explorer.worker import Engine
+
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    session, engine = copy_session_factory(), Engine("cpu")
+    engine._run_id = 1
+    panel.on_run(engine._run_info(session))
+    for first in range(1, 3001, 250):  # a long first run, drawn as it goes
+        panel.on_metrics(steps_batch(1, first, 250))
+        panel.redraw()
+    panel.on_metrics(evaluations_batch(1, [1000, 2000, 3000]))
+    panel.redraw()
+    loss_view = panel.plots["loss_plot"].plot.getPlotItem().vb
+    loss_view.sigRangeChangedManually.emit([True, True])  # the person zoomed into run 1's loss
+    engine._run_id = 2
+    panel.on_run(engine._run_info(session))  # a new model: run 1 is unticked
+    panel.on_metrics(steps_batch(2, 1, 40))
+    panel.redraw()
+    legends = _check_plots(panel, {2})
+    assert legends["loss_plot"] == ["train"] and legends["lr_plot"] == ["schedule", "used"]
+    assert legends["quality_plot"] == []  # run 2 has no evaluation yet: nothing listed, and not run 1's range
+    assert loss_view.viewRange()[0] == pytest.approx([0, 50])
+    panel.run_list.item(1).setCheckState(Qt.CheckState.Checked)  # compare with run 1 again
+    panel.redraw()
+    legends = _check_plots(panel, {1, 2})
+    assert legends["loss_plot"] == ["train", "train (run 1)", "valid (run 1)"]
+    assert legends["quality_plot"] == ["exact match % (run 1)", "BLEU (run 1)"]
+    assert loss_view.viewRange()[0] == pytest.approx([0, 5000])
+    panel.run_list.item(1).setCheckState(Qt.CheckState.Unchecked)
+    panel.redraw()
+    _check_plots(panel, {2})
+
+
+# -- the run list and the curves it keeps ---------------------------------------------------------------------
+def test_the_run_list_keeps_a_bounded_number_of_runs_and_every_ticked_one(qtbot, copy_session_factory):
+    from PySide6.QtCore import Qt
+
+    from explorer.panels.training import MAX_RUNS, TrainingPanel
+    from explorer.worker import Engine
+
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    session = copy_session_factory()
+    engine = Engine("cpu")
+    infos = []
+    for run_id in range(1, 31):
+        engine._run_id = run_id
+        infos.append(engine._run_info(session))
+    panel.on_run(infos[0])
+    panel.run_list.item(0).setCheckState(Qt.Checked)
+    for info in infos[1:]:
+        panel.on_run(info)
+    kept = {panel.run_list.item(i).data(Qt.UserRole) for i in range(panel.run_list.count())}
+    assert len(kept) == MAX_RUNS and 30 in kept and set(panel.runs) == kept
+    assert all(s.run_id in kept for p in panel.plots.values() for s in p.series.values())
+
+
+def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_session_factory):
+    from explorer.answers import MetricsBatch
+    from explorer.panels.training import TrainingPanel
+    from explorer.worker import Engine
+    from model.io.snapshots import StepColumns
+
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    session = copy_session_factory()
+    engine = Engine("cpu")
+    engine._run_id = 1
+    session.train_steps(20)
+    kept = engine._run_info(session)  # what the engine describes after going back to step 20
+    panel.on_run(kept)
+    later = [r.to_dict() for r in session.train_steps(10)]
+    panel.on_metrics(MetricsBatch(1, StepColumns.of(later), ()))
+    assert panel.plots["loss_plot"].data(1, "train")[0][-1] == 30
+    panel.on_run(kept)
+    x, y = panel.plots["loss_plot"].data(1, "train")
+    assert list(x) == list(kept.history_steps.step) and x[-1] == 20
+    assert list(y) == list(kept.history_steps.loss)
+    assert panel.plots["lr_plot"].data(1, "schedule")[0].size  # the schedule drawn ahead stays
+
+
+# -- the plots: one redrawn per tick, arranged by family ----------------------------------------------------------
+def test_each_tick_redraws_one_plot_with_new_data_in_turn_and_none_behind_another_tab(panel, monkeypatch):
+    plots = panel.live_plots
+    plots.add_steps(1, steps_batch(1, 1, 50).steps)
+    redrawn: list[str] = []
+    for name, plot in plots.plots.items():
+        original = plot.redraw
+        monkeypatch.setattr(plot, "redraw", lambda name=name, original=original: (redrawn.append(name), original()))
+    changed = [name for name, plot in plots.plots.items() if plot.stale]
+    assert set(changed) == {"loss_plot", "accuracy_plot", "lr_plot", "grad_plot", "speed_plot"}
+    plots.set_step(50, training=True)  # training: the step marker waits for the learning-rate plot's redraw
+    assert panel.step_marker.value() != 50
+    for ticks in range(1, len(changed) + 1):
+        plots._tick()
+        assert len(redrawn) == ticks  # never two plots in one tick
+        if redrawn[-1] == "lr_plot":
+            assert panel.step_marker.value() == 50
+    assert redrawn == changed  # in the plots' order, each once
+    plots._tick()
+    assert len(redrawn) == len(changed)  # nothing new: nothing redrawn
+    plots.add_steps(1, steps_batch(1, 51, 5).steps)
+    panel.set_on_screen(False)
+    plots._tick()
+    assert len(redrawn) == len(changed)  # behind another tab: the data wait
+    assert all(plots.plots[name].stale for name in changed)
+
+
+def test_the_experts_load_takes_a_row_of_its_own_under_the_first():
+    from explorer.panels.training_plots import columns_for, plot_rows
+
+    names = ("loss_plot", "accuracy_plot", "quality_plot", "lr_plot", "grad_plot", "speed_plot")
+    assert plot_rows(names, 3) == [list(names[:3]), list(names[3:])]
+    assert plot_rows((*names, "expert_load_plot"), 2) == [
+        ["loss_plot", "accuracy_plot"],
+        ["expert_load_plot"],
+        ["quality_plot", "lr_plot"],
+        ["grad_plot", "speed_plot"],
+    ]
+    assert (columns_for(1149), columns_for(1150)) == (2, 3)
+
+
+# -- the run list ------------------------------------------------------------------------------------------------
+def test_the_run_list_ticks_the_newest_run_and_lets_the_oldest_go(qtbot):
+    from explorer.panels.training_runs import MAX_RUNS, RunList
+
+    runs = RunList()
+    qtbot.addWidget(runs)
+    assert runs.add_run(1) == [] and runs.ticked() == {1}
+    runs.add_run(2)
+    assert runs.ticked() == {2}  # a new run: the earlier ones unticked
+    runs.item(1).setCheckState(Qt.CheckState.Checked)  # run 1 again, for comparison
+    assert runs.ticked() == {1, 2}
+    forgotten = [rid for run in range(3, MAX_RUNS + 4) for rid in runs.add_run(run)]
+    assert forgotten == [1, 2, 3]  # the oldest, one at a time
+    ids = [runs.item(i).data(Qt.ItemDataRole.UserRole) for i in range(runs.count())]
+    assert ids == list(range(MAX_RUNS + 3, 3, -1))  # the newest first
+    runs.make_bold(4)
+    assert runs.item(runs.count() - 1).font().bold() and not runs.item(0).font().bold()
+
+
+# -- the controls ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "state, valid, has_run, enabled, pause_text",
+    [
+        ("idle", True, False, {"start", "step", "step_n", "scratch"}, "Pause"),
+        ("idle", True, True, {"start", "step", "step_n", "scratch", "reset"}, "Pause"),
+        ("training", True, True, {"pause", "stop", "reset"}, "Pause"),
+        ("paused", True, True, {"start", "step", "step_n", "scratch", "reset", "pause", "stop"}, "Resume"),
+        ("error", False, True, {"pause", "stop"}, "Resume"),
+    ],
+)
+def test_the_controls_are_enabled_as_the_engine_state_allows(
+    qtbot, english, state, valid, has_run, enabled, pause_text
+):
+    from explorer.panels.training_controls import TrainingControls
+
+    controls = TrainingControls()
+    controls.retranslate()
+    controls.update_buttons(state, valid, has_run)
+    buttons = ("start", "step", "step_n", "scratch", "reset", "pause", "stop")
+    assert {b for b in buttons if getattr(controls, f"{b}_button").isEnabled()} == enabled
+    assert controls.pause_button.text() == pause_text
+    if not valid:
+        assert "settings on the left cannot work" in controls.scratch_button.toolTip()  # greyed: says why
+
+
+# -- the settings column -----------------------------------------------------------------------------------------
+def test_the_settings_column_is_as_wide_as_its_form_needs(panel):
+    area = panel.settings_area
+    needed = panel.form.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width()
+    assert area.sizeHint().width() >= needed and area.minimumSizeHint().width() >= needed
+    assert area.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+
+
+# -- the view state ----------------------------------------------------------------------------------------------
+def test_the_view_state_sets_the_panel_and_follows_the_person(panel):
+    from explorer.panels.training_state import TrainingViewState
+
+    panel.show()
+    panel.set_state(TrainingViewState(presenting=True, smoothing=0.25, log_scale=True))
+    assert panel.smooth_slider.value() == 25 and panel.log_check.isChecked()
+    assert panel.settings_area.isHidden() and panel.run_controls.isHidden()
+    assert all(p.weight == 0.25 for p in panel.plots.values() if p.smoothable)
+    assert panel.plots["loss_plot"].plot.getPlotItem().ctrl.logYCheck.isChecked()
+    panel.smooth_slider.setValue(90)  # the person moves the slider
+    panel.set_presenting(False)
+    assert panel.state == TrainingViewState(presenting=False, smoothing=0.9, log_scale=True)
+    with pytest.raises(ValueError):
+        TrainingViewState(smoothing=1.0)
