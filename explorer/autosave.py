@@ -11,9 +11,9 @@ from explorer.commands import Load
 from explorer.i18n import tr
 
 if TYPE_CHECKING:
+    from explorer.answers import RunInfo
     from explorer.engine_client import EngineClient
     from explorer.widgets.message_bar import MessageBar
-    from explorer.worker import RunInfo
 
 ConfirmReplace = Callable[[Callable[[], object], str], None]
 

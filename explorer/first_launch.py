@@ -21,13 +21,13 @@ from explorer.samples import SAMPLES
 from resources import default_model
 
 if TYPE_CHECKING:
+    from explorer.answers import RunInfo
     from explorer.engine_client import EngineClient
     from explorer.panels.attention import AttentionPanel
     from explorer.panels.decoding import DecodingPanel
     from explorer.panels.model_info import ModelPanel
     from explorer.panels.training import TrainingPanel
     from explorer.widgets.message_bar import MessageBar
-    from explorer.worker import RunInfo
 
 
 LOADING = N_("Loading the bundled model…")

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer import dialogs
+from explorer.answers import DATA_STAGES, TRAINING, EngineStatus, FollowStatus, LoadProgress, MetricsBatch, RunInfo
 from explorer.appearance import THEMES, apply_theme, set_presenter_font
 from explorer.autosave import Autosave
 from explorer.commands import (
@@ -46,16 +47,7 @@ from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
 from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
-from explorer.worker import (
-    DATA_STAGES,
-    TRAINING,
-    Engine,
-    EngineStatus,
-    FollowStatus,
-    LoadProgress,
-    MetricsBatch,
-    RunInfo,
-)
+from explorer.worker import Engine
 from model.core.config import ModelConfig
 from model.io.follow import RunFolderError, check_run_folder
 from resources import default_model, resource_path

@@ -13,11 +13,11 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
+from explorer.answers import EngineStatus, FollowStatus
 from explorer.first_launch import LOADING
 from explorer.i18n import N_, tr
 from explorer.i18n_zh import ZH
 from explorer.widgets import named
-from explorer.worker import EngineStatus, FollowStatus
 
 STATE_NAMES = (N_("idle"), N_("training"), N_("paused"), N_("error"))
 FOLLOWING, RUN_ENDED = N_("following"), N_("run ended")

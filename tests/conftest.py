@@ -37,7 +37,7 @@ def _no_thread_left_running():
     before = set(threading.enumerate())
     yield
     try:
-        from explorer.worker import LIVE_ENGINES
+        from explorer.engine_loading import LIVE_ENGINES
     except ImportError:  # Qt not importable: no engines either
         LIVE_ENGINES = ()
     running = [e for e in list(LIVE_ENGINES) if e.isRunning()]

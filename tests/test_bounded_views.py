@@ -82,7 +82,8 @@ def test_a_falling_loss_and_a_rising_accuracy_re_range_their_plots_only_now_and_
 
 
 def _snapshots(session, n: int):
-    from explorer.worker import ProbeSnapshot, attention_entropy
+    from explorer.answers import ProbeSnapshot
+    from explorer.engine_base import attention_entropy
 
     inspection = session.inspect("a b c", "a b c")
     entropy = {k: attention_entropy(getattr(inspection, k)) for k in ("encoder", "decoder_self", "cross")}

@@ -15,10 +15,10 @@ from PySide6.QtGui import Qt as GuiQt  # noqa: E402 — QtGui's Qt namespace has
 from PySide6.QtGui import QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
+from explorer.answers import DecodeStepped  # noqa: E402
 from explorer.panels.decoding import DecodingPanel  # noqa: E402
 from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
 from explorer.widgets.token_strip import shown_piece  # noqa: E402
-from explorer.worker import DecodeStepped  # noqa: E402
 from model.data.tokenization import UNK_ID  # noqa: E402
 from model.decoding.stepping import DecodeDriver  # noqa: E402
 from model.io.snapshots import DecodeSettings  # noqa: E402
@@ -289,10 +289,10 @@ def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
     import numpy as np
     from PySide6.QtCore import QPointF
 
+    from explorer.answers import CorpusSummary, RunData
     from explorer.panels.data_view import DataPanel
     from explorer.widgets.heatmap import Heatmap
     from explorer.widgets.message_bar import MessageBar
-    from explorer.worker import CorpusSummary, RunData
 
     bar = MessageBar()
     qtbot.addWidget(bar)
@@ -327,8 +327,8 @@ def test_an_answer_about_a_replaced_sentence_reaches_neither_panel(make_window, 
 
 
 def test_a_refused_decoding_request_is_worded_in_the_interface_language(session):
+    from explorer.failures import decode_error_message
     from explorer.i18n import language
-    from explorer.worker import decode_error_message
     from model.decoding.stepping import DecodeError
 
     with pytest.raises(DecodeError) as refused:

@@ -12,17 +12,17 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from explorer import commands as cmd  # noqa: E402
-from explorer.worker import (  # noqa: E402
+from explorer.answers import (  # noqa: E402
     DecodeStepped,
-    Engine,
     EngineStatus,
     Explained,
     InspectionReady,
     MetricsBatch,
     PositionalReady,
     RunInfo,
-    StepColumns,
 )
+from explorer.worker import Engine  # noqa: E402
+from model.io.snapshots import StepColumns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,12 +136,15 @@ def test_no_string_protocol_is_left():
     assert not re.search(r"getattr\(self, f\"_cmd_", explorer)
     assert not re.search(r"Signal\((int, )?object\)", explorer)
     assert ".split()[0]" not in explorer and 'split(":")' not in explorer
+    import explorer.answers as answers
     import explorer.worker as worker
 
-    for name, obj in vars(worker).items():
-        if dataclasses.is_dataclass(obj) and obj.__module__ == worker.__name__:
-            hints = typing.get_type_hints(
-                obj, vars(worker) | {"Inspection": object, "AttentionExplanation": object, "DecodeView": object}
-            )
-            for field_name, hint in hints.items():
-                assert "dict[str, typing.Any]" not in str(hint), f"{name}.{field_name} is {hint}"
+    for module in (worker, answers):
+        for name, obj in vars(module).items():
+            if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
+                hints = typing.get_type_hints(
+                    obj, vars(module) | {"Inspection": object, "AttentionExplanation": object, "DecodeView": object}
+                )
+                for field_name, hint in hints.items():
+                    assert "dict[str, typing.Any]" not in str(hint), f"{name}.{field_name} is {hint}"
+                    assert hint is not typing.Any, f"{name}.{field_name} is Any"

@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from explorer import commands as cmd  # noqa: E402
-from explorer.worker import Engine, EngineStatus, MetricsBatch, NewModelSpec  # noqa: E402
+from explorer.answers import EngineStatus, MetricsBatch  # noqa: E402
+from explorer.worker import Engine, NewModelSpec  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 from model.data.tokenization import TokenizerSpec  # noqa: E402
 from model.io.snapshots import DecodeSettings  # noqa: E402
@@ -139,6 +140,7 @@ def test_closing_never_waits_for_the_engines_own_preparations(qtbot, monkeypatch
     own: a window closed meanwhile shuts its engine down at once (it waited for the imports: 2.4–5.0 s)."""
     import threading
 
+    import explorer.engine_loading as loading
     import explorer.worker as worker
 
     began, release = threading.Event(), threading.Event()
@@ -147,8 +149,8 @@ def test_closing_never_waits_for_the_engines_own_preparations(qtbot, monkeypatch
         began.set()
         release.wait(60)
 
-    monkeypatch.setattr(worker, "prepare_optimizers", slow_preparation)
-    monkeypatch.setattr(worker, "_preparing", None)
+    monkeypatch.setattr(loading, "prepare_optimizers", slow_preparation)
+    monkeypatch.setattr(loading, "_preparing", None)
     monkeypatch.setattr(worker, "QUIET_S", 0.01)
     engine = Engine("cpu", threads=1)
     engine.start()

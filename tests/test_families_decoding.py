@@ -16,11 +16,11 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QObject, QPoint, Qt, QTimer, Signal  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 
+from explorer.answers import DecodeStepped, InspectionReady, MaskFilled, SentenceSampled  # noqa: E402
 from explorer.commands import Decode, FillMask, Inspect, Load, SampleSentence  # noqa: E402
 from explorer.engine_client import EngineClient  # noqa: E402
 from explorer.panels.decoding import DecodingPanel, joined, prompt_of  # noqa: E402
 from explorer.widgets.candidates import cut_colour  # noqa: E402
-from explorer.worker import DecodeStepped, InspectionReady, MaskFilled, SentenceSampled  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 from model.decoding.search import GreedyStepper, SampleStepper, Sampling, fill_mask  # noqa: E402
 from model.decoding.stepping import DecodeDriver  # noqa: E402

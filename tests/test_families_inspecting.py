@@ -237,7 +237,8 @@ def test_the_explainer_spells_out_the_heads_of_a_single_stream_model(panel, whic
 
 @pytest.mark.parametrize("which", ["gpt_moe", "bert"])
 def test_the_probe_records_and_plots_every_family(panel, which, request):
-    from explorer.worker import ProbeSnapshot, attention_entropy
+    from explorer.answers import ProbeSnapshot
+    from explorer.engine_base import attention_entropy
 
     session, inspection = request.getfixturevalue(which)
     with warnings.catch_warnings():
@@ -371,8 +372,8 @@ def test_the_family_help_opens_from_the_panel_in_the_interface_language(panel, g
 
 @pytest.mark.parametrize("arch", ["decoder_only", "encoder_only"])
 def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arch):
+    from explorer.answers import PositionalTables
     from explorer.panels.positional import PositionalPanel
-    from explorer.worker import PositionalTables
 
     session = text_session(arch, positional="t5_relative")
     info = run_info(session)

@@ -9,9 +9,9 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
+from explorer.answers import MetricsBatch  # noqa: E402
 from explorer.panels.model_map import ModelPart  # noqa: E402
 from explorer.panels.settings_form import FILE_ITEM, PAIR_TASKS, TEXT_TASKS  # noqa: E402
-from explorer.worker import MetricsBatch  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 
 STEPS = 4  # updates each window test trains (one evaluation, at the last)

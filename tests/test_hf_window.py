@@ -13,10 +13,10 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
+from explorer.answers import LoadProgress, ModelOrigin  # noqa: E402
 from explorer.app import parse_args  # noqa: E402
 from explorer.i18n import language  # noqa: E402
 from explorer.panels.settings_form import needs_new_model  # noqa: E402
-from explorer.worker import LoadProgress, ModelOrigin  # noqa: E402
 from tests.hf_folders import gpt2_folder, marian_folder, not_a_model_folder, unsupported_model_folder  # noqa: E402
 
 

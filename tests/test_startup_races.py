@@ -8,9 +8,9 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
+from explorer.answers import TRAINING  # noqa: E402
 from explorer.commands import Load, NewModel  # noqa: E402
 from explorer.samples import SAMPLES  # noqa: E402
-from explorer.worker import TRAINING  # noqa: E402
 from resources import default_model  # noqa: E402
 
 pytestmark = pytest.mark.skipif(default_model() is None, reason="the bundled model is missing")

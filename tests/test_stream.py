@@ -193,7 +193,7 @@ def test_the_window_streams_a_big_file_with_its_progress_in_the_status_bar(make_
     from explorer.commands import Pause
 
     monkeypatch.setattr(st, "STREAM_FROM_BYTES", 10_000)  # this file counts as big
-    monkeypatch.setattr("explorer.worker.data_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("explorer.engine_files.data_cache_dir", lambda: tmp_path / "cache")
     path = write_jsonl(tmp_path / "big.jsonl", pairs(2600))
     window = make_window()
     notes = []

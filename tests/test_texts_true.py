@@ -329,8 +329,8 @@ def test_one_chinese_term_each():
 
 
 def test_the_seconds_of_a_followed_run_are_chinese(qtbot, chinese):
+    from explorer.answers import FollowStatus
     from explorer.status_row import StatusRow
-    from explorer.worker import FollowStatus
 
     row = StatusRow()
     qtbot.addWidget(row)

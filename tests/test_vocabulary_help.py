@@ -13,7 +13,7 @@ from PySide6.QtGui import QHelpEvent, QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QApplication, QToolTip  # noqa: E402
 
 from explorer import commands as cmd  # noqa: E402
-from explorer.worker import SentenceSampled  # noqa: E402
+from explorer.answers import SentenceSampled  # noqa: E402
 from model.data import load_corpus  # noqa: E402
 from model.data.tokenization import SPECIAL_TOKENS, UNK_ID  # noqa: E402
 from resources import default_model  # noqa: E402

@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.answers import EngineStatus, Explained, InspectionReady, ProbeSnapshot, RunInfo
 from explorer.commands import Command, Explain, ExplainWorkedExample, Inspect, SetProbe
 from explorer.help import HelpBox
 from explorer.i18n import N_, tr
@@ -59,7 +60,6 @@ from explorer.panels.router import RouterPage
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.widgets.token_strip import shown_piece
-from explorer.worker import EngineStatus, Explained, InspectionReady, ProbeSnapshot, RunInfo
 from model.io.snapshots import AttentionExplanation, DecodeView, Inspection
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.answers import ProbeSnapshot
 from explorer.commands import SetProbe
 from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.metric_plot import MetricPlot
-from explorer.worker import ProbeSnapshot
 from model.io.snapshots import AttentionExplanation
 
 KINDS = (

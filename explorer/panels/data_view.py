@@ -13,11 +13,11 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from explorer.answers import RunData, RunInfo
 from explorer.i18n import tr
 from explorer.panels.model_info import tokenizer_text
 from explorer.widgets import named
 from explorer.widgets.token_strip import TokenStrip
-from explorer.worker import RunData, RunInfo
 
 
 class DataPanel(QWidget):

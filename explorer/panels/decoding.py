@@ -67,8 +67,8 @@ from model.data.tokenization import join_words
 from model.io.snapshots import DecodeSettings, DecodeStep, DecodeView, Inspection
 
 if TYPE_CHECKING:
+    from explorer.answers import DecodeStepped, RunInfo, SentenceSampled
     from explorer.engine_client import EngineClient
-    from explorer.worker import DecodeStepped, RunInfo, SentenceSampled
 
 # what the sample button says of a corpus without a test split (the split it took the sentence from instead)
 FALLBACK_SPLIT = {

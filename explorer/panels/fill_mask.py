@@ -40,8 +40,8 @@ from explorer.widgets.token_strip import TokenStrip
 from model.io.snapshots import FillMaskView, Inspection, MaskPrediction
 
 if TYPE_CHECKING:
+    from explorer.answers import InspectionReady, MaskFilled, RunInfo
     from explorer.engine_client import EngineClient
-    from explorer.worker import InspectionReady, MaskFilled, RunInfo
 
 MASK = "<mask>"  # what a person types where the model should fill a word in (a model's own, e.g. [MASK], too)
 CHART_COLUMNS = 2  # charts side by side; more masks wrap to further rows (the area scrolls)

@@ -11,9 +11,9 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
+from explorer.answers import RunInfo
 from explorer.i18n import N_, mark, tr
 from explorer.widgets import named
-from explorer.worker import RunInfo
 from model.core.config import ModelConfig
 
 TOKENIZER_OF = {"marian": "SentencePiece", "gpt2": "byte-level BPE", "bert": "WordPiece"}  # an opened model's

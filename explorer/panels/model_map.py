@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.answers import RunInfo
 from explorer.i18n import N_, tr
 from explorer.panels.model_map_text import (
     ModelPart,
@@ -58,7 +59,6 @@ from explorer.panels.model_map_text import (
 )
 from explorer.widgets import named
 from explorer.widgets.export import render_scene, titled_view
-from explorer.worker import RunInfo
 from model.core.config import ModelConfig
 
 __all__ = ["ModelMapPanel", "ModelPart"]

@@ -15,9 +15,9 @@ import html
 import math
 from dataclasses import dataclass
 
+from explorer.answers import RunInfo
 from explorer.i18n import N_, mark, tr
 from explorer.panels.model_info import FAMILY_TITLES, parameters_text, stacks_text
-from explorer.worker import RunInfo
 from model.core.config import ModelConfig
 
 STACKS = ("encoder", "decoder")

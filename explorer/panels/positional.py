@@ -23,8 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.answers import PositionalReady, PositionalTables, RunInfo
 from explorer.commands import Positional
 from explorer.engine_client import EngineClient
+from explorer.engine_loading import engine_loaded
 from explorer.i18n import N_, tr
 from explorer.panels.router import sentences
 from explorer.widgets import named
@@ -32,7 +34,6 @@ from explorer.widgets.export import render_scene, titled_view, write_numbers
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from explorer.widgets.legend import LegendAbove
 from explorer.widgets.metric_plot import RUN_COLOURS
-from explorer.worker import PositionalReady, PositionalTables, RunInfo, engine_loaded
 
 # The similarity tab divides PE(p)·PE(q) by d/2, its value at p = q (each (sin, cos) pair adds
 # sin² + cos² = 1), so the diagonal reads 1; the title says so.

@@ -1,0 +1,72 @@
+"""The engine's handlers that look inside the current model: attention for a sentence, one head spelled out, the
+positional tables, step-through decoding, filled masks, a random sentence of the corpus. Each answers its request
+with its id."""
+
+from __future__ import annotations
+
+from explorer.answers import (
+    DecodeStepped,
+    Explained,
+    InspectionReady,
+    MaskFilled,
+    PositionalReady,
+    PositionalTables,
+    SentenceSampled,
+)
+from explorer.commands import Decode, Explain, ExplainWorkedExample, FillMask, Inspect, Positional, SampleSentence
+from explorer.engine_base import EngineBase
+from model.decoding.stepping import DecodeDriver
+
+
+class ViewHandlers(EngineBase):
+    """Views of the current model, asked for by the panels (engine thread)."""
+
+    def _inspect(self, c: Inspect) -> None:
+        s = self._need_session()
+        self.inspection_ready.emit(InspectionReady(c.request_id, s.inspect(c.source, c.target)))
+
+    def _explain(self, c: Explain) -> None:
+        """Spell out one head."""
+        target = None if c.target_ids is None else list(c.target_ids)
+        explanation = self._need_session().explain_attention(c.source, target, c.kind, c.layer, c.head)
+        self.explained.emit(Explained(c.request_id, explanation))
+
+    def _explain_worked_example(self, c: ExplainWorkedExample) -> None:
+        from model.session import notes_example
+
+        self.explained.emit(Explained(c.request_id, notes_example()))
+
+    def _positional(self, c: Positional) -> None:
+        t = self._need_session().positional_tables()
+        tables = PositionalTables(
+            t.kind, t.d_model, t.max_len, t.head_dim, t.step, t.source, t.target, t.t5_encoder, t.t5_decoder
+        )
+        self.positional_ready.emit(PositionalReady(c.request_id, tables))
+
+    def _decode(self, c: Decode) -> None:
+        """Step-through decoding: action start (with settings), step, back, run, reset, goto, show."""
+        session = self._need_session()
+        if self._decoder is None:  # _install drops the driver of an old session
+            self._decoder = DecodeDriver(session)
+        if c.action == "start":
+            if c.settings is None:
+                raise ValueError("a decoding start needs its settings")
+            view = self._decoder.start(c.settings)
+        else:
+            view = self._decoder.act(c.action, c.position)
+        self.decode_stepped.emit(DecodeStepped(c.request_id, view))
+
+    def _fill_mask(self, c: FillMask) -> None:
+        s = self._need_session()
+        self.mask_filled.emit(MaskFilled(c.request_id, s.fill_mask(c.text, c.mask_positions, c.top_k)))
+
+    def _sample_sentence(self, c: SampleSentence) -> None:
+        """A random source sentence of the asked split (or the next one with sentences), with its reference; a
+        corpus that cannot be read (a moved file) is said in the answer, for the panel that asked."""
+        s = self._need_session()
+        try:
+            source, reference, split = s.sample_source(c.split, self._rng)
+        except (ValueError, OSError) as exc:  # DataError is a ValueError
+            self.sentence_sampled.emit(SentenceSampled(c.request_id, self._run_id, c.split, error=str(exc)))
+            return
+        self.sentence_sampled.emit(SentenceSampled(c.request_id, self._run_id, c.split, split, source, reference))
