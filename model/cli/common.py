@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from model.core.settings import settings_of
+from model.families.registry import FamilySpec
 
 
 def add_setting_flags(group: argparse._ArgumentGroup, cls: type) -> None:
@@ -73,17 +74,9 @@ class Progress:
             sys.stderr.flush()
 
 
-# which command-line tool uses each family
-TOOL_OF = {
-    "encoder_decoder": "model.cli.translate",
-    "decoder_only": "model.cli.generate",
-    "encoder_only": "model.cli.fill_mask",
-}
-
-
-def open_checkpoint(args: argparse.Namespace, arch: str) -> Any:
+def open_checkpoint(args: argparse.Namespace, family: FamilySpec) -> Any:
     """The checkpoint ``args.checkpoint`` on ``args.device`` (threads from ``args.threads``), when it is a model of
-    the family ``arch``; else None, with the reason (and the tool for the family it is) on stderr."""
+    ``family``; else None, with the reason (and the tool for the family it is) on stderr."""
     import torch
 
     from model.io.checkpoint import CheckpointError
@@ -96,10 +89,9 @@ def open_checkpoint(args: argparse.Namespace, arch: str) -> Any:
     except (CheckpointError, ValueError) as exc:  # ValueError: e.g. --device cuda without a GPU
         print(f"error: {exc}", file=sys.stderr)
         return None
-    family = session.model_cfg.arch
-    if family != arch:
-        name = family.replace("_", "-")
-        print(f"error: {args.checkpoint} is a {name} model; use {TOOL_OF[family]} with it", file=sys.stderr)
+    found = session.model_cfg.family
+    if found is not family:
+        print(f"error: {args.checkpoint} is a {found.name} model; use {found.cli} with it", file=sys.stderr)
         return None
     return session
 

@@ -12,8 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from model.cli.common import TOOL_OF
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-convert", description=__doc__.split("\n\n")[0])
@@ -41,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg, origin = session.model_cfg, session.notes.get("origin", {})
     size = out.stat().st_size / 2**20
     print(
-        f"{out}: {origin.get('model_type')} {origin.get('name')} — {cfg.arch.replace('_', '-')}, "
-        f"{session.model.num_parameters():,} parameters, {size:.0f} MiB; use it with {TOOL_OF[cfg.arch]}, "
+        f"{out}: {origin.get('model_type')} {origin.get('name')} — {cfg.family.name}, "
+        f"{session.model.num_parameters():,} parameters, {size:.0f} MiB; use it with {cfg.family.cli}, "
         f"model.cli.train --resume, or open it in the window"
     )
     return 0

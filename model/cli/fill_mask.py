@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from model.cli.common import input_lines, open_checkpoint
+from model.families.registry import ENCODER_ONLY
 from model.training.device import DEVICE_CHOICES
 
 
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.top_k < 1:
         ap.error("--top-k must be at least 1")
-    session = open_checkpoint(args, "encoder_only")
+    session = open_checkpoint(args, ENCODER_ONLY)
     if session is None:
         return 2
     status = 0

@@ -15,6 +15,7 @@ import sys
 
 from model.cli.common import input_lines, open_checkpoint
 from model.decoding.search import generate
+from model.families.registry import DECODER_ONLY
 from model.session import GENERATE_TOKENS, Session
 from model.training.device import DEVICE_CHOICES
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--top-p must be in (0, 1]")
     if args.max_new_tokens < 1:
         ap.error("--max-new-tokens must be at least 1")
-    session = open_checkpoint(args, "decoder_only")
+    session = open_checkpoint(args, DECODER_ONLY)
     if session is None:
         return 2
     for n, line in input_lines(args.prompt):

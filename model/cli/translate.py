@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from model.cli.common import input_lines, open_checkpoint
+from model.families.registry import ENCODER_DECODER
 from model.training.device import DEVICE_CHOICES
 
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.beam < 1:
         ap.error("--beam must be at least 1")
-    session = open_checkpoint(args, "encoder_decoder")
+    session = open_checkpoint(args, ENCODER_DECODER)
     if session is None:
         return 2
     if args.max_len is not None and not 1 <= args.max_len <= session.model_cfg.max_len:

@@ -23,6 +23,7 @@ from torch import Tensor
 from model.core.transformer import Extras, Transformer
 from model.data.batching import Batch
 from model.data.text_batching import IGNORE, EncodedTexts, LMBatch, MLMBatch, text_batches_in_order
+from model.families.registry import scores
 
 AnyBatch = Batch | LMBatch | MLMBatch
 
@@ -136,7 +137,7 @@ def evaluate_text(
         result["mlm_accuracy"] = correct / max(1, counted)
         if nsp_total:
             result["nsp_accuracy"] = nsp_correct / nsp_total
-    if model.cfg.moe:
+    if "aux_loss" in scores(model.cfg):  # with experts
         result["aux_loss"] = aux / max(1, batches)
         result["expert_load"] = torch.tensor(loads).mean(0).tolist() if loads else []
     return result

@@ -262,7 +262,7 @@ T5_BIAS = OptionSpec(
     parameter_groups=("encoder_relative_bias", "decoder_relative_bias"),
     scores=(),
     plots=("pe_t5_buckets",),
-    help_keys={"training": "training_t5", "map": "map_t5"},
+    help_keys={"map": "map_t5"},  # its training is the family's
 )
 OPTIONS: tuple[OptionSpec, ...] = (MOE, T5_BIAS)
 
@@ -275,6 +275,11 @@ def family_of(cfg: FamilyConfig) -> FamilySpec:
 def options_of(cfg: FamilyConfig) -> tuple[OptionSpec, ...]:
     """The options ``cfg`` combines with its family (in the order of :data:`OPTIONS`)."""
     return tuple(option for option in OPTIONS if option.applies(cfg))
+
+
+def scores(cfg: FamilyConfig) -> tuple[str, ...]:
+    """What evaluations of a model of ``cfg`` report besides the loss: its family's scores, then its options'."""
+    return family_of(cfg).scores + tuple(score for option in options_of(cfg) for score in option.scores)
 
 
 def help_keys(cfg: FamilyConfig, panel: str) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from typing import IO, Any
 import torch
 
 from model.core.config import ModelConfig
+from model.families.registry import T5_BIAS, family_of
 from model.io.safe_files import NotAFileError, check_regular
 
 FORMAT = "transformer-explorer-checkpoint"
@@ -257,7 +258,7 @@ def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
 
     (A test pins this to the real model for every architecture option and family.)
     """
-    d, arch = cfg.d_model, cfg.arch
+    d, spec = cfg.d_model, family_of(cfg)
     shapes: dict[str, tuple[int, ...]] = {
         "src_embed.weight": (cfg.src_vocab_size, d),
         "tgt_embed.weight": (cfg.tgt_vocab_size, d),  # the same table as src_embed when shared_vocab
@@ -266,23 +267,22 @@ def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     }
     if cfg.positional == "learned":
         shapes["src_pos.weight"] = shapes["tgt_pos.weight"] = (cfg.max_len, d)
-    has_encoder, has_decoder = arch != "decoder_only", arch != "encoder_only"
     if cfg.embed_norm:  # BERT's LayerNorm over the summed embeddings
         shapes["embed_norm.weight"] = shapes["embed_norm.bias"] = (d,)
-    if cfg.positional == "t5_relative":
-        for name, present in (("encoder_bias", has_encoder), ("decoder_bias", has_decoder)):
-            if present:
-                shapes[f"{name}.weight"] = (cfg.t5_buckets, cfg.n_heads)
-    if arch == "encoder_only":
+    if T5_BIAS.applies(cfg):  # a table per stack
+        for stack in spec.stacks:
+            shapes[f"{stack}_bias.weight"] = (cfg.t5_buckets, cfg.n_heads)
+    if "segment_embedding" in spec.parameter_groups:
         shapes["segment_embed.weight"] = (2, d)
+    if "masked_lm_head" in spec.parameter_groups:
         shapes["mlm_transform.0.weight"], shapes["mlm_transform.0.bias"] = (d, d), (d,)
         shapes["mlm_transform.2.weight"] = shapes["mlm_transform.2.bias"] = (d,)
-        if cfg.n_classes:
-            shapes["pooler.weight"], shapes["pooler.bias"] = (d, d), (d,)
-            shapes["classifier.weight"], shapes["classifier.bias"] = (cfg.n_classes, d), (cfg.n_classes,)
-    n_enc = cfg.n_encoder_layers if has_encoder else 0
-    n_dec = cfg.n_decoder_layers if has_decoder else 0
-    cross = arch == "encoder_decoder"
+    if cfg.n_classes:  # only a family with a classification head takes n_classes
+        shapes["pooler.weight"], shapes["pooler.bias"] = (d, d), (d,)
+        shapes["classifier.weight"], shapes["classifier.bias"] = (cfg.n_classes, d), (cfg.n_classes,)
+    n_enc = cfg.n_encoder_layers if "encoder" in spec.stacks else 0
+    n_dec = cfg.n_decoder_layers if "decoder" in spec.stacks else 0
+    cross = "cross" in spec.attention
     for i in range(n_enc):
         _layer_shapes(shapes, cfg, f"encoder_layers.{i}", ("self_attn",), 2)
     for i in range(n_dec):
@@ -294,9 +294,8 @@ def weight_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             3 if cross else 2,
         )
     if cfg.norm == "pre":
-        for name, present in (("encoder_norm", has_encoder), ("decoder_norm", has_decoder)):
-            if present:
-                shapes[f"{name}.weight"] = shapes[f"{name}.bias"] = (d,)
+        for stack in spec.stacks:
+            shapes[f"{stack}_norm.weight"] = shapes[f"{stack}_norm.bias"] = (d,)
     return shapes
 
 
@@ -392,6 +391,6 @@ def _describe(cfg: ModelConfig) -> str:
     layers = f"{cfg.n_layers} layers" if cfg.single_stream else f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers"
     experts = f", {cfg.n_experts} experts" if cfg.moe else ""
     return (
-        f"{cfg.arch.replace('_', '-')}, d_model {cfg.d_model}, d_ff {cfg.d_ff}, {layers}{experts}, "
+        f"{cfg.family.name}, d_model {cfg.d_model}, d_ff {cfg.d_ff}, {layers}{experts}, "
         f"vocabularies {cfg.src_vocab_size}/{cfg.tgt_vocab_size}, max_len {cfg.max_len}, {cfg.positional} positions"
     )

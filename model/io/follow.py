@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from model.families.registry import FAMILIES
 from model.io.safe_files import NotAFileError, open_regular
 from model.io.snapshots import TRAIN_METRICS, Inspection, RouterView
 
@@ -413,7 +414,7 @@ def _read_npy(path: Path, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarr
     return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
 
 
-_ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
+_ARCHS = tuple(FAMILIES)
 
 
 def _int(value: Any) -> bool:

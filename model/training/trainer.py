@@ -20,6 +20,7 @@ from model.data.text_batching import TextStream
 from model.data.tokenization import Tokenizing
 from model.decoding.search import greedy_decode, output_budget
 from model.families.objectives import mean_load, run_batch
+from model.families.registry import scores
 from model.training import distributed
 from model.training.config import (  # noqa: F401 — the settings, re-exported where they were
     OPTIMIZERS,
@@ -279,7 +280,8 @@ def evaluate(
     exact = sum(h == r for h, r in zip(hyps, refs)) / max(1, n)
     bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="zh" if tgt_lang == "zh" else "13a").score if n else 0.0
     result: dict[str, Any] = {"loss": total / max(1, tokens), "exact_match": exact, "bleu": bleu, "sentences": n}
-    if model.cfg.moe and aux:  # with experts: the balancing loss and each expert's share, as the other families
+    # with experts: the balancing loss and each expert's share, as the other families
+    if "aux_loss" in scores(model.cfg) and aux:
         result["aux_loss"] = sum(aux) / len(aux)
         result["expert_load"] = torch.tensor(loads).mean(0).tolist()
     return result
