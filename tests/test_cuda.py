@@ -111,9 +111,9 @@ def test_bf16_training_on_cuda_learns_and_everything_read_back_is_on_the_cpu(tmp
     session = Session.create(data, "tiny", train_config_for("tiny", eval_every=0), TokenizerSpec("word"), device="cuda")
     assert session.model.device.type == "cuda"
     records = session.train_steps(400)
-    first = np.mean([r["loss"] for r in records[:20]])
-    last = np.mean([r["loss"] for r in records[-20:]])
-    assert all(np.isfinite(r["loss"]) and np.isfinite(r["grad_norm"]) for r in records)
+    first = np.mean([r.loss for r in records[:20]])
+    last = np.mean([r.loss for r in records[-20:]])
+    assert all(np.isfinite(r.loss) and np.isfinite(r.grad_norm) for r in records)
     assert last < 0.5 * first, (first, last)
     assert next(session.model.parameters()).dtype == torch.float32  # autocast, not a bf16 model
     snapshot = session.trainer.snapshot()

@@ -379,22 +379,12 @@ def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arc
     info = run_info(session)
     t = session.positional_tables()
     stack = session.model.decoder_bias if arch == "decoder_only" else session.model.encoder_bias
-    assert np.array_equal(t["t5_decoder" if arch == "decoder_only" else "t5_encoder"], stack.weight.detach().numpy())
+    assert np.array_equal(t.t5_decoder if arch == "decoder_only" else t.t5_encoder, stack.weight.detach().numpy())
     lab = PositionalPanel()
     qtbot.addWidget(lab)
     lab.show()
     lab.on_run(info)
-    tables = PositionalTables(
-        t["kind"],
-        t["d_model"],
-        t["max_len"],
-        t["head_dim"],
-        t["step"],
-        None,
-        None,
-        t.get("t5_encoder"),
-        t.get("t5_decoder"),
-    )
+    tables = PositionalTables(t.kind, t.d_model, t.max_len, t.head_dim, t.step, None, None, t.t5_encoder, t.t5_decoder)
     lab.on_tables(tables)
     m = info.model_config
     assert len(lab.t5_bias.series) == m.n_heads and not lab.t5_bias.isHidden()

@@ -62,12 +62,12 @@ def test_moe_records_aux_loss_and_load_per_step_and_in_evaluations():
     s = _session("decoder_only", n_experts=4, experts_top_k=2)
     records = s.train_steps(3)
     for r in records:
-        assert len(r["expert_load"]) == 4 and sum(r["expert_load"]) == pytest.approx(1.0, abs=1e-5)
-        assert r["aux_loss"] >= 1.0 - 1e-4  # the layers' mean of N·Σf·P (≈ 1 or more for a young router)
+        assert len(r.expert_load) == 4 and sum(r.expert_load) == pytest.approx(1.0, abs=1e-5)
+        assert r.aux_loss >= 1.0 - 1e-4  # the layers' mean of N·Σf·P (≈ 1 or more for a young router)
     ev = s.evaluate("valid")
     assert len(ev["expert_load"]) == 4 and ev["aux_loss"] > 0
     dense = _session("decoder_only").train_steps(1)[0]
-    assert dense["expert_load"] == [] and dense["aux_loss"] == 0.0
+    assert dense.expert_load == () and dense.aux_loss == 0.0
 
 
 def test_family_checkpoints_round_trip_with_history_and_continue_identically(tmp_path):
@@ -79,7 +79,7 @@ def test_family_checkpoints_round_trip_with_history_and_continue_identically(tmp
         back = Session.load(path, device="cpu")
         assert back.model_cfg == s.model_cfg and back.history.train == s.history.train
         expected, got = s.train_steps(2), back.train_steps(2)
-        assert [r["loss"] for r in got] == pytest.approx([r["loss"] for r in expected], abs=1e-6)
+        assert [r.loss for r in got] == pytest.approx([r.loss for r in expected], abs=1e-6)
 
 
 def test_a_checkpoint_whose_family_does_not_match_its_weights_is_refused(tmp_path):

@@ -76,7 +76,7 @@ def test_convert_writes_a_checkpoint_that_computes_the_same_and_fine_tunes(maria
     before = {k: v.clone() for k, v in ckpt.model.state_dict().items()}
     ckpt.with_train_config(batch_size=4, eval_every=0)
     records = ckpt.train_steps(2)
-    assert len(records) == 2 and all(torch.isfinite(torch.tensor(r["loss"])) for r in records)
+    assert len(records) == 2 and all(torch.isfinite(torch.tensor(r.loss)) for r in records)
     assert any(not torch.equal(before[k], v) for k, v in ckpt.model.state_dict().items())
     ckpt.save(out)
     again = Session.load(out, device="cpu")
@@ -124,5 +124,5 @@ def test_gpt2_and_bert_folders_generate_fill_masks_convert_and_fine_tune(tmp_pat
         ckpt = Session.load(out, device="cpu")
         ckpt.with_train_config(batch_size=4, eval_every=0)
         records = ckpt.train_steps(2)
-        assert all(torch.isfinite(torch.tensor(r["loss"])) for r in records)
+        assert all(torch.isfinite(torch.tensor(r.loss)) for r in records)
         assert ckpt.model.generator.weight is ckpt.model.tgt_embed.weight  # still tied after loading

@@ -89,7 +89,7 @@ LIES = {  # name → (change, what the message must say)
 
 @pytest.mark.parametrize("lie", LIES, ids=list(LIES))
 def test_a_lying_checkpoint_is_refused_before_any_model_is_built(good_checkpoint, tmp_path, monkeypatch, lie):
-    import model.session
+    import model.session.state
 
     change, says = LIES[lie]
     bad = altered(good_checkpoint, tmp_path / "bad.ckpt", change)
@@ -97,7 +97,7 @@ def test_a_lying_checkpoint_is_refused_before_any_model_is_built(good_checkpoint
     def no_model(cfg):
         raise AssertionError(f"a model was built from a lying file: {cfg}")
 
-    monkeypatch.setattr(model.session, "Transformer", no_model)
+    monkeypatch.setattr(model.session.state, "Transformer", no_model)
     rng = torch.get_rng_state()
     with pytest.raises(CheckpointError, match=says) as info:
         Session.load(bad, device="cpu")

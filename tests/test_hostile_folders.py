@@ -56,12 +56,12 @@ def small_memory(extra: int = 2**30) -> Iterator[None]:
 
 def refused(folder: Path, monkeypatch: pytest.MonkeyPatch, says: str) -> str:
     """Open ``folder``; it must be refused with a message matching ``says``, before a model is built."""
-    import model.session
+    import model.session.state
 
     def no_model(cfg):
         raise AssertionError(f"a model was built from a lying folder: {cfg}")
 
-    monkeypatch.setattr(model.session, "Transformer", no_model)
+    monkeypatch.setattr(model.session.state, "Transformer", no_model)
     with small_memory(), pytest.raises(HFImportError, match=says) as info:
         Session.load(folder, device="cpu")
     message = str(info.value)

@@ -243,7 +243,7 @@ def test_a_text_file_streams_for_the_single_stream_families(tmp_path):
         spec, "tiny", TrainConfig(batch_size=8, eval_every=0, nsp=True), TokenizerSpec("word"), arch="encoder_only"
     )
     records = bert.train_steps(3)
-    assert all(np.isfinite(r["loss"]) for r in records) and "nsp_accuracy" in bert.evaluate("valid", 5)
+    assert all(np.isfinite(r.loss) for r in records) and "nsp_accuracy" in bert.evaluate("valid", 5)
 
 
 def test_a_streamed_run_resumes_with_another_number_of_ranks_where_it_was(tmp_path):

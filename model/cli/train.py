@@ -372,12 +372,13 @@ def _train(session: Session, args: argparse.Namespace, log: IO[str], ckpt: Path 
         while session.step < args.steps and time.monotonic() < deadline:
             if governor is not None:
                 governor.apply()
-            for record in session.train_steps(1):
-                if not session.model_cfg.moe:  # a dense model has no experts to report on
-                    record = {k: v for k, v in record.items() if k not in ("aux_loss", "expert_load")}
-                log.write(json.dumps(record) + "\n")
-                if "split" in record:
-                    progress.update(session.step, "valid " + _scores(record, short=True), force=True)
+            for done in session.train_steps(1):
+                for record in [done.to_dict()] if done.evaluation is None else [done.to_dict(), done.evaluation]:
+                    if not session.model_cfg.moe:  # a dense model has no experts to report on
+                        record = {k: v for k, v in record.items() if k not in ("aux_loss", "expert_load")}
+                    log.write(json.dumps(record) + "\n")
+                    if "split" in record:
+                        progress.update(session.step, "valid " + _scores(record, short=True), force=True)
             log.flush()
             r = session.history.train
             progress.update(

@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from model.core.transformer import Transformer
-    from model.session import Session
+    from model.data import DataSpec
+    from model.training.config import TrainConfig
 
 SUPPORTED = {
     "marian": ("MarianMTModel",),
@@ -654,14 +655,14 @@ def check_shapes(weights: dict[str, Tensor], expected: Mapping[str, tuple[int, .
             )
 
 
-# -- the session ---------------------------------------------------------------------------------------------
+# -- what a session is built from -------------------------------------------------------------------------------
 # Fine-tuning settings for a pretrained model: a small constant rate after a short warm-up (the paper's Noam
 # rate, meant for weights that start random, would undo what the model knows in a few steps).
 FINE_TUNE: dict[str, Any] = dict(schedule="constant", lr=3e-5, warmup_steps=100, batch_size=16)
 
 
 @contextmanager
-def _without_initialisation() -> Iterator[None]:
+def without_initialisation() -> Iterator[None]:
     """Build modules without drawing their random initial weights (they are all replaced by the file's):
     for a 77M-parameter model that drawing takes longer than reading the weights."""
     names = ("kaiming_uniform_", "uniform_", "normal_", "xavier_uniform_", "zeros_", "ones_")
@@ -675,7 +676,7 @@ def _without_initialisation() -> Iterator[None]:
             setattr(torch.nn.init, name, function)
 
 
-def _default_data(model_type: str, name: str, src_tok: Any) -> Any:
+def _default_data(model_type: str, name: str, src_tok: Any) -> DataSpec:
     """What a fine-tune trains on unless the person chooses: the HSK pairs in the model's direction, or the
     HSK sentences of its language."""
     from model.data import DataSpec
@@ -704,17 +705,30 @@ def read_model(folder: Path, config: dict[str, Any], specials: dict[str, int]) -
 Progress = Callable[[str, float], None]  # (what is being done, fraction done 0…1)
 
 
-def open_folder(folder: str | Path, device: str = "auto", progress: Progress | None = None) -> Session:
-    """A :class:`~model.session.Session` on the model in ``folder``; raises :class:`HFImportError`.
+@dataclass(frozen=True)
+class FolderModel:
+    """The model in a Hugging Face folder, read and checked: what a session on it is built from
+    (:meth:`model.session.Session.load`)."""
+
+    where: str  # the folder, as messages name it
+    model_cfg: ModelConfig
+    weights: dict[str, Tensor]  # this engine's state dict (see convert_weights), to put in with load_into
+    src_tok: Any
+    tgt_tok: Any
+    train_cfg: TrainConfig  # the fine-tuning settings (FINE_TUNE)
+    data_spec: DataSpec  # what a fine-tune trains on unless the person chooses
+    name: str  # config.json's _name_or_path, else the folder's name
+    origin: dict[str, Any]  # where it came from, for the session's notes
+
+
+def read_folder(folder: str | Path, progress: Progress | None = None) -> FolderModel:
+    """The model in ``folder``, its configuration, weights and tokenizers checked; raises :class:`HFImportError`.
 
     ``progress`` (optional) is called with what is being done and the fraction done, from the calling thread.
     """
     report = progress or (lambda what, done: None)
-    from model.data.tokenization import TokenizerSpec
     from model.hf.tokenizers import HFTokenizerError, load_folder_tokenizers
-    from model.session import Session
     from model.training.config import TrainConfig
-    from model.training.device import resolve_device
 
     folder = Path(folder).expanduser()
     where = str(folder)
@@ -729,31 +743,16 @@ def open_folder(folder: str | Path, device: str = "auto", progress: Progress | N
     report("reading the weights", 0.1)
     cfg, weights = read_model(folder, config, specials)
     _check_tokenizers(cfg, src_tok, tgt_tok, where)
-    report("building the model", 0.7)
     name = str(config.get("_name_or_path") or folder.name)
-    target = resolve_device(device)
-    with _without_initialisation():
-        session = Session(
-            model_cfg=cfg,
-            train_cfg=TrainConfig(**FINE_TUNE),
-            data_spec=_default_data(model_type, name, src_tok),
-            tokenizer_spec=TokenizerSpec(),
-            src_tok=src_tok,
-            tgt_tok=tgt_tok,
-            device=torch.device("cpu"),
-            preset=name,
-        )
-    load_into(session.model, weights, where)
-    session.model.to(target)
-    session.device = target
-    report("ready", 1.0)
-    session.notes["origin"] = {
+    origin = {
         "model_type": model_type,
         "name": name,
         "folder": str(folder.resolve()),
         "architectures": list(config.get("architectures") or []),
     }
-    return session
+    train_cfg = TrainConfig(**FINE_TUNE)
+    data_spec = _default_data(model_type, name, src_tok)
+    return FolderModel(where, cfg, weights, src_tok, tgt_tok, train_cfg, data_spec, name, origin)
 
 
 def _check_tokenizers(cfg: ModelConfig, src_tok: Any, tgt_tok: Any, where: str) -> None:

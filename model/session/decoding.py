@@ -1,0 +1,112 @@
+"""A session's decoding: what a model reads of a sentence, whole translations, and decoding step by step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from model.data.tokenization import Encoded, normalize_text
+from model.decoding.search import (
+    BeamStepper,
+    SampleStepper,
+    Sampling,
+    beam_search,
+    greedy_decode,
+    output_budget,
+)
+from model.io.snapshots import Translation
+from model.session.state import SessionState
+
+GENERATE_TOKENS = 50  # how far a decoder-only model continues a prompt unless told otherwise
+
+
+@dataclass(frozen=True)
+class DecodeSession:
+    """A sentence being decoded step by step."""
+
+    source: Encoded
+    source_ids: list[int]
+    source_tokens: list[str]  # display pieces of source_ids
+    stepper: BeamStepper
+    reference: str | None
+
+
+class SessionDecoding(SessionState):
+    """Translating a sentence (or continuing a prompt) with a session's model."""
+
+    def _source(self, text: str) -> tuple[Encoded, list[int], bool]:
+        """What a model reads of ``text``: the encoder (tokens + EOS), or a decoder-only model's prompt (the
+        tokens; BOS is read before them), cut to fit."""
+        arch = self.model_cfg.arch
+        if not normalize_text(text):
+            raise ValueError(
+                "Type a prompt to continue." if arch == "decoder_only" else "Type a sentence to translate."
+            )
+        if arch == "decoder_only":
+            encoded = self.src_tok.encode(text)
+            room = self.model_cfg.max_len - 2  # BOS before, at least one generated token after
+            return encoded, encoded.ids[:room], len(encoded.ids) > room
+        encoded = self.src_tok.encode(text)
+        # what the encoder reads (as in training)
+        ids = encoded.ids[: self.model_cfg.max_len - 1] + [self.model_cfg.eos_id]
+        return encoded, ids, len(encoded.ids) > self.model_cfg.max_len - 1
+
+    def default_max_len(self, n_source: int) -> int:
+        if self.model_cfg.arch == "decoder_only":  # a continuation, not a translation of the prompt
+            return min(GENERATE_TOKENS, self.model_cfg.max_len - n_source - 1)
+        return output_budget(n_source, self.model_cfg.max_len)
+
+    def reference_for(self, text: str) -> str | None:
+        """The corpus translation of ``text``, looked up only once the corpus is in memory: a translation
+        never waits for its data to be read (a second for the teaching grammar)."""
+        if self._corpus is None:
+            return None
+        try:
+            return self._corpus.reference_for(text)
+        except Exception:  # the data may be gone (a moved file); a reference is optional
+            return None
+
+    def translate(
+        self,
+        text: str,
+        beam_size: int = 1,
+        max_len: int | None = None,
+        length_penalty: float = 0.6,
+        with_reference: bool = True,
+    ) -> Translation:
+        """Translate one sentence; ``with_reference`` also looks it up in the corpus, if that is in memory."""
+        encoded, ids, truncated = self._source(text)
+        max_len = max_len or self.default_max_len(len(ids))
+        src = torch.tensor(ids, device=self.device)
+        if beam_size <= 1:
+            tokens = greedy_decode(self.model, src, max_len)[0]
+            hyps = [(self.tgt_tok.decode(tokens), float("nan"), float("nan"))]
+        else:
+            found = beam_search(self.model, src, beam_size, max_len, length_penalty)
+            tokens = found[0].tokens
+            hyps = [(self.tgt_tok.decode(h.tokens), h.score, h.log_prob) for h in found]
+        reference = self.reference_for(text) if with_reference else None
+        return Translation(encoded, ids, hyps[0][0], tokens, hyps, truncated, reference)
+
+    def stepper(
+        self,
+        text: str,
+        beam_size: int = 1,
+        max_len: int | None = None,
+        length_penalty: float = 0.6,
+        top_k: int = 10,
+        sampling: Sampling | None = None,
+    ) -> DecodeSession:
+        """Decoding of ``text`` one step at a time (greedy when beam_size is 1; drawn at random with
+        ``sampling``). For a decoder-only model ``text`` is the prompt it continues."""
+        encoded, ids, _ = self._source(text)
+        max_len = max_len or self.default_max_len(len(ids))
+        src = torch.tensor(ids, device=self.device)
+        stepper: BeamStepper
+        if sampling is not None:
+            stepper = SampleStepper(self.model, src, max_len, sampling, top_k)
+        else:
+            stepper = BeamStepper(self.model, src, beam_size, max_len, length_penalty if beam_size > 1 else 0.0, top_k)
+        tokens = [self.src_tok.display_token(i) for i in ids]
+        return DecodeSession(encoded, ids, tokens, stepper, self.reference_for(text))
