@@ -3,9 +3,11 @@ into a badge until asked for, the best path stays in view unless the person move
 and the CSV export keeps every node."""
 
 import csv
+import math
 from collections import Counter
 from functools import cache
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -15,18 +17,8 @@ from PySide6.QtGui import QFont, QFontMetricsF, QWheelEvent  # noqa: E402
 from PySide6.QtWidgets import QAbstractSlider, QApplication  # noqa: E402
 
 from explorer.i18n import language  # noqa: E402
-from explorer.widgets.beam_tree import (  # noqa: E402
-    ACCENT,
-    COL_GAP,
-    MIN_FIT_SCALE,
-    NODE_H,
-    PITCH_Y,
-    STYLES,
-    ZOOM_STEP,
-    BeamTreeView,
-    badge_rect,
-    node_rect,
-)
+from explorer.widgets.beam_tree import MIN_FIT_SCALE, ZOOM_STEP, BeamTreeView  # noqa: E402
+from explorer.widgets.beam_tree_items import ACCENT, COL_GAP, NODE_H, PITCH_Y, STYLES, badge_rect, node_rect  # noqa: E402
 from model.decoding.stepping import DecodeDriver  # noqa: E402
 from model.io.snapshots import DecodeSettings  # noqa: E402
 from resources import default_model  # noqa: E402
@@ -288,3 +280,219 @@ def test_a_larger_interface_font_zooms_the_tree_and_its_text_still_fits(qtbot, b
     assert widest < node_rect(0, 0).width()  # the boxes hold their labels at any interface size
     tree.fit()
     assert tree.scale_factor == pytest.approx(MIN_FIT_SCALE * tree.text_scale)
+
+
+# -- drawn step by step, as the search saw it (from tests/test_decoding_panel.py) ------------------------------
+def candidates_of(step):
+    return sorted((c.status, c.token, round(c.log_prob, 5)) for c in step.kept + step.pruned)
+
+
+def nodes_at(tree, level):
+    return sorted((n.status, n.token, round(n.log_prob, 5)) for n in tree.nodes if n.level == level)
+
+
+def test_beam_tree_draws_each_step_once_and_as_the_search_saw_it(qtbot, untrained):
+    tree = BeamTreeView()
+    qtbot.addWidget(tree)
+    tree.resize(600, 400)
+    tree.show()
+    session = untrained
+    pieces = pieces_of(session)
+    driver = DecodeDriver(session)
+    driver.start(DecodeSettings("3 1 4", beam_size=2))
+    columns = []
+    for n in range(1, 5):
+        view = driver.act("step")
+        assert len(view.steps) == n  # the search is still going (five steps for this sentence and model)
+        tree.set_steps(view.steps, pieces, session.model_cfg.eos_id)
+        qtbot.waitUntil(lambda: not tree.pending)
+        assert len(tree.columns) == n + 1  # the start, then one column per step
+        assert all(a is b for a, b in zip(tree.columns, columns))  # the columns drawn before are kept, not redrawn
+        columns = list(tree.columns)
+        for level, step in enumerate(view.steps, start=1):
+            assert nodes_at(tree, level) == candidates_of(step)
+    view = driver.act("back")
+    tree.set_steps(view.steps, pieces, session.model_cfg.eos_id)
+    assert len(tree.columns) == 4 and all(a is b for a, b in zip(tree.columns, columns[:4]))
+    # each kept node leads to the prefix the search extends next
+    for level, step in enumerate(view.steps[1:], start=1):
+        for node in (n for n in tree.nodes if n.level == level and n.status == "live"):
+            assert step.prefixes[node.live_index][-1] == node.token
+    # a click on a kept node asks for its candidates, and is outlined when selected
+    node = next(n for n in tree.nodes if n.level == 2 and n.status == "live")
+    tree.ensureVisible(node_rect(node.level, node.row))
+    centre = tree.mapFromScene(node_rect(node.level, node.row).center())
+    with qtbot.waitSignal(tree.node_clicked) as clicked:
+        qtbot.mouseClick(tree.viewport(), Qt.LeftButton, pos=QPoint(centre.x(), centre.y()))
+    assert clicked.args == [2, node.live_index]
+    tree.select(2, node.live_index)
+    assert tree.outline.isVisible() and tree.outline.rect().contains(node_rect(2, node.row))
+
+
+def test_a_whole_search_at_once_is_drawn_in_full(qtbot, untrained):
+    tree = BeamTreeView()
+    qtbot.addWidget(tree)
+    tree.show()
+    session = untrained
+    driver = DecodeDriver(session)
+    driver.start(DecodeSettings("3 1 4 1 5 9 2 6", beam_size=16, max_len=40))
+    view = driver.act("run")
+    tree.set_steps(view.steps, pieces_of(session), session.model_cfg.eos_id)
+    qtbot.waitUntil(lambda: not tree.pending, timeout=10000)
+    assert len(tree.columns) == len(view.steps) + 1
+    assert len(tree.nodes) == 1 + sum(len(s.kept) + len(s.pruned) for s in view.steps)
+    live = [sum(c.status == "live" for c in s.kept) for s in view.steps]
+    assert tree.kept_per_level() == live[: len(tree.kept_per_level())] and max(live) <= 16
+    scores = sorted(n.score for n in tree.nodes if n.status == "finished")
+    assert scores == pytest.approx(sorted(h.score for s in view.steps for h in s.finished))
+    assert all(math.isfinite(n.log_prob) for n in tree.nodes)
+
+
+# -- the pieces: what is drawn, where it goes, the overlay -------------------------------------------------------
+class Host:
+    """The least a column asks of its tree: fonts and the pieces."""
+
+    pruned_shown = False
+
+    def piece(self, token: int) -> str:
+        return f"t{token}"
+
+    def fonts(self, bold: bool) -> tuple[QFont, QFont]:
+        return QFont(), QFont()
+
+
+def test_a_column_puts_its_kept_nodes_first_and_the_pruned_ones_under_the_badge(qtbot):
+    from explorer.widgets.beam_tree_items import FINISHED, LIVE, PRUNED, Column
+
+    arrays = {
+        "status": np.array([LIVE, FINISHED, PRUNED, PRUNED], np.int8),
+        "token": np.array([5, 6, 7, 8]),
+        "log_prob": np.array([-0.1, -0.4, -2.0, -3.0]),
+        "score": np.array([np.nan, -0.5, np.nan, np.nan]),
+        "live_index": np.array([0, -1, -1, -1]),
+    }
+    column = Column(1, arrays, np.zeros(4, np.int64), Host())
+    assert (column.n_kept, column.n_pruned) == (2, 2)
+    assert column.rows.tolist() == [0, 1, 3, 4]  # row 2: the "+2 pruned" badge
+    assert [column.index(row) for row in range(6)] == [0, 1, None, 2, 3, None]
+    finished = column.node(1)
+    assert (finished.status, finished.piece, finished.score, finished.live_index) == ("finished", "t6", -0.5, None)
+    assert column.node(0).live_index == 0 and column.node(4).status == "pruned"
+    assert column.shown_rows().tolist() == [0, 1]
+    folded = column.boundingRect()
+    column.set_expanded(True)
+    assert column.shown_rows().tolist() == [0, 1, 3, 4] and column.boundingRect().height() > folded.height()
+
+
+def test_a_step_s_continuations_are_grouped_by_prefix_most_probable_first(untrained):
+    from explorer.widgets.beam_tree_items import Column
+
+    view = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))[-1]
+    entering = np.arange(3)
+    for level, step in enumerate(view.steps[1:], start=2):
+        column = Column.from_step(step, level, entering[: len(step.prefixes)], Host())
+        kept = slice(0, column.n_kept)
+        parents, log_probs = column.parent_row[kept], column.log_prob[kept]
+        assert (np.diff(parents) >= 0).all()  # grouped by the prefix they extend
+        for parent in set(parents.tolist()):
+            assert (np.diff(log_probs[parents == parent]) <= 0).all()  # most probable first
+        assert set(column.live_index[column.live_index >= 0].tolist()) == set(range(len(column.live_rows())))
+
+
+def test_the_layout_keeps_the_columns_drawn_and_adds_new_steps_as_time_allows(qtbot, untrained):
+    from PySide6.QtWidgets import QGraphicsScene
+
+    from explorer.widgets.beam_tree_layout import BeamTreeLayout
+
+    views = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))
+    pieces, eos = pieces_of(untrained), untrained.model_cfg.eos_id
+    scene = QGraphicsScene()
+    layout = BeamTreeLayout(scene, Host())
+    assert not layout.is_for(pieces, eos)
+    layout.restart(pieces, eos)
+    assert layout.is_for(pieces, eos) and len(layout.columns) == 1 and layout.prefix_row(0, 0) == 0
+    before, last = views[-2], views[-1]
+    n = len(before.steps)
+    assert n >= 2 and len(last.steps) == n + 1
+    assert layout.keep_drawn(before.steps) == 0 and len(layout.pending) == n
+    assert layout.add_pending(0.0) and len(layout.columns) == 1  # no time left: nothing added yet
+    assert not layout.add_pending(1.0) and len(layout.columns) == n + 1
+    drawn = list(layout.columns)
+    assert layout.keep_drawn(last.steps) == n and len(layout.pending) == 1  # one more step: one more column
+    layout.add_pending(1.0)
+    assert layout.columns[: n + 1] == drawn and len(scene.items()) == n + 2
+    assert layout.keep_drawn(views[0].steps) == 1 and len(scene.items()) == 2  # Back to the first step
+    assert layout.prefix_row(5, 0) is None  # a level not drawn
+
+
+def test_the_layout_finds_what_is_drawn_at_a_point_and_the_best_path(qtbot, untrained):
+    from PySide6.QtWidgets import QGraphicsScene
+
+    from explorer.widgets.beam_tree_layout import BeamTreeLayout
+
+    view = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))[-1]
+    layout = BeamTreeLayout(QGraphicsScene(), Host())
+    layout.restart(pieces_of(untrained), untrained.model_cfg.eos_id)
+    layout.keep_drawn(view.steps)
+    layout.add_pending(10.0)
+    for node in layout.nodes:
+        point = node_rect(node.level, node.row).center()
+        found = layout.node_at(point.x(), point.y())
+        assert (found == node) == (node.status != "pruned")  # pruned ones only once their level shows them
+        if node.live_index is not None:
+            assert layout.prefix_row(node.level, node.live_index) == node.row
+    level = next(c.level for c in layout.columns if c.n_pruned)
+    badge = badge_rect(level, layout.columns[level].n_kept).center()
+    assert layout.badge_at(badge.x(), badge.y()) == level and layout.node_at(badge.x(), badge.y()) is None
+    layout.set_expanded(True)
+    assert all(layout.node_at(*node_rect(n.level, n.row).center().toTuple()) == n for n in layout.nodes)
+    finished = [n for n in layout.nodes if n.status == "finished"]
+    column, row = layout.best_path()[-1]
+    assert column.node(row).score == max(n.score for n in finished)  # the highest ★
+
+
+def test_the_zoom_bar_names_its_buttons_and_sits_in_the_corner(qtbot):
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QWidget
+
+    from explorer.widgets.beam_tree_bar import ZoomBar
+
+    view = QWidget()
+    qtbot.addWidget(view)
+    bar = ZoomBar(view)
+    assert list(bar.buttons) == ["fit", "zoom_out", "zoom_in", "show_pruned"]
+    assert [b.objectName() for b in bar.buttons.values()] == [f"beam_tree_{k}" for k in bar.buttons]
+    assert [b.isCheckable() for b in bar.buttons.values()] == [False, False, False, True]
+    bar.retranslate()
+    assert [b.text() for b in bar.buttons.values()] == ["Fit", "−", "+", "Show pruned"] and "best" in bar.legend.text()
+    area = QRect(0, 0, 500, 300)
+    bar.place(area)
+    geometry = bar.widget.geometry()
+    assert area.contains(geometry) and area.right() - geometry.right() == area.bottom() - geometry.bottom() == 7
+
+
+def test_hovering_a_node_or_a_badge_says_what_it_is(qtbot, untrained):
+    from PySide6.QtCore import QEvent
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QToolTip
+
+    from explorer.widgets.beam_tree import node_tooltip
+
+    view = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))[-1]
+    tree = make_tree(qtbot, 900, 500)
+    show(tree, untrained, view)
+    tree.horizontalScrollBar().setValue(0)
+    tree.verticalScrollBar().setValue(0)
+
+    def tip_at(scene_point: QPointF) -> str:
+        pos = tree.mapFromScene(scene_point)
+        QApplication.sendEvent(tree.viewport(), QHelpEvent(QEvent.Type.ToolTip, pos, tree.viewport().mapToGlobal(pos)))
+        return QToolTip.text() if QToolTip.isVisible() else ""
+
+    live = next(n for n in tree.nodes if n.level == 1 and n.status == "live")
+    assert tip_at(node_rect(live.level, live.row).center()) == node_tooltip(live)
+    column = next(c for c in tree.columns if c.n_pruned and c.level <= 4)
+    badge = badge_rect(column.level, column.n_kept).center()
+    assert tip_at(badge).startswith(f"{column.n_pruned} more continuations were considered here and pruned")
+    tip_at(QPointF(badge.x(), badge.y() + 200))  # nothing there: the tip goes
+    qtbot.waitUntil(lambda: not QToolTip.isVisible(), timeout=3000)

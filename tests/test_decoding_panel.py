@@ -2,7 +2,6 @@
 one sentence's results under another."""
 
 import dataclasses
-import math
 from types import SimpleNamespace
 
 import pytest
@@ -10,14 +9,14 @@ import torch
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QPoint, Qt  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import Qt as GuiQt  # noqa: E402 — QtGui's Qt namespace has mightBeRichText
 from PySide6.QtGui import QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
 from explorer.answers import DecodeStepped  # noqa: E402
 from explorer.panels.decoding import DecodingPanel  # noqa: E402
-from explorer.widgets.beam_tree import BeamTreeView, node_rect, node_tooltip  # noqa: E402
+from explorer.widgets.beam_tree import node_tooltip  # noqa: E402
 from explorer.widgets.token_strip import shown_piece  # noqa: E402
 from model.data.tokenization import UNK_ID  # noqa: E402
 from model.decoding.stepping import DecodeDriver  # noqa: E402
@@ -222,67 +221,6 @@ def test_a_new_input_never_stands_over_the_last_ones_results(copy_window, qtbot,
     qtbot.waitUntil(lambda: d.view is not None and d.view.settings.text == "7 7 7", timeout=10000)
     qtbot.waitUntil(lambda: d.view.position == 1, timeout=10000)
     assert d.chips.tokens == ["7", "7", "7", "<eos>"]
-
-
-def candidates_of(step):
-    return sorted((c.status, c.token, round(c.log_prob, 5)) for c in step.kept + step.pruned)
-
-
-def nodes_at(tree, level):
-    return sorted((n.status, n.token, round(n.log_prob, 5)) for n in tree.nodes if n.level == level)
-
-
-def test_beam_tree_draws_each_step_once_and_as_the_search_saw_it(qtbot, session):
-    tree = BeamTreeView()
-    qtbot.addWidget(tree)
-    tree.resize(600, 400)
-    tree.show()
-    pieces = run_info(session).tgt_pieces
-    driver = DecodeDriver(session)
-    driver.start(DecodeSettings("3 1 4", beam_size=2))
-    columns = []
-    for n in range(1, 5):
-        view = driver.act("step")
-        assert len(view.steps) == n  # the search is still going (five steps for this sentence and model)
-        tree.set_steps(view.steps, pieces, session.model_cfg.eos_id)
-        qtbot.waitUntil(lambda: not tree.pending)
-        assert len(tree.columns) == n + 1  # the start, then one column per step
-        assert all(a is b for a, b in zip(tree.columns, columns))  # the columns drawn before are kept, not redrawn
-        columns = list(tree.columns)
-        for level, step in enumerate(view.steps, start=1):
-            assert nodes_at(tree, level) == candidates_of(step)
-    view = driver.act("back")
-    tree.set_steps(view.steps, pieces, session.model_cfg.eos_id)
-    assert len(tree.columns) == 4 and all(a is b for a, b in zip(tree.columns, columns[:4]))
-    # each kept node leads to the prefix the search extends next
-    for level, step in enumerate(view.steps[1:], start=1):
-        for node in (n for n in tree.nodes if n.level == level and n.status == "live"):
-            assert step.prefixes[node.live_index][-1] == node.token
-    # a click on a kept node asks for its candidates, and is outlined when selected
-    node = next(n for n in tree.nodes if n.level == 2 and n.status == "live")
-    tree.ensureVisible(node_rect(node.level, node.row))
-    centre = tree.mapFromScene(node_rect(node.level, node.row).center())
-    with qtbot.waitSignal(tree.node_clicked) as clicked:
-        qtbot.mouseClick(tree.viewport(), Qt.LeftButton, pos=QPoint(centre.x(), centre.y()))
-    assert clicked.args == [2, node.live_index]
-    tree.select(2, node.live_index)
-    assert tree.outline.isVisible() and tree.outline.rect().contains(node_rect(2, node.row))
-
-
-def test_a_whole_search_at_once_is_drawn_in_full(qtbot, session):
-    tree = BeamTreeView()
-    qtbot.addWidget(tree)
-    tree.show()
-    _, view = decode_to_end(session, DecodeSettings("3 1 4 1 5 9 2 6", beam_size=16, max_len=40))
-    tree.set_steps(view.steps, run_info(session).tgt_pieces, session.model_cfg.eos_id)
-    qtbot.waitUntil(lambda: not tree.pending, timeout=10000)
-    assert len(tree.columns) == len(view.steps) + 1
-    assert len(tree.nodes) == 1 + sum(len(s.kept) + len(s.pruned) for s in view.steps)
-    live = [sum(c.status == "live" for c in s.kept) for s in view.steps]
-    assert tree.kept_per_level() == live[: len(tree.kept_per_level())] and max(live) <= 16
-    scores = sorted(n.score for n in tree.nodes if n.status == "finished")
-    assert scores == pytest.approx(sorted(h.score for s in view.steps for h in s.finished))
-    assert all(math.isfinite(n.log_prob) for n in tree.nodes)
 
 
 def test_other_labels_quoting_tokens_or_files_show_them_literally(qtbot):
