@@ -148,7 +148,7 @@ def test_save_then_open_in_a_fresh_window(make_window, qtbot, tmp_path, monkeypa
     small_copy_task(window)
     train_steps(window, qtbot, 30)
     path = tmp_path / "saved.ckpt"
-    monkeypatch.setattr("explorer.main_window.QFileDialog.getSaveFileName", lambda *a, **k: (str(path), ""))
+    monkeypatch.setattr("explorer.model_files.QFileDialog.getSaveFileName", lambda *a, **k: (str(path), ""))
     with qtbot.waitSignal(window.engine.saved, timeout=10000):
         window.save()
     assert path.exists() and not window.status.dirty

@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -92,3 +93,64 @@ def test_multi_head_attention_matches_torch():
     out, w = ours(x, mask=causal_mask(5), need_weights=True)
     assert torch.allclose(out, ref_out, atol=1e-5)
     assert torch.allclose(w, ref_w, atol=1e-6)
+
+
+# -- the Attention panel's view state (explorer/panels/attention.py, attention_view.py) --------------------------------
+def _panel_showing(qtbot, session):
+    """An Attention panel (no engine) with ``session``'s model and the maps of one sentence pair."""
+    from types import SimpleNamespace
+
+    from explorer.panels.attention import AttentionPanel
+
+    panel = AttentionPanel()
+    qtbot.addWidget(panel)
+    panel.on_run(SimpleNamespace(run_id=id(session), weights_step=session.step, model_config=session.model_cfg))
+    inspection = session.inspect("a b c d", "a b c d")
+    panel.on_inspection(inspection)
+    return panel, inspection
+
+
+def test_the_attention_view_round_trips_and_the_map_shows_it(qtbot, copy_session_factory):
+    """Every field of the view set at once comes back from view(), and the heatmap draws the head it names."""
+    pytest.importorskip("PySide6")
+    from explorer.panels.attention_view import AttentionView
+
+    session = copy_session_factory()
+    cfg = session.model_cfg
+    assert cfg.n_decoder_layers >= 2 and cfg.n_heads >= 2  # otherwise the view below would be clamped
+    panel, inspection = _panel_showing(qtbot, session)
+    assert panel.view() == AttentionView()  # the panel's defaults are the view's
+    one_head = AttentionView("decoding", "decoder_self", layer=2, head=cfg.n_heads, stretch=True)
+    panel.show_view(one_head)
+    assert panel.view() == one_head
+    assert np.array_equal(panel.shown_matrix(), inspection.decoder_self[1, cfg.n_heads - 1])
+    grid = AttentionView("pair", "cross", layer=1, head=2, average=True, all_heads=True, stretch=False)
+    panel.show_view(grid)
+    assert panel.view() == grid
+    panel.show_view(AttentionView("decoding", "cross", layer=1, average=True))
+    assert np.allclose(panel.shown_matrix(), inspection.cross[0].mean(axis=0))
+
+
+def test_a_view_is_drawn_once_and_clamped_to_the_model(qtbot, copy_session_factory):
+    pytest.importorskip("PySide6")
+    from explorer.panels.attention_view import AttentionView
+
+    session = copy_session_factory()
+    panel, _ = _panel_showing(qtbot, session)
+    drawn = []
+    panel.map_drawn.connect(drawn.append)
+    panel.show_view(AttentionView(kind="cross", layer=2, head=2, average=True, stretch=True))
+    assert drawn == ["decoding"]  # seven choices, one redraw
+    panel.show_view(panel.view())
+    assert drawn == ["decoding"]  # the view shown already: nothing drawn again
+    panel.show_view(AttentionView(kind="no such kind", layer=99, head=99))
+    shown, cfg = panel.view(), session.model_cfg
+    assert (shown.kind, shown.layer, shown.head) == ("encoder", cfg.n_encoder_layers, cfg.n_heads)
+
+
+def test_the_attention_view_has_no_qt():
+    import subprocess
+    import sys
+
+    code = "import sys, explorer.panels.attention_view; assert not any(m.startswith('PySide6') for m in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -35,7 +35,7 @@ def _open_from_the_menu(window, qtbot, monkeypatch, folder) -> list[tuple[LoadPr
     """File → Open model folder… on ``folder``; returns each progress event with the note it put on screen."""
     seen: list[tuple[LoadProgress, str]] = []
     window.engine.load_progressed.connect(lambda p: seen.append((p, window.note_label.text())))  # after the window's
-    monkeypatch.setattr("explorer.main_window.QFileDialog.getExistingDirectory", lambda *a, **k: str(folder))
+    monkeypatch.setattr("explorer.model_files.QFileDialog.getExistingDirectory", lambda *a, **k: str(folder))
     window.menu_actions["open_folder"].trigger()
     return seen
 
@@ -155,7 +155,7 @@ def test_fine_tuning_continues_the_opened_weights_and_keeps_them_for_other_data(
     saved = tmp_path / "tuned.ckpt"
     suggested = []
     monkeypatch.setattr(
-        "explorer.main_window.QFileDialog.getSaveFileName",
+        "explorer.model_files.QFileDialog.getSaveFileName",
         lambda _w, _t, name, _f: suggested.append(name) or (str(saved), ""),
     )
     with qtbot.waitSignal(window.engine.saved, timeout=20000):

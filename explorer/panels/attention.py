@@ -32,30 +32,20 @@ trained on, and its Update button asks the decoding panel (``DecodingPanel.redo`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QSpinBox,
-    QStackedWidget,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
 from explorer.answers import EngineStatus, Explained, InspectionReady, ProbeSnapshot, RunInfo
 from explorer.commands import Command, Explain, ExplainWorkedExample, Inspect, SetProbe
-from explorer.help import HelpBox
 from explorer.i18n import N_, tr
-from explorer.panels.attention_caption import MapCaption, empty_hint, rows_caption
-from explorer.panels.attention_parts import FAMILY_NAMES, ProbeTimeline, QkExplainer, head_title, kinds_of
+from explorer.panels.attention_caption import MapCaption, MapPlace, empty_hint, map_notes, rows_caption
+from explorer.panels.attention_choices import AttentionChoices
+from explorer.panels.attention_parts import ProbeTimeline, QkExplainer, head_title
+from explorer.panels.attention_view import AttentionView
 from explorer.panels.router import RouterPage
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
@@ -66,23 +56,9 @@ if TYPE_CHECKING:
     from explorer.engine_client import EngineClient
     from explorer.panels.decoding import DecodingPanel
 
-SOURCES = (
-    ("decoding", N_("Following the decoding panel")),
-    ("pair", N_("A source/target pair (teacher forcing)")),
-    ("probe", N_("The probe sentence over training")),
-)
 # the tabs' names, short enough for the panel's width beside the decoding panel (what the explainer does: its tip)
 TABS = (N_("Map"), N_("Attention over training"), N_("Q·K explainer"), N_("Router (experts)"))
 EXPLAINER_TIP = N_("Q·K explainer: one head, one query, step by step")
-# what the decoding panel is for a family that does not decode (an encoder-only model fills masks there)
-FOLLOW_SOURCE = {"encoder_only": N_("Following the fill-mask panel")}
-# what a sentence typed here is for a single-stream family (and the names of its two fields)
-PAIR_SOURCE = {"decoder_only": N_("A prompt and its continuation"), "encoder_only": N_("A text of your own")}
-PAIR_FIELDS = {
-    "encoder_decoder": (N_("Source"), N_("Target"), N_("empty: the model's own translation")),
-    "decoder_only": (N_("Prompt"), N_("Continuation"), N_("empty: the model's own continuation")),
-    "encoder_only": (N_("Text"), "", ""),
-}
 
 
 def maps_of(
@@ -125,7 +101,6 @@ class AttentionPanel(QWidget):
         self.info: RunInfo | None = None
         self.weights_step: int | None = None  # the training step of the model's weights now (engine status)
         self.pair_asked: Inspect | None = None  # the newest pair this panel asked for (Update asks it again)
-        self.arch = "encoder_decoder"  # the family whose kinds of attention are offered (_set_family)
         self.inspections: dict[str, Inspection | None] = {"decoding": None, "pair": None}
         self.decode_id = -1
         self.decoding_open = False  # decoding still going: the last decoder row has no prediction yet
@@ -139,26 +114,17 @@ class AttentionPanel(QWidget):
         self.retranslate()
 
     def _create_choices(self) -> None:
-        self.source = named(QComboBox(), "attention_source_combo")
-        for key, _ in SOURCES:
-            self.source.addItem("", key)
-        self.kind = named(QComboBox(), "attention_kind_combo")
-        for key, _ in kinds_of(self.arch):
-            self.kind.addItem("", key)
-        self.family_help = HelpBox("family_encoder_decoder", label=FAMILY_NAMES["encoder_decoder"])
-        for combo in (self.source, self.kind):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-            combo.setMinimumWidth(150)
-        self.layer = named(QSpinBox(), "attention_layer_spin")
-        self.head = named(QSpinBox(), "attention_head_spin")
-        self.layer.setRange(1, 1)
-        self.head.setRange(1, 1)
-        self.average = named(QCheckBox(), "attention_average_check")
-        self.all_heads = named(QCheckBox(), "attention_all_heads_check")
-        self.stretch = named(QCheckBox(), "attention_stretch_check")
-        self.pair_src = named(QLineEdit(), "attention_src_input")
-        self.pair_tgt = named(QLineEdit(), "attention_tgt_input")
-        self.pair_button = named(QPushButton(), "attention_show_button")
+        """The rows that choose the map (their state: :meth:`view`); their widgets are the panel's too."""
+        c = self.choices = AttentionChoices(self)
+        self.source, self.kind, self.layer, self.head = c.source, c.kind, c.layer, c.head
+        self.average, self.all_heads, self.stretch = c.average, c.all_heads, c.stretch
+        self.pair_src, self.pair_tgt, self.pair_button = c.pair_src, c.pair_tgt, c.pair_button
+        self.family_help, self.row_labels = c.family_help, c.row_labels
+
+    @property
+    def arch(self) -> str:
+        """The family whose kinds of attention are offered (:meth:`_set_family`)."""
+        return self.choices.arch
 
     def _create_views(self) -> None:
         self.heatmap = Heatmap("attention_heatmap")
@@ -174,15 +140,8 @@ class AttentionPanel(QWidget):
         self.tabs = named(QTabWidget(), "attention_tabs")
 
     def _connect(self) -> None:
-        self.source.currentIndexChanged.connect(self.refresh)
-        self.kind.currentIndexChanged.connect(self._on_kind)
-        for spin in (self.layer, self.head):
-            spin.valueChanged.connect(self.refresh)
-        for check in (self.average, self.all_heads, self.stretch):
-            check.toggled.connect(self.refresh)
-        self.pair_button.clicked.connect(self._on_pair)
-        self.pair_src.returnPressed.connect(self._on_pair)
-        self.pair_tgt.returnPressed.connect(self._on_pair)
+        self.choices.changed.connect(self.refresh)
+        self.choices.pair_asked.connect(self._on_pair)
         self.grid.cell_clicked.connect(self._on_grid_click)
         self.map_caption.update_asked.connect(self._on_update)
         self.over_training.absorbed.connect(self._on_absorbed)
@@ -193,29 +152,6 @@ class AttentionPanel(QWidget):
         self.tabs.currentChanged.connect(self._on_tab)
 
     def _lay_out(self) -> None:
-        self.row_labels = {k: QLabel() for k in ("show", "kind", "layer", "head", "src", "tgt")}
-        show_row = QHBoxLayout()
-        pick = QHBoxLayout()
-        for row, key, w in (
-            (show_row, "show", self.source),
-            (show_row, "kind", self.kind),
-            (pick, "layer", self.layer),
-            (pick, "head", self.head),
-        ):
-            row.addWidget(self.row_labels[key])
-            row.addWidget(w)
-        for check in (self.average, self.all_heads, self.stretch):
-            pick.addWidget(check)
-        show_row.addStretch(1)
-        pick.addStretch(1)
-        pick.addWidget(self.family_help)  # the row with room to spare: its name shows on a laptop screen
-        pick.setSpacing(4)  # the panel fits beside the decoding panel on a 1024-px screen
-        self.pair_row = QWidget()
-        pair = QHBoxLayout(self.pair_row)
-        for key, line in (("src", self.pair_src), ("tgt", self.pair_tgt)):
-            pair.addWidget(self.row_labels[key])
-            pair.addWidget(line, 1)
-        pair.addWidget(self.pair_button)
         # The map, the probe's history and the explainer as tabs, each with the panel's full height;
         # the timeline stays above them because it scrubs every view.
         map_page = QWidget()
@@ -229,9 +165,8 @@ class AttentionPanel(QWidget):
         self.controls = QWidget()  # what chooses the map: presenter mode gives its height to the views
         controls = QVBoxLayout(self.controls)
         controls.setContentsMargins(0, 0, 0, 0)
-        controls.addLayout(show_row)
-        controls.addLayout(pick)
-        controls.addWidget(self.pair_row)
+        self.choices.lay_out(controls)
+        self.pair_row = self.choices.pair_row
         controls.addLayout(self.over_training.timeline_bar())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -244,33 +179,11 @@ class AttentionPanel(QWidget):
         self.controls.setVisible(not on)
 
     def retranslate(self) -> None:
-        named_for = {"pair": PAIR_SOURCE, "decoding": FOLLOW_SOURCE}  # the sources a family names its own way
-        for i, (key, text) in enumerate(SOURCES):
-            self.source.setItemText(i, tr(named_for.get(key, {}).get(self.arch, text)))
-        for i, (_, text) in enumerate(kinds_of(self.arch)):
-            self.kind.setItemText(i, tr(text))
-        src, tgt, placeholder = PAIR_FIELDS.get(self.arch, PAIR_FIELDS["encoder_decoder"])
-        names = {
-            "show": N_("Show"),
-            "kind": N_("Kind"),
-            "layer": N_("Layer"),
-            "head": N_("Head"),
-            "src": src,
-            "tgt": tgt,
-        }
-        for key, label in self.row_labels.items():
-            label.setText(tr(names[key]) if names[key] else "")
-        self.average.setText(tr("Average over heads"))
-        self.all_heads.setText(tr("All heads"))
-        self.stretch.setText(tr("Stretch colours"))
-        self.stretch.setToolTip(tr("Colour scale from 0 to the largest weight shown, instead of 0 to 1"))
-        self.pair_tgt.setPlaceholderText(tr(placeholder) if placeholder else "")
-        self.pair_button.setText(tr("Show"))
+        self.choices.retranslate()
         for page, text in enumerate(TABS):
             self.tabs.setTabText(page, tr(text))
         self.tabs.setTabToolTip(self.tabs.indexOf(self.explainer), tr(EXPLAINER_TIP))
-        parts = (self.heatmap, self.grid, self.map_caption, self.over_training, self.explainer, self.router)
-        for part in (*parts, self.family_help):
+        for part in (self.heatmap, self.grid, self.map_caption, self.over_training, self.explainer, self.router):
             part.retranslate()
         self.refresh()
 
@@ -279,26 +192,19 @@ class AttentionPanel(QWidget):
         the kind shown stays when the family has it."""
         if arch == self.arch:
             return
-        self.arch = arch
-        current = self.kind.currentData()
-        self.kind.blockSignals(True)
-        self.kind.clear()
-        for key, _ in kinds_of(arch):
-            self.kind.addItem("", key)
-        self.kind.setCurrentIndex(max(0, self.kind.findData(current)))
-        self.kind.blockSignals(False)
-        self.pair_tgt.setVisible(arch != "encoder_only")
-        self.row_labels["tgt"].setVisible(arch != "encoder_only")
+        self.choices.set_family(arch)
         self.explainer.arch = arch
         self.over_training.set_family(arch)
-        self.family_help.set_topic(f"family_{arch}", FAMILY_NAMES.get(arch, FAMILY_NAMES["encoder_decoder"]))
         self.retranslate()
 
-    def _on_kind(self, index: int) -> None:
-        if index < 0 and self.kind.count():  # asked for a kind this family lacks: its first kind instead
-            self.kind.setCurrentIndex(0)
-            return
-        self.refresh()
+    # -- what the map shows, as a value (set by presenter mode, scenes, the model map, first launch) ----------
+    def view(self) -> AttentionView:
+        """The source, kind, layer, head and drawing of the map."""
+        return self.choices.view()
+
+    def show_view(self, view: AttentionView) -> None:
+        """Show the map ``view`` describes (drawn once)."""
+        self.choices.show_view(view)
 
     # -- the route to the engine (see explorer.engine_client) ----------------------------------------
     def attach(self, client: EngineClient, decoding: DecodingPanel) -> None:
@@ -316,9 +222,7 @@ class AttentionPanel(QWidget):
     def follow_cross_attention(self, layer: int) -> None:
         """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes (a
         model without cross-attention: its own kind of attention)."""
-        self.kind.setCurrentIndex(max(0, self.kind.findData("cross")))
-        self.layer.setValue(layer)
-        self.average.setChecked(True)
+        self.show_view(replace(self.view(), kind="cross", layer=layer, average=True))
 
     def _ask(self, command: Command) -> None:
         if self.client is not None:
@@ -380,8 +284,7 @@ class AttentionPanel(QWidget):
             self.explainer.clear()
         self._set_family(m.arch)  # after the last model's maps have gone: they would bring back its family
         self.tabs.setTabVisible(self.tabs.indexOf(self.router), m.moe)
-        self.layer.setMaximum(max(m.n_encoder_layers, m.n_decoder_layers))
-        self.head.setMaximum(m.n_heads)
+        self.choices.set_model(m.n_encoder_layers, m.n_decoder_layers, m.n_heads)
         self.refresh()
 
     def on_decode(self, view: DecodeView) -> None:
@@ -461,10 +364,8 @@ class AttentionPanel(QWidget):
             return
         self._show_routing(inspection)
         kind: str = self.kind.currentData()
-        if self.info is not None:
-            m = self.info.model_config
-            self.layer.setMaximum(m.n_encoder_layers if kind == "encoder" else m.n_decoder_layers)
-        self._enable_choices()
+        self.choices.fit_layers()
+        self.choices.enable(self.tabs.currentWidget() is not self.router)
         if inspection is None:
             self.heatmap.set_data(np.zeros((0, 0)), [], [])
             self.grid.set_data(np.zeros((0, 0, 0, 0)))
@@ -500,14 +401,6 @@ class AttentionPanel(QWidget):
         self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head, self.arch))
         self.stack.setCurrentWidget(self.heatmap)
 
-    def _enable_choices(self) -> None:
-        """The kind, layer, head and colour choices are the maps'; the Router tab has a layer choice of its own."""
-        maps = self.tabs.currentWidget() is not self.router
-        for w in (self.kind, self.layer, self.all_heads, self.stretch):
-            w.setEnabled(maps)
-        self.average.setEnabled(maps and not self.all_heads.isChecked())  # the grid shows every head
-        self.head.setEnabled(maps and not self.average.isChecked() and not self.all_heads.isChecked())
-
     def _show_routing(self, inspection: Inspection | None) -> None:
         """The Router tab, for a model with experts: the routing of the input shown."""
         moe = (inspection is not None and bool(inspection.routing)) or (
@@ -520,34 +413,19 @@ class AttentionPanel(QWidget):
     def _write_caption(self, inspection: Inspection, kind: str, mode: str) -> None:
         """What the rows are, and which sentence and weights drew the map: a map of the decoding panel's or of a
         pair, drawn with weights older than the model's now, says so and offers Update."""
-        notes = []
-        at_start = mode == "decoding" and self.decoding_open and not self.decoded and kind != "encoder"
-        if at_start:
-            notes.append(tr("step 0: nothing written yet — press Step ▶ in the Decoding panel"))
-        elif mode == "decoding" and kind != "encoder" and self.decoded:
-            notes.append(tr("the outlined row predicted the token chosen at the decoding panel's current step"))
-        elif mode != "decoding" and not inspection.teacher_forced:
-            if self.arch == "decoder_only":
-                notes.append(tr("continuation: the model's own greedy one"))
-            else:
-                notes.append(tr("target: the model's own greedy translation"))
-        if mode == "decoding" and self.previous_sentence:
-            if self.arch == "encoder_only":
-                notes.append(tr("previous sentence: the one typed now is read at Fill the mask"))
-            else:
-                notes.append(tr("previous sentence: the one typed now is decoded at Decode or Step ▶"))
+        place = MapPlace(self.decoding_open, self.decoded, self.previous_sentence)
+        notes = map_notes(kind, mode, self.arch, place, inspection.teacher_forced)
         now = None if mode == "probe" else self.weights_step  # a snapshot is of its own step, by design
         self.map_caption.show_caption(rows_caption(kind, self.arch), notes, inspection.step, now)
 
     def _on_grid_click(self, layer: int, head: int) -> None:
-        self.layer.setValue(layer + 1)
-        if not self.average.isChecked():
-            self.head.setValue(head + 1)
-        self.all_heads.setChecked(False)
+        """A map of the grid shown alone: that layer, and that head unless the heads are averaged."""
+        view = self.view()
+        head_shown = view.head if view.average else head + 1
+        self.show_view(replace(view, layer=layer + 1, head=head_shown, all_heads=False))
 
     def _on_pair(self) -> None:
-        if self.pair_src.text().strip():
-            self._ask_pair(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
+        self._ask_pair(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
 
     def show_tab(self, key: str) -> None:
         """Raise the map (``"map"``), the attention over training, the Q·K explainer (``"explainer"``) or the
@@ -556,7 +434,7 @@ class AttentionPanel(QWidget):
         self.tabs.setCurrentIndex(pages[key])
 
     def _on_tab(self, _index: int) -> None:
-        self._enable_choices()
+        self.choices.enable(self.tabs.currentWidget() is not self.router)  # the Router tab has its own layer choice
         if self._entropy_stale:
             self._update_entropy()
 
@@ -578,6 +456,18 @@ class AttentionPanel(QWidget):
             return
         layer, head = self.layer.value() - 1, self.head.value() - 1
         self._ask(Explain(inspection.source, tuple(inspection.target_ids), self.kind.currentData(), layer, head))
+
+    def explain_head_shown(self) -> None:
+        """The head shown, explained from its first query (presenter mode's Q·K explainer view)."""
+        self.explainer.explain_current_head()
+
+    def step_explainer(self, by: int) -> None:
+        """The explainer's next (``by`` = 1) or previous (−1) query; stepping on with nothing explained yet explains
+        the head shown."""
+        if by > 0 and self.explainer.explanation is None:
+            self.explainer.explain_current_head()
+        else:
+            self.explainer.move_query(by)
 
     def explain_worked_example(self) -> None:
         self._ask(ExplainWorkedExample())

@@ -9,6 +9,8 @@ functions of the family, so that a test reads them without a window.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
@@ -62,6 +64,37 @@ def empty_hint(mode: str, arch: str) -> str:
         "pair": pair.get(arch) or tr("Type a source sentence (and, if you like, a target) and press Show."),
         "probe": tr("The probe sentence's attention is recorded while the model trains."),
     }[mode]
+
+
+@dataclass(frozen=True)
+class MapPlace:
+    """Where the decoding panel is, for a map of its sentence."""
+
+    decoding_open: bool = False  # decoding still going: the last decoder row has no prediction yet
+    decoded: int = 0  # tokens chosen up to the decoding panel's current step
+    previous_sentence: bool = False  # another sentence is typed in the decoding panel, not decoded yet
+
+
+def map_notes(kind: str, mode: str, arch: str, place: MapPlace, teacher_forced: bool) -> list[str]:
+    """The notes in brackets after the rows' caption: which row is outlined, whose target the map reads, and
+    whether the decoding panel's sentence shown is the previous one."""
+    notes = []
+    decoder_rows = mode == "decoding" and kind != "encoder"
+    if decoder_rows and place.decoding_open and not place.decoded:
+        notes.append(tr("step 0: nothing written yet — press Step ▶ in the Decoding panel"))
+    elif decoder_rows and place.decoded:
+        notes.append(tr("the outlined row predicted the token chosen at the decoding panel's current step"))
+    elif mode != "decoding" and not teacher_forced:
+        if arch == "decoder_only":
+            notes.append(tr("continuation: the model's own greedy one"))
+        else:
+            notes.append(tr("target: the model's own greedy translation"))
+    if mode == "decoding" and place.previous_sentence:
+        if arch == "encoder_only":
+            notes.append(tr("previous sentence: the one typed now is read at Fill the mask"))
+        else:
+            notes.append(tr("previous sentence: the one typed now is decoded at Decode or Step ▶"))
+    return notes
 
 
 class MapCaption(QWidget):
