@@ -1,10 +1,11 @@
 """The window's side of the engine: panels send their own commands through it and hear the answers.
 
-The route of every request, in at most three files: a panel makes a command
-(:mod:`explorer.commands`) and calls :meth:`EngineClient.ask` (or :meth:`EngineClient.send`); the
-engine thread (:class:`explorer.worker.Engine`) dispatches it on its type to a handler that asks the
-model (:class:`model.session.Session`); the answer comes back on the engine's typed signal, which
-the panel connected to itself, carrying the request's id.
+The route of every request: a panel makes a command (:mod:`explorer.commands`) and calls
+:meth:`EngineClient.ask` (or :meth:`EngineClient.send`); the engine thread (:class:`explorer.worker.Engine`)
+dispatches it on its type to the handler of its concern (training, views of the model, files, following: the
+``explorer/engine_*.py`` modules), which asks the model (:class:`model.session.Session`); the answer
+(:mod:`explorer.answers`) comes back on the engine's typed signal, which the panel connected to itself, carrying the
+request's id.
 
 One freshness rule, here: of everything a panel asks to see (an inspection, an explanation, the
 positional tables, a decoding step), only the answer to the newest request of its kind is shown; an

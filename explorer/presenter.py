@@ -3,7 +3,7 @@
 A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
 back — the decoding (views 1–3) or the Q·K explainer's query (view 6). Home starts the decoding over,
 1–6 choose the view, P plays the decoding by itself, + and − step its speed through
-:data:`explorer.panels.decoding_state.SPEEDS`, Esc leaves (auto-play stops with it). A scene
+:data:`explorer.panels.decoding.SPEEDS`, Esc leaves (auto-play stops with it). A scene
 is the view with its sentence, decoding mode and attention layer/head, saved under a name and
 recalled during a lecture; scenes persist in the settings.
 """
@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QMenu, QPushButton, QWidget
 
+from explorer.appearance import set_presenter_font
 from explorer.i18n import N_, tr
-from explorer.panels.decoding_state import SPEEDS, DecodingViewState
+from explorer.panels.attention_view import AttentionView
+from explorer.panels.decoding import SPEEDS
 from explorer.widgets import named
 
 if TYPE_CHECKING:
@@ -69,19 +71,9 @@ class Scene:
     head: int = 1
     average: bool = True
 
-    def decoding_view(self, shown: DecodingViewState) -> DecodingViewState:
-        """The decoding panel of the scene: its sentence (if it has one) and settings over what is ``shown`` now."""
-        return replace(
-            shown,
-            sentence=self.sentence or shown.sentence,
-            mode=self.mode,
-            beam_size=self.beam_size,
-            length_penalty=self.length_penalty,
-            temperature=self.temperature,
-            top_k=self.top_k,
-            top_p=self.top_p,
-            seed=self.seed,
-        )
+    def attention_view(self, shown: AttentionView) -> AttentionView:
+        """The attention map of the scene: its kind, layer, head and averaging over what is ``shown`` now."""
+        return replace(shown, kind=self.attention_kind, layer=self.layer, head=self.head, average=self.average)
 
     @classmethod
     def from_plain(cls, plain: dict) -> Scene | None:
@@ -242,13 +234,16 @@ class Presenter(QObject):
         self.bar.hide()
         self.bar.view_chosen.connect(self.show_view)
         self.bar.scene_chosen.connect(self.apply_scene)
-        window.decoding.play_changed.connect(self._show_play)
+        d = window.decoding
+        d.play_button.toggled.connect(self._show_play)
+        d.speed.valueChanged.connect(self._show_play)
         self._show_play()
         self.shortcuts = self._create_shortcuts()
+        self.changed.connect(self._arrange_window)
 
     def _show_play(self) -> None:
-        shown = self.window.decoding.view_state()
-        self.bar.show_play(shown.playing, shown.speed)
+        d = self.window.decoding
+        self.bar.show_play(d.play_button.isChecked(), SPEEDS[d.speed.value()])
 
     def _create_shortcuts(self) -> list[QShortcut]:
         actions: list[tuple[str, Callable[[], object]]] = [(k, self.step) for k in STEP_KEYS]
@@ -285,6 +280,15 @@ class Presenter(QObject):
             shortcut.setEnabled(on)
         self.changed.emit(on)
 
+    def _arrange_window(self, on: bool) -> None:
+        """The window's menu check, its type (large while presenting) and its panels' editing rows."""
+        w = self.window
+        w.menu_actions["presenter"].setChecked(on)
+        set_presenter_font(w, on, w.base_font)
+        w.training.set_presenting(on)
+        w.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
+        w.attention.set_presenting(on)
+
     def _leave(self) -> None:
         w = self.window
         self.bar.hide()
@@ -319,58 +323,89 @@ class Presenter(QObject):
         if view.dock == "attention":
             w.attention.show_tab("explainer" if view.focus == "explainer" else "map")
         if key == "explainer":
-            w.attention.explainer.explain_current_head()  # a head at once: the clicker walks its queries
+            w.attention.explain_head_shown()  # a head at once: the clicker walks its queries
         self.bar.set_view(key)
 
     # -- the clicker -------------------------------------------------------------------------------------
     def step(self) -> None:
-        explainer = self.window.attention.explainer
-        if self.view == "explainer" and explainer.explanation is None:
-            explainer.explain_current_head()  # (nothing could be explained on entering: a sentence since)
-        elif self.view == "explainer":
-            explainer.move_query(1)
+        if self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
+            self.window.attention.step_explainer(1)
         elif self.view in ("decoding", "tree", "attention"):
-            self.window.decoding.press("step")
+            self._press(self.window.decoding.step_button)
 
     def back(self) -> None:
         if self.view == "explainer":
-            self.window.attention.explainer.move_query(-1)
+            self.window.attention.step_explainer(-1)
         elif self.view in ("decoding", "tree", "attention"):
-            self.window.decoding.press("back")
+            self._press(self.window.decoding.back_button)
 
     def reset(self) -> None:
         if self.view in ("decoding", "tree", "attention"):
-            self.window.decoding.press("reset")
+            self._press(self.window.decoding.reset_button)
+
+    def _press(self, button: QPushButton) -> None:
+        """A stepping button of the decoding panel, hidden while presenting (and inert for an encoder-only model,
+        whose page is the fill-mask view)."""
+        d = self.window.decoding
+        if button.isEnabled() and d.pages.currentWidget() is d.decoding_page:
+            button.click()
 
     def toggle_play(self) -> None:
-        shown = self.window.decoding.view_state()
-        self.window.decoding.show_view_state(replace(shown, playing=not shown.playing))
+        self.window.decoding.play_button.toggle()
 
     def change_speed(self, direction: int) -> None:
         """The next speed of auto-play up (``direction`` 1) or down (−1): one notch of SPEEDS."""
-        shown = self.window.decoding.view_state()
-        notch = min(max(SPEEDS.index(shown.speed) + direction, 0), len(SPEEDS) - 1)
-        self.window.decoding.show_view_state(replace(shown, speed=SPEEDS[notch]))
+        speed = self.window.decoding.speed
+        speed.setValue(speed.value() + direction)
 
     # -- scenes --------------------------------------------------------------------------------------------
     def current_scene(self, name: str) -> Scene:
-        d, a = self.window.decoding.view_state(), self.window.attention
+        d, a = self.window.decoding, self.window.attention.view()
         return Scene(
             name=name,
             view=self.view,
-            sentence=d.sentence,
-            mode=d.mode,
-            beam_size=d.beam_size,
-            length_penalty=d.length_penalty,
-            temperature=d.temperature,
-            top_k=d.top_k,
-            top_p=d.top_p,
-            seed=d.seed,
-            attention_kind=str(a.kind.currentData()),
-            layer=a.layer.value(),
-            head=a.head.value(),
-            average=a.average.isChecked(),
+            sentence=d.input.text(),
+            mode=str(d.mode.currentData()),
+            beam_size=d.beam_size.value(),
+            length_penalty=d.alpha.value(),
+            temperature=d.temperature_spin.value(),
+            top_k=d.top_k_spin.value(),
+            top_p=d.top_p_spin.value(),
+            seed=d.seed_spin.value(),
+            attention_kind=a.kind,
+            layer=a.layer,
+            head=a.head,
+            average=a.average,
         )
+
+    def fill_scenes_menu(self, menu: QMenu) -> None:
+        """The View menu's Scenes: save the current scene, recall a saved one (entering presenter mode), delete one."""
+        menu.clear()
+        save = menu.addAction(tr("Save the current scene…"), self.ask_scene_name)
+        save.setObjectName("action_save_scene")
+        names = self.scenes.names()
+        if names:
+            menu.addSeparator()
+        for name in names:
+            menu.addAction(name, partial(self.recall_scene, name))
+        if names:
+            delete = menu.addMenu(tr("Delete a scene"))
+            for name in names:
+                delete.addAction(name, partial(self.delete_scene, name))
+
+    def ask_scene_name(self) -> None:
+        name, ok = QInputDialog.getText(
+            self.window,
+            tr("Save the current scene"),
+            tr("Name of the scene (the view, sentence, decoding mode and attention layer/head are kept):"),
+        )
+        if ok and name.strip():
+            self.save_scene(name.strip())
+            self.window.note(tr("Scene “{name}” saved").format(name=name.strip()), 4000)
+
+    def recall_scene(self, name: str) -> None:
+        self.apply_scene(name)
+        self.set_on(True)
 
     def save_scene(self, name: str) -> None:
         self.scenes.put(self.current_scene(name))
@@ -386,12 +421,16 @@ class Presenter(QObject):
         if scene is None:
             return
         d, a = self.window.decoding, self.window.attention
-        d.show_view_state(scene.decoding_view(d.view_state()))
-        a.kind.setCurrentIndex(max(0, a.kind.findData(scene.attention_kind)))
-        a.layer.setValue(scene.layer)
-        a.head.setValue(scene.head)
-        a.average.setChecked(scene.average)
+        d.mode.setCurrentIndex(max(0, d.mode.findData(scene.mode)))
+        d.beam_size.setValue(scene.beam_size)
+        d.alpha.setValue(scene.length_penalty)
+        d.temperature_spin.setValue(scene.temperature)
+        d.top_k_spin.setValue(scene.top_k)
+        d.top_p_spin.setValue(scene.top_p)
+        d.seed_spin.setValue(scene.seed)
+        a.show_view(scene.attention_view(a.view()))
         if scene.sentence:
+            d.input.setText(scene.sentence)
             d.start()
         self.view = scene.view
         if self.on:

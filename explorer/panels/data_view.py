@@ -1,7 +1,7 @@
 """Data panel: the current corpus, and sentences as the tokenizers split them.
 
 Route: it asks for nothing. The engine describes a run's corpus once the first screen is done
-(``Engine._describe_data`` in explorer/worker.py) and sends it on ``data_described``; the main
+(``Engine._describe_data`` in explorer/engine_base.py) and sends it on ``data_described``; the main
 window hands the run itself (``run_described``) to every panel's ``on_run``.
 """
 

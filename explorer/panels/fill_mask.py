@@ -6,7 +6,7 @@ unmask); each masked position gets a chart of the model's most probable fillers,
 keeps its original beside them.
 
 Route: :class:`explorer.commands.FillMask` through the engine client (:mod:`explorer.engine_client`);
-``Engine._fill_mask`` (explorer/worker.py) answers from ``Session.fill_mask`` on the engine's ``mask_filled``
+``Engine._fill_mask`` (explorer/engine_views.py) answers from ``Session.fill_mask`` on the engine's ``mask_filled``
 signal (:meth:`FillMaskPanel._on_mask_filled`). A sentence with nothing masked yet is sent as
 :class:`explorer.commands.Inspect` (``Session.inspect``, ``inspection_ready``): its tokens come back to be clicked,
 and the attention panel shows its self-attention. Only the answer to this view's newest request is shown

@@ -1,7 +1,7 @@
 """Model panel: the architecture of the loaded model and where its parameters are.
 
 Route: it asks for nothing; the main window hands it each run the engine describes
-(``Engine.run_described`` in explorer/worker.py, built by ``Engine._run_info`` from the Session).
+(``Engine.run_described``, built by ``Engine._run_info`` in explorer/engine_base.py from the Session).
 """
 
 from __future__ import annotations

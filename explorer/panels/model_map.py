@@ -13,7 +13,7 @@ Mixture-of-Experts layer's feed-forward box is its experts (N, top-k, the router
 Beside the drawing, the equation of the part pointed at (or chosen) with this model's numbers.
 
 Route: it asks for nothing; the main window hands it each run the engine describes (``on_run`` with
-``Engine.run_described``'s :class:`~explorer.worker.RunInfo`) and routes :attr:`ModelMapPanel.part_chosen`
+``Engine.run_described``'s :class:`~explorer.answers.RunInfo`) and routes :attr:`ModelMapPanel.part_chosen`
 to the panel that shows that part (attention map, positional-encoding lab, next-token candidates).
 """
 
