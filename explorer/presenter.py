@@ -3,7 +3,7 @@
 A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
 back — the decoding (views 1–3) or the Q·K explainer's query (view 6). Home starts the decoding over,
 1–6 choose the view, P plays the decoding by itself, + and − step its speed through
-:data:`explorer.panels.decoding.SPEEDS`, Esc leaves (auto-play stops with it). A scene
+:data:`explorer.panels.decoding_state.SPEEDS`, Esc leaves (auto-play stops with it). A scene
 is the view with its sentence, decoding mode and attention layer/head, saved under a name and
 recalled during a lecture; scenes persist in the settings.
 """
@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QMen
 from explorer.appearance import set_presenter_font
 from explorer.i18n import N_, tr
 from explorer.panels.attention_view import AttentionView
-from explorer.panels.decoding import SPEEDS
+from explorer.panels.decoding_state import SPEEDS, DecodingViewState
 from explorer.widgets import named
 
 if TYPE_CHECKING:
@@ -74,6 +74,20 @@ class Scene:
     def attention_view(self, shown: AttentionView) -> AttentionView:
         """The attention map of the scene: its kind, layer, head and averaging over what is ``shown`` now."""
         return replace(shown, kind=self.attention_kind, layer=self.layer, head=self.head, average=self.average)
+
+    def decoding_view(self, shown: DecodingViewState) -> DecodingViewState:
+        """The decoding panel of the scene: its sentence (if it has one) and settings over what is ``shown`` now."""
+        return replace(
+            shown,
+            sentence=self.sentence or shown.sentence,
+            mode=self.mode,
+            beam_size=self.beam_size,
+            length_penalty=self.length_penalty,
+            temperature=self.temperature,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            seed=self.seed,
+        )
 
     @classmethod
     def from_plain(cls, plain: dict) -> Scene | None:
@@ -234,16 +248,14 @@ class Presenter(QObject):
         self.bar.hide()
         self.bar.view_chosen.connect(self.show_view)
         self.bar.scene_chosen.connect(self.apply_scene)
-        d = window.decoding
-        d.play_button.toggled.connect(self._show_play)
-        d.speed.valueChanged.connect(self._show_play)
+        window.decoding.play_changed.connect(self._show_play)
         self._show_play()
         self.shortcuts = self._create_shortcuts()
         self.changed.connect(self._arrange_window)
 
     def _show_play(self) -> None:
-        d = self.window.decoding
-        self.bar.show_play(d.play_button.isChecked(), SPEEDS[d.speed.value()])
+        shown = self.window.decoding.view_state()
+        self.bar.show_play(shown.playing, shown.speed)
 
     def _create_shortcuts(self) -> list[QShortcut]:
         actions: list[tuple[str, Callable[[], object]]] = [(k, self.step) for k in STEP_KEYS]
@@ -331,47 +343,42 @@ class Presenter(QObject):
         if self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
             self.window.attention.step_explainer(1)
         elif self.view in ("decoding", "tree", "attention"):
-            self._press(self.window.decoding.step_button)
+            self.window.decoding.press("step")
 
     def back(self) -> None:
         if self.view == "explainer":
             self.window.attention.step_explainer(-1)
         elif self.view in ("decoding", "tree", "attention"):
-            self._press(self.window.decoding.back_button)
+            self.window.decoding.press("back")
 
     def reset(self) -> None:
         if self.view in ("decoding", "tree", "attention"):
-            self._press(self.window.decoding.reset_button)
-
-    def _press(self, button: QPushButton) -> None:
-        """A stepping button of the decoding panel, hidden while presenting (and inert for an encoder-only model,
-        whose page is the fill-mask view)."""
-        d = self.window.decoding
-        if button.isEnabled() and d.pages.currentWidget() is d.decoding_page:
-            button.click()
+            self.window.decoding.press("reset")
 
     def toggle_play(self) -> None:
-        self.window.decoding.play_button.toggle()
+        shown = self.window.decoding.view_state()
+        self.window.decoding.show_view_state(replace(shown, playing=not shown.playing))
 
     def change_speed(self, direction: int) -> None:
         """The next speed of auto-play up (``direction`` 1) or down (−1): one notch of SPEEDS."""
-        speed = self.window.decoding.speed
-        speed.setValue(speed.value() + direction)
+        shown = self.window.decoding.view_state()
+        notch = min(max(SPEEDS.index(shown.speed) + direction, 0), len(SPEEDS) - 1)
+        self.window.decoding.show_view_state(replace(shown, speed=SPEEDS[notch]))
 
     # -- scenes --------------------------------------------------------------------------------------------
     def current_scene(self, name: str) -> Scene:
-        d, a = self.window.decoding, self.window.attention.view()
+        d, a = self.window.decoding.view_state(), self.window.attention.view()
         return Scene(
             name=name,
             view=self.view,
-            sentence=d.input.text(),
-            mode=str(d.mode.currentData()),
-            beam_size=d.beam_size.value(),
-            length_penalty=d.alpha.value(),
-            temperature=d.temperature_spin.value(),
-            top_k=d.top_k_spin.value(),
-            top_p=d.top_p_spin.value(),
-            seed=d.seed_spin.value(),
+            sentence=d.sentence,
+            mode=d.mode,
+            beam_size=d.beam_size,
+            length_penalty=d.length_penalty,
+            temperature=d.temperature,
+            top_k=d.top_k,
+            top_p=d.top_p,
+            seed=d.seed,
             attention_kind=a.kind,
             layer=a.layer,
             head=a.head,
@@ -421,16 +428,9 @@ class Presenter(QObject):
         if scene is None:
             return
         d, a = self.window.decoding, self.window.attention
-        d.mode.setCurrentIndex(max(0, d.mode.findData(scene.mode)))
-        d.beam_size.setValue(scene.beam_size)
-        d.alpha.setValue(scene.length_penalty)
-        d.temperature_spin.setValue(scene.temperature)
-        d.top_k_spin.setValue(scene.top_k)
-        d.top_p_spin.setValue(scene.top_p)
-        d.seed_spin.setValue(scene.seed)
+        d.show_view_state(scene.decoding_view(d.view_state()))
         a.show_view(scene.attention_view(a.view()))
         if scene.sentence:
-            d.input.setText(scene.sentence)
             d.start()
         self.view = scene.view
         if self.on:
