@@ -15,7 +15,10 @@ from PySide6.QtGui import QTextDocument  # noqa: E402
 from PySide6.QtWidgets import QPushButton  # noqa: E402
 
 from explorer.answers import DecodeStepped  # noqa: E402
+from explorer.commands import Decode  # noqa: E402
+from explorer.engine_client import EngineClient  # noqa: E402
 from explorer.panels.decoding import DecodingPanel  # noqa: E402
+from explorer.panels.decoding_state import DecodingViewState  # noqa: E402
 from explorer.widgets.beam_tree import node_tooltip  # noqa: E402
 from explorer.widgets.token_strip import shown_piece  # noqa: E402
 from model.data.tokenization import UNK_ID  # noqa: E402
@@ -84,8 +87,8 @@ def test_an_unk_the_model_writes_is_on_screen(qtbot, session):
     panel = panel_for(qtbot, session)
     panel.show_view(view)
     assert visible(panel.output) == f"Translation: {written}"
-    panel.selected = (2, 0)
-    panel._show_candidates()
+    panel.decoding_page.views.selected = (2, 0)
+    panel.decoding_page.views.show_candidates()
     assert visible(panel.candidates.title).endswith("“<unk> <unk>”")
 
 
@@ -108,7 +111,7 @@ def test_markup_in_model_text_and_input_is_shown_literally(qtbot, session):
     assert visible(panel.reference) == f"Reference (from the corpus): {TRICKY}"
     assert rendered(panel.chips.toolTip()) == "[<b>] [&amp;] [<unk>] [<eos>]"
     assert panel.nbest.item(0, 0).text() == TRICKY
-    panel._on_node(1, 0)
+    panel.decoding_page.views._on_node(1, 0)
     assert visible(panel.candidates.title).endswith(f"“{shown_piece(TRICKY)}”")  # its spaces as the chips write them
     qtbot.waitUntil(lambda: not panel.tree.pending)
     node = next(n for n in panel.tree.nodes if n.level == 1 and n.token != session.model_cfg.eos_id)
@@ -203,7 +206,8 @@ def test_a_new_input_never_stands_over_the_last_ones_results(copy_window, qtbot,
     qtbot.waitUntil(lambda: len(failures) == 1 and not d.waiting, timeout=10000)
     nothing_shown()
     assert "cannot be decoded" in window.message_bar.label.text()
-    d._on_decode_stepped(DecodeStepped(0, old))  # a late answer to an earlier request: not shown under the new input
+    # a late answer to an earlier request: not shown under the new input
+    d.decoding_page._on_decode_stepped(DecodeStepped(0, old))
     nothing_shown()
     qtbot.mouseClick(d.findChild(QPushButton, "decode_step_button"), Qt.LeftButton)  # tries the sentence again
     qtbot.waitUntil(lambda: len(failures) == 3, timeout=10000)  # its start, and the step: each says why
@@ -255,11 +259,11 @@ def test_an_answer_about_a_replaced_sentence_reaches_neither_panel(make_window, 
     window = make_window()
     driver = DecodeDriver(session)
     first = driver.start(DecodeSettings("1 2 3"))
-    window.decoding._on_decode_stepped(DecodeStepped(0, first))
+    window.decoding.decoding_page._on_decode_stepped(DecodeStepped(0, first))
     window.decoding.input.setText("4 4 2")
     window.decoding.start()  # the person submits another sentence; its answer is on its way
     late = driver.act("step", None)  # an answer about the first sentence, sent before the new one arrived
-    window.decoding._on_decode_stepped(DecodeStepped(0, late))
+    window.decoding.decoding_page._on_decode_stepped(DecodeStepped(0, late))
     assert window.decoding.view is not late
     assert window.attention.inspections["decoding"] is first.inspection
 
@@ -278,3 +282,97 @@ def test_a_refused_decoding_request_is_worded_in_the_interface_language(session)
         assert decode_error_message(ValueError("max_len 99")) == "max_len 99"  # the engine's own words otherwise
     finally:
         language.set("en")
+
+
+# -- the view state: what the panel shows, as a value ---------------------------------------------------------
+def test_the_view_state_module_is_qt_free():
+    import subprocess
+    import sys
+
+    probe = "import sys, explorer.panels.decoding_state; print(sorted(m for m in sys.modules if 'PySide6' in m))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_a_view_state_shown_is_on_screen_and_read_back_whole(qtbot, session):
+    panel = panel_for(qtbot, session)
+    panel.resize(800, 700)
+    panel.show()
+    limit = session.model_cfg.max_len
+    state = DecodingViewState(
+        sentence="3 1 4",
+        mode="beam",
+        beam_size=3,
+        length_penalty=1.2,
+        max_len=min(7, limit),
+        temperature=0.7,
+        top_k=5,
+        top_p=0.8,
+        seed=11,
+        cross_layer=1,
+        focus="tree",
+        speed=5.0,
+    )
+    assert panel.view_state() != state  # nothing of it was shown before
+    panel.show_view_state(state)
+    assert panel.view_state() == state
+    # what a person sees: the box, the settings, the speed and the part enlarged
+    assert panel.input.text() == "3 1 4" and panel.mode.currentData() == "beam" and panel.beam_size.value() == 3
+    assert panel.alpha.value() == pytest.approx(1.2) and panel.max_len.value() == min(7, limit)
+    assert (panel.top_k_spin.value(), panel.seed_spin.value()) == (5, 11)
+    assert 1000 / panel.play_timer.interval() == pytest.approx(5.0)
+    assert panel.beam_box.isVisible() and not panel.candidates.isVisible()  # the tree's focus
+    again = dataclasses.replace(state, focus=None, mode="sample")  # a translator offers no Sample mode: greedy
+    panel.show_view_state(again)
+    assert panel.view_state() == dataclasses.replace(again, mode="greedy") and panel.candidates.isVisible()
+
+
+def test_a_view_states_step_is_gone_to_on_the_sentence_shown(qtbot, session):
+    from tests.test_families_decoding import SyncEngine
+
+    panel = panel_for(qtbot, session)
+    engine = SyncEngine(session)
+    panel.attach(EngineClient(engine))
+    panel.show_view_state(DecodingViewState(sentence="3 1 4 1 5"))
+    panel.start()
+    qtbot.waitUntil(lambda: panel.view is not None and not panel.waiting, timeout=10000)
+    assert panel.view_state().step == 0
+    panel.show_view_state(dataclasses.replace(panel.view_state(), step=3))
+    qtbot.waitUntil(lambda: not panel.waiting, timeout=10000)
+    driver = DecodeDriver(session)  # the engine's own answer, asked directly
+    driver.start(panel.settings())
+    expected = driver.act("goto", 3)
+    assert panel.view.position == expected.position > 0 and panel.view_state().step == expected.position
+    assert panel.candidates.tokens == [panel.piece(int(t)) for t in expected.steps[-1].top_tokens[0]]
+    sent = [c for c in engine.sent if isinstance(c, Decode)]
+    assert [(c.action, c.position) for c in sent] == [("start", None), ("goto", 3)]
+    # a state of another sentence puts it in the box, and steps nothing: the sentence shown is not that one
+    panel.show_view_state(dataclasses.replace(panel.view_state(), sentence="5 6", step=1))
+    assert len(engine.sent) == 2 and panel.view.position == expected.position
+    assert panel.step_label.text().endswith("previous sentence")
+
+
+def test_presenter_mode_reads_and_sets_the_panel_through_its_view_state(make_window, monkeypatch):
+    window = make_window()
+    d, presenter = window.decoding, window.presenter
+    shown = DecodingViewState(
+        mode="beam", beam_size=5, length_penalty=0.8, temperature=0.5, top_k=3, top_p=0.7, seed=9, speed=3.0
+    )
+    monkeypatch.setattr(d, "view_state", lambda: shown)  # what the panel says it shows, whatever its widgets hold
+    scene = presenter.current_scene("lecture")
+    settings = (scene.mode, scene.beam_size, scene.length_penalty, scene.temperature, scene.top_k, scene.top_p)
+    assert settings == ("beam", 5, 0.8, 0.5, 3, 0.7) and scene.seed == 9
+    states, pressed = [], []
+    monkeypatch.setattr(d, "show_view_state", states.append)
+    monkeypatch.setattr(d, "press", pressed.append)
+    presenter.change_speed(1)
+    presenter.toggle_play()
+    assert [(s.speed, s.playing) for s in states] == [(5.0, False), (3.0, True)]
+    presenter.step()
+    presenter.back()
+    presenter.reset()
+    assert pressed == ["step", "back", "reset"]
+    presenter.scenes.put(dataclasses.replace(scene, name="two beams", beam_size=2, sentence="1 2"))
+    monkeypatch.setattr(d, "start", lambda: states.append("started"))
+    presenter.apply_scene("two beams")
+    assert states[-2:] == [dataclasses.replace(shown, beam_size=2, sentence="1 2"), "started"]
