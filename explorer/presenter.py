@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QMenu, QPushButton, QWidget
 
+from explorer.appearance import set_presenter_font
 from explorer.i18n import N_, tr
+from explorer.panels.attention_view import AttentionView
 from explorer.panels.decoding_state import SPEEDS, DecodingViewState
 from explorer.widgets import named
 
@@ -68,6 +70,10 @@ class Scene:
     layer: int = 1
     head: int = 1
     average: bool = True
+
+    def attention_view(self, shown: AttentionView) -> AttentionView:
+        """The attention map of the scene: its kind, layer, head and averaging over what is ``shown`` now."""
+        return replace(shown, kind=self.attention_kind, layer=self.layer, head=self.head, average=self.average)
 
     def decoding_view(self, shown: DecodingViewState) -> DecodingViewState:
         """The decoding panel of the scene: its sentence (if it has one) and settings over what is ``shown`` now."""
@@ -245,6 +251,7 @@ class Presenter(QObject):
         window.decoding.play_changed.connect(self._show_play)
         self._show_play()
         self.shortcuts = self._create_shortcuts()
+        self.changed.connect(self._arrange_window)
 
     def _show_play(self) -> None:
         shown = self.window.decoding.view_state()
@@ -285,6 +292,15 @@ class Presenter(QObject):
             shortcut.setEnabled(on)
         self.changed.emit(on)
 
+    def _arrange_window(self, on: bool) -> None:
+        """The window's menu check, its type (large while presenting) and its panels' editing rows."""
+        w = self.window
+        w.menu_actions["presenter"].setChecked(on)
+        set_presenter_font(w, on, w.base_font)
+        w.training.set_presenting(on)
+        w.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
+        w.attention.set_presenting(on)
+
     def _leave(self) -> None:
         w = self.window
         self.bar.hide()
@@ -319,22 +335,19 @@ class Presenter(QObject):
         if view.dock == "attention":
             w.attention.show_tab("explainer" if view.focus == "explainer" else "map")
         if key == "explainer":
-            w.attention.explainer.explain_current_head()  # a head at once: the clicker walks its queries
+            w.attention.explain_head_shown()  # a head at once: the clicker walks its queries
         self.bar.set_view(key)
 
     # -- the clicker -------------------------------------------------------------------------------------
     def step(self) -> None:
-        explainer = self.window.attention.explainer
-        if self.view == "explainer" and explainer.explanation is None:
-            explainer.explain_current_head()  # (nothing could be explained on entering: a sentence since)
-        elif self.view == "explainer":
-            explainer.move_query(1)
+        if self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
+            self.window.attention.step_explainer(1)
         elif self.view in ("decoding", "tree", "attention"):
             self.window.decoding.press("step")
 
     def back(self) -> None:
         if self.view == "explainer":
-            self.window.attention.explainer.move_query(-1)
+            self.window.attention.step_explainer(-1)
         elif self.view in ("decoding", "tree", "attention"):
             self.window.decoding.press("back")
 
@@ -354,7 +367,7 @@ class Presenter(QObject):
 
     # -- scenes --------------------------------------------------------------------------------------------
     def current_scene(self, name: str) -> Scene:
-        d, a = self.window.decoding.view_state(), self.window.attention
+        d, a = self.window.decoding.view_state(), self.window.attention.view()
         return Scene(
             name=name,
             view=self.view,
@@ -366,11 +379,40 @@ class Presenter(QObject):
             top_k=d.top_k,
             top_p=d.top_p,
             seed=d.seed,
-            attention_kind=str(a.kind.currentData()),
-            layer=a.layer.value(),
-            head=a.head.value(),
-            average=a.average.isChecked(),
+            attention_kind=a.kind,
+            layer=a.layer,
+            head=a.head,
+            average=a.average,
         )
+
+    def fill_scenes_menu(self, menu: QMenu) -> None:
+        """The View menu's Scenes: save the current scene, recall a saved one (entering presenter mode), delete one."""
+        menu.clear()
+        save = menu.addAction(tr("Save the current scene…"), self.ask_scene_name)
+        save.setObjectName("action_save_scene")
+        names = self.scenes.names()
+        if names:
+            menu.addSeparator()
+        for name in names:
+            menu.addAction(name, partial(self.recall_scene, name))
+        if names:
+            delete = menu.addMenu(tr("Delete a scene"))
+            for name in names:
+                delete.addAction(name, partial(self.delete_scene, name))
+
+    def ask_scene_name(self) -> None:
+        name, ok = QInputDialog.getText(
+            self.window,
+            tr("Save the current scene"),
+            tr("Name of the scene (the view, sentence, decoding mode and attention layer/head are kept):"),
+        )
+        if ok and name.strip():
+            self.save_scene(name.strip())
+            self.window.note(tr("Scene “{name}” saved").format(name=name.strip()), 4000)
+
+    def recall_scene(self, name: str) -> None:
+        self.apply_scene(name)
+        self.set_on(True)
 
     def save_scene(self, name: str) -> None:
         self.scenes.put(self.current_scene(name))
@@ -387,10 +429,7 @@ class Presenter(QObject):
             return
         d, a = self.window.decoding, self.window.attention
         d.show_view_state(scene.decoding_view(d.view_state()))
-        a.kind.setCurrentIndex(max(0, a.kind.findData(scene.attention_kind)))
-        a.layer.setValue(scene.layer)
-        a.head.setValue(scene.head)
-        a.average.setChecked(scene.average)
+        a.show_view(scene.attention_view(a.view()))
         if scene.sentence:
             d.start()
         self.view = scene.view
