@@ -14,9 +14,9 @@ What the panel shows is a value, :class:`explorer.panels.decoding_state.Decoding
 step shown (``view_shown``) or the fill-mask sentence (``inspection_shown``).
 
 A random test sentence (the button of either page, and a new model's first sentence) takes one route:
-:class:`explorer.commands.SampleSentence` → ``Engine._sample_sentence`` → ``Session.sample_source`` → the
-``sentence_sampled`` signal (:meth:`DecodingPanel._on_sentence_sampled`). The words offered as the person types
-are the run's ``RunInfo.src_words``.
+:class:`explorer.commands.SampleSentence` → ``Engine._sample_sentence`` (explorer/engine_views.py) →
+``Session.sample_source`` → the ``sentence_sampled`` signal (:meth:`DecodingPanel._on_sentence_sampled`). The words
+offered as the person types are the run's ``RunInfo.src_words``.
 """
 
 from __future__ import annotations

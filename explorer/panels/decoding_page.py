@@ -3,7 +3,7 @@ auto-play over the model's decoding of it, one token a step (an encoder–decode
 model's continuation: the page's :class:`explorer.panels.decoding_views.FamilyMode`).
 
 Route: a button makes a :class:`explorer.commands.Decode` command and sends it through the engine client
-(:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/worker.py) answers from
+(:mod:`explorer.engine_client`); ``Engine._decode`` (explorer/engine_views.py) answers from
 :class:`model.decoding.stepping.DecodeDriver`, and the answer arrives on the engine's ``decode_stepped`` signal
 (:meth:`SteppingPage._on_decode_stepped`). Only the answer to the newest decoding request is shown (the engine
 client's one freshness rule: a step of a sentence that has since been replaced, or asked for before a newer click,
