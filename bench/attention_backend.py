@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+from collections.abc import Iterator
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 import model.core.attention as attention
 import model.core.layers as layers
@@ -31,10 +34,22 @@ from model.decoding.search import greedy_decode
 _sdpa = attention.scaled_dot_product_attention
 
 
-def matmul_attention(q, k, v, mask=None, dropout_p=0.0, need_weights=False):
+def matmul_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+    bias: Tensor | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """The engine's attention (same arguments, T5's ``bias`` included) with the fast path's SDPA call
+    replaced by matmul → mask → softmax → matmul."""
     if need_weights:
-        return _sdpa(q, k, v, mask, dropout_p, True)
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        return _sdpa(q, k, v, mask, dropout_p, True, bias)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # [B, H, Lq, Lk]
+    if bias is not None:
+        scores = scores + bias
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(-1)
@@ -44,12 +59,13 @@ def matmul_attention(q, k, v, mask=None, dropout_p=0.0, need_weights=False):
 
 
 @contextlib.contextmanager
-def matmul_backend():
-    attention.scaled_dot_product_attention = layers.scaled_dot_product_attention = matmul_attention
-    try:
+def matmul_backend() -> Iterator[None]:
+    """The engine's fast path through ``matmul_attention`` while inside (layers.py imported it by name)."""
+    with (
+        mock.patch.object(attention, "scaled_dot_product_attention", matmul_attention),
+        mock.patch.object(layers, "scaled_dot_product_attention", matmul_attention),
+    ):
         yield
-    finally:
-        attention.scaled_dot_product_attention = layers.scaled_dot_product_attention = _sdpa
 
 
 def with_matmul(fn):

@@ -24,8 +24,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from explorer.answers import RunInfo
+    from model.session import Session
 
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -61,7 +66,7 @@ def step_latency(app, checkpoint: str | None) -> None:
     folder = Path(tempfile.mkdtemp())
     window = MainWindow(
         engine=Engine("cpu"),
-        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+        settings=QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat),
         data_dir=folder,
         open_path=checkpoint,
         start_default=checkpoint is None,
@@ -79,6 +84,9 @@ def step_latency(app, checkpoint: str | None) -> None:
     ) and time.perf_counter() < deadline:
         app.processEvents()
         time.sleep(0.01)
+    current = window.training.current
+    if current is None or current.preset != "small":
+        raise SystemExit("the small model was not ready within 60 s")
     d = window.decoding
     shown = []
     d.view_shown.connect(lambda v: shown.append(time.perf_counter()))
@@ -95,6 +103,7 @@ def step_latency(app, checkpoint: str | None) -> None:
         d.start()
         wait_for(len(shown) + 1)
         for _ in range(8):
+            assert d.view is not None  # shown above
             if d.view.at_end:
                 break
             n = len(shown)
@@ -106,8 +115,8 @@ def step_latency(app, checkpoint: str | None) -> None:
     for mode in ("greedy", "beam"):
         ms = [1000 * t for m, t in latencies if m == mode]
         print(
-            f"== click Step to redrawn step ({mode}, {window.training.current.preset} preset, "
-            f"{window.training.current.total_parameters:,} parameters): median {statistics.median(ms):.1f} ms, "
+            f"== click Step to redrawn step ({mode}, {current.preset} preset, "
+            f"{current.total_parameters:,} parameters): median {statistics.median(ms):.1f} ms, "
             f"max {max(ms):.1f} ms over {len(ms)} steps (goal <= 100 ms)"
         )
     window.close()
@@ -127,7 +136,12 @@ def hover(app) -> None:
     app.processEvents()
     renders = []
     original = h.image.render
-    h.image.render = lambda *a: renders.append(1) or original(*a)
+
+    def counted_render(*args):
+        renders.append(1)
+        return original(*args)
+
+    h.image.render = counted_render
     times = []
     for i in range(1000):
         p = h.image.mapToScene(QPointF((i * 0.37) % 48, (i * 0.11) % 48))
@@ -162,26 +176,52 @@ def _panel_stalls(app, panel, views) -> tuple[list[float], list[float], list[flo
     return longest, total, cpu
 
 
-def beam_stalls(app, checkpoint: str | None) -> None:
-    from types import SimpleNamespace
+def run_info(session: Session) -> RunInfo:
+    """What the engine tells the window about ``session``'s model (run 1, nothing followed)."""
+    from explorer.answers import Evaluation, ModelOrigin, RunInfo
+    from explorer.engine_base import run_label
+    from model.io.snapshots import StepColumns
 
+    s, src, tgt = session, session.src_tok, session.tgt_tok
+    return RunInfo(
+        run_id=1,
+        label=run_label(s),
+        preset=s.preset,
+        model_config=s.model_cfg,
+        train_config=s.train_cfg,
+        data=s.data_spec,
+        tokenizer=s.tokenizer_spec,
+        vocab_sizes=(src.vocab_size, tgt.vocab_size),
+        parameters=s.model.parameter_breakdown(),
+        total_parameters=s.model.num_parameters(),
+        active_parameters=s.model.active_parameters(),
+        schedule=s.lr_schedule(max(2 * s.step, 2000)),
+        src_pieces=tuple(src.display_token(i) for i in range(src.vocab_size)),
+        tgt_pieces=tuple(tgt.display_token(i) for i in range(tgt.vocab_size)),
+        src_words=s.source_words(),
+        history_steps=StepColumns.from_history(s.history.train),
+        history_evals=tuple(Evaluation.of(e) for e in s.history.evals),
+        model_origin=ModelOrigin.of(s.notes),
+        weights_step=s.step,
+    )
+
+
+def beam_stalls(app, checkpoint: str | None) -> None:
     from explorer.panels.decoding import DecodingPanel
     from model.decoding.stepping import DecodeDriver
     from model.io.snapshots import DecodeSettings
     from model.session import Session
     from resources import default_model
 
-    session = Session.load(checkpoint or default_model(), device="cpu")
+    path = checkpoint or default_model()
+    if path is None:
+        raise SystemExit("no bundled model here: give --checkpoint")
+    session = Session.load(path, device="cpu")
     cfg = session.model_cfg
-    info = SimpleNamespace(
-        run_id=1,
-        model_config=cfg,
-        tgt_pieces=tuple(session.tgt_tok.display_token(i) for i in range(session.tgt_tok.vocab_size)),
-    )
     panel = DecodingPanel()
     panel.resize(1400, 1000)
     panel.show()
-    panel.on_run(info)
+    panel.on_run(run_info(session))
     panel.mode.setCurrentIndex(panel.mode.findData("beam"))
     max_len = min(panel.max_len.maximum(), cfg.max_len)  # beyond the model's max_len the engine refuses
     sentence = "Did you read two interesting books in the library yesterday?"

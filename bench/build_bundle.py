@@ -1,16 +1,20 @@
 """Build the self-contained bundle with PyInstaller and check that it starts (Linux).
 
     pip install pyinstaller
-    python -m bench.build_bundle
+    python -m bench.build_bundle [--launches 3]
 
 Builds packaging/transformer-explorer.spec into build/bundle/, reports the
 build time and the bundle's size, then launches the built program as a first
-launch (offscreen, unless $DISPLAY is set) and times it to the window and to the
-bundled model's attention map. Too slow for CI (minutes), so it lives here.
+launch (offscreen, unless $DISPLAY is set) several times, taking turns with a bare
+``python -c "import torch"``, and reports, as bench.gui_responsiveness does for
+main.py, the medians to the window and to the bundled model's attention map (as
+ratios to the import) and how late a 16 ms timer ran meanwhile. Too slow for CI
+(minutes), so it lives here.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -18,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.gui_responsiveness import launch_times
+from bench.gui_responsiveness import startup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +32,9 @@ def size_of(folder: Path) -> int:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--launches", type=int, default=3, help="first launches of the built program to time")
+    args = ap.parse_args()
     if shutil.which("pyinstaller") is None and not (Path(sys.executable).parent / "pyinstaller").exists():
         raise SystemExit("PyInstaller is not installed: pip install pyinstaller")
     out = ROOT / "build" / "bundle"
@@ -53,14 +60,7 @@ def main() -> None:
     print(f"== built {app} in {built / 60:.1f} min; {size_of(app) / 2**20:.0f} MiB")
     if not os.environ.get("DISPLAY"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    times = launch_times(3, [str(exe)])
-    print(
-        "== the bundle, first launch: window shown after "
-        + ", ".join(f"{w:.2f}" for w, _ in times)
-        + " s; attention map after "
-        + ", ".join(f"{m:.2f}" for _, m in times)
-        + " s"
-    )
+    startup(args.launches, [str(exe)], "the bundle's launch")  # as bench.gui_responsiveness times this checkout's
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 3) -> dict[str, float]:
+def interleaved_medians(fns: Mapping[str, Callable[[], object]], repeats: int, warmup: int = 3) -> dict[str, float]:
     """Time each function ``repeats`` times, taking turns (a, b, c, a, b, c, …) so that
     machine noise hits them alike; returns the median seconds per call of each."""
     for _ in range(warmup):

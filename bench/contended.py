@@ -185,7 +185,7 @@ def follow_in_window(folder: str, seconds: float) -> dict:
     def tick() -> None:
         stamps.append(time.perf_counter())
         current = window.training.current
-        x = window.training.plots["loss_plot"].data(current.run_id, "train")[0] if current else ()
+        x = window.training.plots["loss_plot"].data(current.run_id, "train")[0] if current else np.empty(0)
         n = int(x[-1]) if len(x) else 0  # the newest step drawn (the curve's points are thinned as it grows)
         if not draws or n > draws[-1][1]:
             draws.append((stamps[-1], n))
@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.window:
         from bench.gui_responsiveness import train_in_window
 
-        print(json.dumps(train_in_window(*args.window, args.seconds, None)))
+        preset, task = args.window
+        print(json.dumps(train_in_window(preset, task, args.seconds, None)))
         return 0
     if args.follow:
         print(json.dumps(follow_in_window(args.follow, args.seconds)))

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         "2 ranks × 1 thread (torchrun, gloo)": [*torchrun, *train, "--threads", "1"],
         "1 process × 2 threads, again": [sys.executable, *train, "--threads", "2"],
     }
-    rates = {}
+    rates: dict[str, float] = {}
     for name, command in runs.items():
         out = work / str(len(rates))
         env = {**os.environ, "OMP_NUM_THREADS": "1" if "torchrun" in name else "2"}

@@ -74,6 +74,7 @@ def cycle(moment: str, rng: random.Random, logs: Path, index: int) -> str | None
         "--delay",
         f"{delay[moment]:.3f}",
     ]
+    problem: str | None = None
     try:
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
@@ -81,7 +82,6 @@ def cycle(moment: str, rng: random.Random, logs: Path, index: int) -> str | None
         out = ""
     else:
         out = proc.stdout + proc.stderr
-        problem = None
         if proc.returncode < 0:
             problem = f"killed by signal {-proc.returncode}"
         elif proc.returncode != 0:

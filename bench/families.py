@@ -70,6 +70,7 @@ class EncoderReference(nn.Module):
 
     def forward(self, ids: Tensor) -> Tensor:
         s = self.shell
+        assert s.tgt_pos is not None  # the presets compared have absolute positions
         x = s.dropout(s.tgt_pos(s.tgt_embed(ids) * s.embed_scale))
         mask = nn.Transformer.generate_square_subsequent_mask(ids.shape[1], device=ids.device)
         return s.generator(self.core(x, mask=mask, is_causal=True))
@@ -84,13 +85,17 @@ def make_step(model: nn.Module, ids: Tensor, extras: bool = False) -> Callable[[
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
     inputs, targets = ids[:, :-1], ids[:, 1:]
+    aux_loss_coef = 0.0
+    if extras:
+        assert isinstance(model, Transformer), "only our model has a load-balancing loss"
+        aux_loss_coef = model.cfg.aux_loss_coef
     model.train()
 
     def step():
         opt.zero_grad(set_to_none=True)
         if extras:
             logits, found = model(inputs, return_extras=True)
-            aux = model.cfg.aux_loss_coef * found.aux_loss
+            aux = aux_loss_coef * found.aux_loss
         else:
             logits, aux = model(inputs), 0.0
         loss = loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)) + aux

@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     while window.training.current is None and time.monotonic() < deadline:
         app.processEvents()
         time.sleep(0.01)
+    followed = window.training.current
+    if followed is None:
+        raise SystemExit("the window did not open the followed run within 60 s")
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(run), str(args.rate), str(args.seconds + 2)])
     stamps: list[float] = []
     timer = QTimer(window, timerType=Qt.TimerType.PreciseTimer, interval=16)
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     app.exec()
     writer.wait()
     late = np.diff(np.array(stamps[10:])) * 1000 - 16
-    plotted = window.training.plots["loss_plot"].data(window.training.current.run_id, "train")[0]
+    plotted = window.training.plots["loss_plot"].data(followed.run_id, "train")[0]
     print(
         f"== following a run that logs {args.rate:g} steps/s for {args.seconds:g} s "
         f"({'X11 ' + os.environ['DISPLAY'] if os.environ.get('DISPLAY') else 'offscreen'})"

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 START_S = 3.0  # the seconds after Start reported on their own
 IDLE_S = 5.0  # the seconds between the window and Start
+APP = (sys.executable, "main.py")  # the application as this checkout starts it
 
 
 def _first_launch_env() -> dict[str, str]:
@@ -49,17 +51,21 @@ def bare_torch_import() -> float:
     return time.perf_counter() - t0
 
 
-def launch() -> dict[str, float]:
+def launch(command: Sequence[str] = APP) -> dict[str, float]:
     """Seconds after the process started until the window and the first attention map were shown,
-    and the timer's worst lateness (ms) from the map until the engine had prepared training."""
+    and the timer's worst lateness (ms) from the map until the engine had prepared training.
+
+    ``command`` starts the application (this checkout's ``main.py`` unless told, e.g. a built bundle);
+    ``--measure-startup`` is added to it."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "main.py", "--measure-startup"],
+        [*command, "--measure-startup"],
         stdout=subprocess.PIPE,
         text=True,
         env=_first_launch_env(),
         cwd=ROOT,
     )
+    assert proc.stdout is not None  # stdout=PIPE
     marks: dict[str, float] = {}
     for line in proc.stdout:
         if "window shown" in line:
@@ -79,16 +85,19 @@ def launch() -> dict[str, float]:
     return marks
 
 
-def startup(n: int) -> None:
-    torch_s, runs = [], []
+def startup(n: int, command: Sequence[str] = APP, what: str = "launch") -> None:
+    """Launches ``command`` n times as a first launch, taking turns with a bare torch import, and prints
+    the medians as ratios to the import; ``what`` names the launched program in the heading."""
+    torch_s: list[float] = []
+    runs: list[dict[str, float]] = []
     for _ in range(n):  # taking turns, so that a slower minute slows both alike
         torch_s.append(bare_torch_import())
-        runs.append(launch())
+        runs.append(launch(command))
     t = statistics.median(torch_s)
     window = statistics.median(r["window"] for r in runs)
     first_map = statistics.median(r.get("map", float("nan")) for r in runs)
     stall = max(r.get("stall_ms", float("nan")) for r in runs)
-    print(f"== launch (first launch, fresh settings; median of {n}, taking turns with a bare import)")
+    print(f"== {what} (first launch, fresh settings; median of {n}, taking turns with a bare import)")
     print(f"  python -c 'import torch'   {t:5.2f} s  ({', '.join(f'{x:.2f}' for x in torch_s)})")
     print(f"  window shown               {window:5.2f} s  = {window / t:.2f} x the bare import  (goal <= 1.3)")
     print(f"  first attention map shown  {first_map:5.2f} s  = {first_map / t:.2f} x the bare import  (goal <= 2.0)")
@@ -142,7 +151,7 @@ def train_in_window(preset: str, task: str, seconds: float, threads: int | None)
         engine=Engine("cpu", threads, wait_for_window=True),
         data_dir=folder,
         start_default=False,
-        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+        settings=QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat),
     )
     window.show()
     app.processEvents()
@@ -151,7 +160,7 @@ def train_in_window(preset: str, task: str, seconds: float, threads: int | None)
     form.task_combo.setCurrentIndex(form.task_combo.findData(task))
     form.preset_combo.setCurrentText(preset)
     stamps: list[float] = []
-    timer = QTimer(timerType=Qt.PreciseTimer, interval=16)
+    timer = QTimer(timerType=Qt.TimerType.PreciseTimer, interval=16)
     timer.timeout.connect(lambda: stamps.append(time.perf_counter()))
     timer.start()
 
@@ -208,7 +217,7 @@ def training_tab() -> None:
     window = MainWindow(
         engine=Engine("cpu", wait_for_window=True),
         data_dir=folder,
-        settings=QSettings(str(folder / "s.ini"), QSettings.IniFormat),
+        settings=QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat),
     )
     window.show()
     app.processEvents()
@@ -229,7 +238,7 @@ def training_tab() -> None:
         app.processEvents()
         time.sleep(0.005)
     stamps: list[float] = []
-    timer = QTimer(timerType=Qt.PreciseTimer, interval=16)
+    timer = QTimer(timerType=Qt.TimerType.PreciseTimer, interval=16)
     timer.timeout.connect(lambda: stamps.append(time.perf_counter()))
     timer.start()
     window.docks["training"].raise_()
@@ -256,7 +265,8 @@ def main() -> None:
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     if args.only:
-        lateness(*args.only, args.seconds, args.threads)
+        preset, task = args.only
+        lateness(preset, task, args.seconds, args.threads)
         return
     if args.training_tab:
         training_tab()

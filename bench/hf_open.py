@@ -23,34 +23,31 @@ import json
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from bench.common import interleaved_medians, report
 
-OPUS_MT = dict(
-    vocab_size=65001,
-    d_model=512,
-    encoder_layers=6,
-    decoder_layers=6,
-    encoder_attention_heads=8,
-    decoder_attention_heads=8,
-    encoder_ffn_dim=2048,
-    decoder_ffn_dim=2048,
-    max_position_embeddings=512,
+
+@dataclass(frozen=True)
+class MarianSizes:
+    """The sizes of a Marian model; its ``config.json`` gives layers, heads and feed-forward width for the
+    encoder and the decoder apart (``encoder_layers``, ``decoder_layers``, …), equal here."""
+
+    vocab_size: int  # shared by source and target, the padding id last
+    d_model: int
+    layers: int  # in the encoder and in the decoder
+    attention_heads: int
+    ffn_dim: int
+    max_position_embeddings: int
+
+
+OPUS_MT = MarianSizes(
+    vocab_size=65001, d_model=512, layers=6, attention_heads=8, ffn_dim=2048, max_position_embeddings=512
 )
-QUICK = dict(
-    vocab_size=5001,
-    d_model=64,
-    encoder_layers=2,
-    decoder_layers=2,
-    encoder_attention_heads=4,
-    decoder_attention_heads=4,
-    encoder_ffn_dim=128,
-    decoder_ffn_dim=128,
-    max_position_embeddings=128,
-)
+QUICK = MarianSizes(vocab_size=5001, d_model=64, layers=2, attention_heads=4, ffn_dim=128, max_position_embeddings=128)
 SENTENCE = "Yesterday my younger sister bought three new books at the bookshop near our school."
 
 
@@ -70,14 +67,14 @@ def _train_spm(lines: list[str], size: int) -> bytes:
     return model.getvalue()
 
 
-def write_marian_folder(folder: Path, sizes: dict[str, int]) -> None:
+def write_marian_folder(folder: Path, sizes: MarianSizes) -> None:
     """A Marian folder of ``sizes`` with random weights (both formats) and HSK-trained tokenizers."""
     import transformers
 
     from model.data.hsk import load_hsk_pairs
 
     pairs = [pair for split in load_hsk_pairs() for pair in split]
-    pieces = min(4000, sizes["vocab_size"] // 2 - 2)
+    pieces = min(4000, sizes.vocab_size // 2 - 2)
     source = _train_spm([en for en, _ in pairs], pieces)
     target = _train_spm([zh for _, zh in pairs], pieces)
     folder.mkdir(parents=True, exist_ok=True)
@@ -90,13 +87,21 @@ def write_marian_folder(folder: Path, sizes: dict[str, int]) -> None:
         sp = spm.SentencePieceProcessor(model_proto=blob)
         for i in range(sp.get_piece_size()):
             vocab.setdefault(sp.id_to_piece(i), len(vocab))
-    while len(vocab) < sizes["vocab_size"] - 1:  # the real vocabulary is larger than these two samples
+    while len(vocab) < sizes.vocab_size - 1:  # the real vocabulary is larger than these two samples
         vocab[f"▁filler{len(vocab)}"] = len(vocab)
     vocab["<pad>"] = len(vocab)
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
-    pad = sizes["vocab_size"] - 1
+    pad = sizes.vocab_size - 1
     config = transformers.MarianConfig(
-        **sizes,
+        vocab_size=sizes.vocab_size,
+        d_model=sizes.d_model,
+        encoder_layers=sizes.layers,
+        decoder_layers=sizes.layers,
+        encoder_attention_heads=sizes.attention_heads,
+        decoder_attention_heads=sizes.attention_heads,
+        encoder_ffn_dim=sizes.ffn_dim,
+        decoder_ffn_dim=sizes.ffn_dim,
+        max_position_embeddings=sizes.max_position_embeddings,
         activation_function="swish",
         scale_embedding=True,
         pad_token_id=pad,

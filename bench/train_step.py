@@ -31,13 +31,11 @@ class TorchReference(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.shell = Transformer(cfg)  # embeddings, positions, generator
-        kw = dict(
-            d_model=cfg.d_model, nhead=cfg.n_heads, dim_feedforward=cfg.d_ff, dropout=cfg.dropout, batch_first=True
-        )
-        enc = nn.TransformerEncoder(
-            nn.TransformerEncoderLayer(**kw), cfg.n_encoder_layers, norm=None, enable_nested_tensor=False
-        )
-        dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), cfg.n_decoder_layers, norm=None)
+        d, heads, d_ff, dropout = cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout
+        enc_layer = nn.TransformerEncoderLayer(d, heads, d_ff, dropout, batch_first=True)
+        dec_layer = nn.TransformerDecoderLayer(d, heads, d_ff, dropout, batch_first=True)
+        enc = nn.TransformerEncoder(enc_layer, cfg.n_encoder_layers, norm=None, enable_nested_tensor=False)
+        dec = nn.TransformerDecoder(dec_layer, cfg.n_decoder_layers, norm=None)
         self.core = nn.Transformer(
             d_model=cfg.d_model,
             nhead=cfg.n_heads,
@@ -51,6 +49,7 @@ class TorchReference(nn.Module):
     def forward(self, src, tgt_in):
         s = self.shell
         pad = s.cfg.pad_id
+        assert s.src_pos is not None and s.tgt_pos is not None  # the presets compared have absolute positions
         x = s.dropout(s.src_pos(s.src_embed(src) * s.embed_scale))
         y = s.dropout(s.tgt_pos(s.tgt_embed(tgt_in) * s.embed_scale))
         causal = torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool, device=tgt_in.device).triu(1)

@@ -70,7 +70,7 @@ def _file_open_forwarder():
             self.window = window
 
         def eventFilter(self, obj, event):  # noqa: N802
-            if event.type() == QEvent.FileOpen and is_model_path(event.file()):
+            if event.type() == QEvent.Type.FileOpen and is_model_path(event.file()):
                 self.window.open_checkpoint(event.file())
                 return True
             return False

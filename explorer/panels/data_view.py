@@ -28,7 +28,7 @@ class DataPanel(QWidget):
         self.data: RunData | None = None
         self.summary = named(QLabel(), "data_summary")
         self.summary.setWordWrap(True)
-        self.summary.setTextFormat(Qt.RichText)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.grid_host = QWidget()
         self.grid = QGridLayout(self.grid_host)
         self.grid.setColumnStretch(0, 1)
@@ -98,7 +98,10 @@ class DataPanel(QWidget):
     def _show_samples(self, samples) -> None:
         self._samples_shown = True
         while self.grid.count():
-            self.grid.takeAt(0).widget().deleteLater()
+            item = self.grid.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:  # the grid holds only token strips; a spacer would have no widget
+                widget.deleteLater()
         self.strips = []
         for row, (src, tgt) in enumerate(samples):
             a = TokenStrip(list(src.pieces), set(src.unknown))

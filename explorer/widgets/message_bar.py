@@ -21,9 +21,9 @@ class MessageBar(QFrame):
         super().__init__(parent)
         self.setObjectName("message_bar")
         self.label = named(QLabel(), "message_text")
-        self.label.setTextFormat(Qt.PlainText)  # messages quote file names and sentences: never markup
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote file names and sentences: never markup
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._layout = QHBoxLayout(self)
         self._layout.setContentsMargins(8, 4, 8, 4)
         self._layout.addWidget(self.label, 1)
