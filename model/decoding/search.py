@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal, Protocol, overload
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from model.core.masks import padding_mask
-from model.core.transformer import DecoderState, Transformer
+from model.core.transformer import AttentionMaps, DecoderState, Transformer
 from model.io.snapshots import Candidate, DecodeStep, Hypothesis  # torch-free; still importable from here
 
 
@@ -85,12 +85,22 @@ def _generator(seed: int | None, device: torch.device) -> torch.Generator:
 
 
 @dataclass(frozen=True)
+class RoutingRows:
+    """What one Mixture-of-Experts layer's router did with the token each prefix read at one position."""
+
+    probs: np.ndarray  # [n_live, N] router probabilities
+    chosen: np.ndarray  # [n_live, k] the experts the token went to, most probable first
+    weights: np.ndarray  # [n_live, k] the weights of their outputs
+
+
+@dataclass(frozen=True)
 class DecoderRows:
     """What one decoder call computed at one position, for every live prefix (numpy copies)."""
 
     self_attention: np.ndarray  # [n_live, layers, heads, position + 1] over the prefix read so far (BOS first)
     cross_attention: np.ndarray  # [n_live, layers, heads, S]
     eos_probs: np.ndarray  # [n_live] P(EOS | prefix, source)
+    routing: tuple[RoutingRows, ...] = ()  # per decoder layer with experts (none in a dense model)
 
 
 def output_budget(n_source: int, max_len: int) -> int:
@@ -228,17 +238,21 @@ class BeamStepper:
         cfg = model.cfg
         model.eval()
         self.encoder_attention: np.ndarray | None = None  # [layers, heads, S, S], when recording
+        # a decoder-only model's prompt, when recording: the rows of BOS and each prompt token but the last
+        # (position i reads token i), and P(prompt token i + 1 | BOS, prompt tokens ≤ i) at each
+        self.prompt_rows: list[DecoderRows] = []
+        self.prompt_probs = np.zeros(0, np.float32)
         self._generator = None if sampling is None else _generator(sampling.seed, model.device)
         with torch.inference_mode():
             src = _as_batch(src, model.device, allow_empty=cfg.arch == "decoder_only")
             if src.shape[0] != 1:
                 raise ValueError("beam search decodes one source at a time; pass a 1-D tensor")
             self.src = src[0]
+            self._forbid = _forbidden_bias(model)
             if cfg.arch == "decoder_only":
                 max_len = self._start_generation(max_len)
             else:
                 self._start_translation(src, max_len, record)
-            self._forbid = _forbidden_bias(model)
         self.max_len = max_len
         self._allowed = cfg.tgt_vocab_size - 2  # every token but PAD and BOS
         self._prefixes: list[list[int]] = [[]]
@@ -274,12 +288,29 @@ class BeamStepper:
             )
         max_len = min(max_len, room)
         self._state = model.start_generation(self.beam_size, capacity=len(prompt) - 1 + max_len)
-        if len(prompt) > 1:  # the prompt but its last token, in one row of the cache
-            for token in prompt[:-1]:
-                model.decode_step(torch.tensor([token], device=model.device), self._state)
+        if self.record:  # no encoder: its map is empty, as in a decoder-only model's inspection
+            self.encoder_attention = np.zeros((0, cfg.n_heads, 0, 0), np.float32)
+        self._read_prompt(prompt)
         self._last = torch.tensor(prompt[-1:], dtype=torch.long, device=model.device)
         self.prompt_length = len(prompt) - 1
         return max_len
+
+    def _read_prompt(self, prompt: list[int]) -> None:
+        """BOS and the prompt but its last token into one row of the cache, a token per call; when recording,
+        each call's rows and the probability it gave the prompt's next token."""
+        model, device = self.model, self.model.device
+        follows = []  # P(the next prompt token), one tensor per position
+        for token, following in zip(prompt[:-1], prompt[1:]):
+            tokens = torch.tensor([token], device=device)
+            if not self.record:
+                model.decode_step(tokens, self._state)
+                continue
+            logits, self_w, _, routing = _recorded_step(model, tokens, self._state)
+            log_probs = (logits + self._forbid).log_softmax(-1)  # [1, V]
+            self.prompt_rows.append(_rows(log_probs, self_w, [], model.cfg.eos_id, routing))
+            follows.append(log_probs[0, following])
+        if follows:  # one copy off the device for the whole prompt
+            self.prompt_probs = torch.stack(follows).exp().float().cpu().numpy()
 
     # -- navigation ------------------------------------------------------------
     @property
@@ -343,9 +374,9 @@ class BeamStepper:
         made once per position (recording appends its rows to :attr:`rows`)."""
         if self._pending is None:
             if self.record:
-                logits, self_w, cross_w = self.model.decode_step(self._last, self._state, need_weights=True)
+                logits, self_w, cross_w, routing = _recorded_step(self.model, self._last, self._state)
                 self._pending = (logits + self._forbid).log_softmax(-1)
-                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id))
+                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id, routing))
             else:
                 logits = self.model.decode_step(self._last, self._state)[0]
                 self._pending = (logits + self._forbid).log_softmax(-1)
@@ -453,13 +484,46 @@ def _sampling_view(sampling: Sampling, log_probs: Tensor) -> tuple[Tensor, Tenso
     return tempered, filter_logits(tempered, sampling.top_k, sampling.top_p)
 
 
-def _rows(log_probs: Tensor, self_w: list[Tensor], cross_w: list[Tensor], eos_id: int) -> DecoderRows:
-    """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, and P(EOS) per prefix.
-    A decoder-only model has no cross-attention: ``[n, 0, H, 0]``."""
+class RouterReport(Protocol):
+    """What the router of a decoder layer with experts reports for the tokens it routed (``[B, L, ·]`` each)."""
+
+    probs: Tensor
+    chosen: Tensor
+    weights: Tensor
+
+
+def _recorded_step(
+    model: Transformer, tokens: Tensor, state: DecoderState
+) -> tuple[Tensor, list[Tensor], list[Tensor], list[RouterReport]]:
+    """``model.decode_step`` with its attention rows, and what the router of each decoder layer with experts
+    did: caught as that sublayer returns it (its output and its routing; a dense one has no routing, and a
+    step calls it as plain tensors), since the step itself keeps only the attention."""
+    caught: list[RouterReport] = []
+
+    def catch(module: nn.Module, inputs: tuple, output: object) -> None:
+        if isinstance(output, tuple) and output[1] is not None:
+            caught.append(output[1])
+
+    hooks = [layer.get_submodule("ffn").register_forward_hook(catch) for layer in model.decoder_layers]
+    try:
+        logits, self_w, cross_w = model.decode_step(tokens, state, need_weights=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return logits, self_w, cross_w, caught
+
+
+def _rows(
+    log_probs: Tensor, self_w: list[Tensor], cross_w: list[Tensor], eos_id: int, routing: list[RouterReport]
+) -> DecoderRows:
+    """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, P(EOS) per prefix, and
+    each router's ``[n, 1, ·]`` → ``[n, ·]``. A decoder-only model has no cross-attention: ``[n, 0, H, 0]``."""
     stack = lambda ws: torch.stack([w[:, :, 0] for w in ws], dim=1).float().cpu().numpy()  # noqa: E731
+    row = lambda t: t[:, 0].float().cpu().numpy()  # noqa: E731
     n, heads = self_w[0].shape[:2]
     cross = stack(cross_w) if cross_w else np.zeros((n, 0, heads, 0), np.float32)
-    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy())
+    routers = tuple(RoutingRows(row(r.probs), row(r.chosen), row(r.weights)) for r in routing)
+    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy(), routers)
 
 
 def _draw_from(stepper: BeamStepper, log_probs: Tensor) -> Tensor:
@@ -574,12 +638,33 @@ def fill_mask(
 ) -> list[MaskFill]:
     """An encoder-only model's top-k predictions for each ``mask_id`` position of ``ids`` (1-D, the whole
     input: BOS … EOS). Every position reads the whole input, before and after it (bidirectional)."""
+    x = _masked_batch(model, ids)
+    return _mask_fills(model, x, model(x, segments=segments)[0], mask_id, top_k)
+
+
+@torch.inference_mode()
+def fill_mask_with_attention(
+    model: Transformer, ids: Tensor | list[int], mask_id: int, top_k: int = 5
+) -> tuple[list[MaskFill], AttentionMaps]:
+    """:func:`fill_mask` and, from the same pass, the model's attention maps (and routing) over ``ids``."""
+    x = _masked_batch(model, ids)
+    logits, maps = model(x, return_attention=True)
+    return _mask_fills(model, x, logits[0], mask_id, top_k), maps
+
+
+def _masked_batch(model: Transformer, ids: Tensor | list[int]) -> Tensor:
+    """``ids`` as a batch of one ``[1, T]`` for an encoder-only model (in eval mode)."""
     cfg = model.cfg
     if cfg.arch != "encoder_only":
         raise ValueError(f"fill_mask is for encoder-only (masked-language) models; this one is {cfg.arch}")
     model.eval()
-    x = torch.as_tensor(ids, dtype=torch.long, device=model.device).view(1, -1)
-    probs = model(x, segments=segments)[0].float().softmax(-1)  # [T, V]
+    return torch.as_tensor(ids, dtype=torch.long, device=model.device).view(1, -1)
+
+
+def _mask_fills(model: Transformer, x: Tensor, logits: Tensor, mask_id: int, top_k: int) -> list[MaskFill]:
+    """The top-k of the softmax ``logits [T, V]`` at each ``mask_id`` position of ``x [1, T]``, specials left out."""
+    cfg = model.cfg
+    probs = logits.float().softmax(-1)  # [T, V]
     specials = [cfg.pad_id, cfg.bos_id, cfg.eos_id, mask_id]
     ranked = probs.clone()
     ranked[:, specials] = -1.0

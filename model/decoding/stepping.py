@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from model.io.snapshots import Candidate, DecodeSettings, DecodeStep, DecodeView, Inspection
+from model.io.snapshots import (
+    Candidate,
+    DecodeSettings,
+    DecodeStep,
+    DecodeView,
+    Hypothesis,
+    Inspection,
+    RouterView,
+)
 
 if TYPE_CHECKING:
     from model.decoding.search import DecoderRows
@@ -107,6 +115,11 @@ class DecodeDriver:
         assert self.settings is not None
         return self.settings
 
+    @property
+    def _generating(self) -> bool:
+        """A decoder-only model: the prompt is read by the decoder itself, before what it generates."""
+        return self.session.model_cfg.arch == "decoder_only"
+
     def _build(self, position: int) -> None:
         s = self._settings
         self._views, self._cached_bytes = {}, 0
@@ -146,20 +159,8 @@ class DecodeDriver:
         )
         decode = session.tgt_tok.decode
         hyps = tuple((decode(h.tokens), h.score, h.log_prob, tuple(h.tokens)) for h, _, _ in ranked)
-        # the prefix in focus: the best live beam (greedy: the output so far), else the best finished one
-        live = shown[-1].live_after if shown else []
-        end: tuple[int, int] | None  # the focus's last decoder position and its row there
-        generating = session.model_cfg.arch == "decoder_only"  # the prompt is read by the decoder itself
-        if generating:  # the whole sequence (prompt + focus) through the model: its causal maps at once
-            focus = live[0] if live else (ranked[0][0].tokens if ranked else [])
-            end = None
-        elif live or not ranked:
-            focus, end = (live[0] if live else []), (stepper.position, 0)  # row 0: the best prefix entering there
-        else:
-            best, t, i = ranked[0]
-            focus = best.tokens
-            # cut at max_len (no EOS): it would be read at a position the search never computes
-            end = (t, _finished_candidate(shown[t], i).parent) if focus[-1] == session.model_cfg.eos_id else None
+        focus, end = _focus(shown, ranked, stepper.position, session.model_cfg.eos_id)
+        generating = self._generating
         return DecodeView(
             decode_id=self.decode_id,
             settings=self._settings,
@@ -174,7 +175,7 @@ class DecodeDriver:
             hypotheses=hyps,
             focus_tokens=tuple(focus),
             focus_text=decode(focus),
-            inspection=self._inspection(list(focus), end),
+            inspection=self._inspection(focus, end),
             weights_step=session.step,
             source_typed=_typed(d, eos=not generating),
         )
@@ -182,26 +183,36 @@ class DecodeDriver:
     def _inspection(self, focus: list[int], end: tuple[int, int] | None) -> Inspection:
         """Source → ``focus``, teacher-forced, from the recorded rows; ``end`` = (position, row) of the focus's
         last decoder position. Without one (an output cut at max_len, read at a position the search never
-        computes), the session computes the whole pair."""
+        computes), the session computes the whole pair. A decoder-only model's prompt comes first: its rows
+        were recorded as it was read, before the first step."""
         d, session = self._sentence, self.session
-        if end is None:
+        cfg = session.model_cfg
+        generating = self._generating
+        y = [t for t in focus if t != cfg.eos_id]
+        read = [cfg.bos_id, *d.source_ids, *y] if generating else [cfg.bos_id, *y]  # what the decoder reads
+        if end is None or (generating and cfg.pad_id in read[1:]):  # a whole pass hides padding; a step reads it
             return session.inspect(self._settings.text, tgt_ids=focus)
         stepper = d.stepper
-        eos = session.model_cfg.eos_id
-        y = [t for t in focus if t != eos]
-        chain = _back_pointers(stepper.history, end)  # the focus's row at positions 0 … len(y)
+        chain = _back_pointers(stepper.history, end)  # the focus's row at positions 0 … len(y) after the prompt
         if len(stepper.rows) < len(chain):
             stepper.lookahead()  # the position after the last step: its one decoder call
-        rows = stepper.rows[: len(chain)]
-        assert stepper.encoder_attention is not None  # the session's steppers record
-        decoder_self, cross = _assemble(rows, chain)
-        probs = [stepper.history[t].kept[chain[t + 1]].prob for t in range(len(y))]  # P(y_t | y_<t, source)
+        rows = [*stepper.prompt_rows, *stepper.rows[: len(chain)]]
+        path = [0] * len(stepper.prompt_rows) + chain  # the prompt is read in row 0
+        probs = [*stepper.prompt_probs.tolist()]  # P(prompt token | what precedes it)
+        probs += [stepper.history[t].kept[chain[t + 1]].prob for t in range(len(y))]  # P(y_t | y_<t, source)
         probs.append(float(rows[-1].eos_probs[chain[-1]]))  # P(EOS | y, source)
-        show, bos = session.tgt_tok.display_token, session.model_cfg.bos_id
+        decoder_self, cross = _assemble(rows, path)
+        assert stepper.encoder_attention is not None  # the session's steppers record
+        show = session.tgt_tok.display_token
+        tokens = [show(t) for t in read]
+        if generating:  # causal, and no padding to hide (checked above)
+            masks = {"decoder_self": np.tril(np.ones((len(read), len(read)), dtype=bool))}
+        else:
+            masks = session.attention_masks(d.source_ids, read)
         return Inspection(
-            src_tokens=list(d.source_tokens),
-            tgt_tokens=[show(t) for t in [bos, *y]],
-            out_tokens=[show(t) for t in [*y, eos]],
+            src_tokens=[] if generating else list(d.source_tokens),
+            tgt_tokens=tokens,
+            out_tokens=[show(t) for t in [*read[1:], cfg.eos_id]],
             encoder=stepper.encoder_attention,
             decoder_self=decoder_self,
             cross=cross,
@@ -210,7 +221,9 @@ class DecodeDriver:
             step=session.step,
             source=self._settings.text,
             target_ids=tuple(y),
-            masks=session.attention_masks(d.source_ids, [bos, *y]),
+            masks=masks,
+            routing=_routing(rows, path, tokens) if generating else (),  # a translation's steps show no routing
+            arch=cfg.arch,
         )
 
 
@@ -243,15 +256,45 @@ def _back_pointers(history: list[DecodeStep], end: tuple[int, int]) -> list[int]
     return chain[::-1]
 
 
-def _assemble(rows: list[DecoderRows], chain: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _focus(
+    shown: tuple[DecodeStep, ...], ranked: list[tuple[Hypothesis, int, int]], position: int, eos: int
+) -> tuple[list[int], tuple[int, int] | None]:
+    """The prefix in focus — the best live beam (greedy: the output so far), else the best finished one — and
+    (position, row) of its last decoder position: None for an output cut at max_len (no EOS), which would
+    be read at a position the search never computes."""
+    live = shown[-1].live_after if shown else []
+    if live or not ranked:
+        return (live[0] if live else []), (position, 0)  # row 0: the best prefix entering there
+    best, t, i = ranked[0]
+    return best.tokens, ((t, _finished_candidate(shown[t], i).parent) if best.tokens[-1] == eos else None)
+
+
+def _assemble(rows: list[DecoderRows], path: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Decoder self-attention ``[layers, heads, T, T]`` (0 beyond each position, which it could not see) and
-    cross-attention ``[layers, heads, T, S]`` of one prefix: row t of each is that prefix's row at position t."""
-    first = rows[0].cross_attention  # [n, layers, heads, S]
-    layers, heads, S = first.shape[1:]
-    T = len(chain)
+    cross-attention ``[layers, heads, T, S]`` of one prefix: row t of each is that prefix's row ``path[t]`` at
+    position t (a decoder-only model has no source: S = 0)."""
+    layers, heads = rows[0].self_attention.shape[1:3]
+    S = rows[0].cross_attention.shape[-1]
+    T = len(path)
     decoder_self = np.zeros((layers, heads, T, T), dtype=np.float32)
-    cross = np.empty((layers, heads, T, S), dtype=np.float32)
-    for t, (record, row) in enumerate(zip(rows, chain)):
+    cross = np.zeros((layers, heads, T, S), dtype=np.float32)
+    for t, (record, row) in enumerate(zip(rows, path)):
         decoder_self[:, :, t, : t + 1] = record.self_attention[row]
-        cross[:, :, t] = record.cross_attention[row]
+        if S:
+            cross[:, :, t] = record.cross_attention[row]
     return decoder_self, cross
+
+
+def _routing(rows: list[DecoderRows], path: list[int], tokens: list[str]) -> tuple[RouterView, ...]:
+    """What each decoder router did with the tokens of one prefix (row ``path[t]`` at position t)."""
+    return tuple(
+        RouterView(
+            "decoder",
+            layer,
+            tokens,
+            np.stack([record.routing[layer].probs[row] for record, row in zip(rows, path)]),
+            np.stack([record.routing[layer].chosen[row] for record, row in zip(rows, path)]),
+            np.stack([record.routing[layer].weights[row] for record, row in zip(rows, path)]),
+        )
+        for layer in range(len(rows[0].routing))
+    )

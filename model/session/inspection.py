@@ -14,7 +14,7 @@ from model.core.masks import decoder_self_mask, padding_mask
 from model.core.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from model.core.transformer import AttentionMaps
 from model.data.tokenization import MASK, normalize_text
-from model.decoding.search import fill_mask, generate, greedy_decode
+from model.decoding.search import fill_mask_with_attention, generate, greedy_decode
 from model.io.snapshots import AttentionExplanation, FillMaskView, Inspection, MaskPrediction, RouterView
 from model.session.decoding import SessionDecoding
 
@@ -231,12 +231,14 @@ class SessionInspection(SessionDecoding):
         return ids, originals
 
     @torch.inference_mode()
-    def _inspect_ids(self, ids: list[int], text: str) -> Inspection:
-        """An encoder-only model over ``ids``: its bidirectional self-attention (and routing)."""
+    def _inspect_ids(self, ids: list[int], text: str, maps: AttentionMaps | None = None) -> Inspection:
+        """An encoder-only model over ``ids``: its bidirectional self-attention (and routing); ``maps``: those
+        of a pass already made over ``ids``."""
         cfg = self.model_cfg
         x = torch.tensor([ids], device=self.device)
-        self.model.eval()
-        _, maps = self.model(x, return_attention=True)
+        if maps is None:
+            self.model.eval()
+            _, maps = self.model(x, return_attention=True)
         tokens = [self.src_tok.display_token(i) for i in ids]
         H, S = cfg.n_heads, len(ids)
         return Inspection(
@@ -269,12 +271,12 @@ class SessionInspection(SessionDecoding):
         if mask_id not in ids:
             raise ValueError("Write <mask> where the model should fill a word in, or click a token to mask it.")
         show = self.src_tok.display_token
+        fills, maps = fill_mask_with_attention(self.model, ids, mask_id, top_k)  # one pass: guesses and maps
         predictions = [
-            MaskPrediction(f.position, [show(t) for t in f.tokens], f.probs, originals[f.position])
-            for f in fill_mask(self.model, ids, mask_id, top_k)
+            MaskPrediction(f.position, [show(t) for t in f.tokens], f.probs, originals[f.position]) for f in fills
         ]
         tokens = [show(i) for i in ids]
-        return FillMaskView(text, tokens, predictions, self._inspect_ids(ids, shown), self.step)
+        return FillMaskView(text, tokens, predictions, self._inspect_ids(ids, shown, maps), self.step)
 
     def _with_masks_written(self, text: str, positions: list[int]) -> str:
         """``text`` (normalised) with the pieces at input ``positions`` (1 = the first after BOS) written as

@@ -1,0 +1,197 @@
+"""Step-through decoding (model/decoding/stepping.py) costs one pass of the model per step in every family: an
+encoder–decoder reads the source once per sentence and calls its decoder once per step, a decoder-only model
+reads its prompt once (a call per token, as generation does) and calls its decoder once per step, an encoder-only
+model fills masks with one pass per request. A decoder-only model's views are put together from the steps' own
+calls, and equal what a whole teacher-forced pass over BOS + prompt + output gives (as each view computed before)."""
+
+import numpy as np
+import pytest
+import torch
+
+from model.data import DataSpec
+from model.data.tokenization import EOS_ID
+from model.decoding import stepping
+from model.decoding.search import BeamStepper, generate
+from model.decoding.stepping import DecodeDriver
+from model.io.snapshots import DecodeSettings
+from model.session import Session
+from model.training.config import TrainConfig
+from tests.test_decoding_driver import MAP_FIELDS, SENTENCE, varied_session
+
+PROMPT = "我昨天"
+
+
+class Calls:
+    """Counts the model's passes: encoder, decoder steps, and whole teacher-forced ones."""
+
+    def __init__(self, model, monkeypatch):
+        self.counts = {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
+        for name in self.counts:
+            monkeypatch.setattr(model, name, self.counting(name, getattr(model, name)))
+
+    def counting(self, name, method):
+        def call(*args, **kwargs):
+            self.counts[name] += 1
+            return method(*args, **kwargs)
+
+        return call
+
+    def take(self):
+        counts, self.counts = self.counts, dict.fromkeys(self.counts, 0)
+        return counts
+
+
+def passes(encode=0, decode_step=0, forward=0):
+    return {"encode": encode, "decode_step": decode_step, "decode": 0, "forward": forward}
+
+
+def text_session(arch, eos_bias=None, **model):
+    """An untrained session of a text family (Chinese teaching sentences); ``eos_bias`` varies its outputs (a
+    random output bias, EOS made likelier by that much: some outputs end, others run to max_len)."""
+    torch.manual_seed(0)
+    train = TrainConfig(warmup_steps=50, eval_every=0)
+    session = Session.create(DataSpec(task="text-hsk-zh"), "tiny", train, arch=arch, device="cpu", **model)
+    if eos_bias is not None:
+        with torch.no_grad():
+            bias = session.model.generator.bias
+            bias.copy_(torch.randn_like(bias))
+            bias[session.model_cfg.eos_id] += eos_bias
+    return session
+
+
+# -- one pass per step, every family ----------------------------------------------------------------------------
+STEPPED = {
+    "translation, greedy": ("encoder_decoder", DecodeSettings(SENTENCE, max_len=20)),
+    "translation, beam": ("encoder_decoder", DecodeSettings(SENTENCE, beam_size=4, max_len=20)),
+    "generation, greedy": ("decoder_only", DecodeSettings(PROMPT, max_len=20)),
+    "generation, beam": ("decoder_only", DecodeSettings(PROMPT, beam_size=3, max_len=20)),
+    "generation, sampled": ("decoder_only", DecodeSettings(PROMPT, temperature=1.2, sample_top_k=20, max_len=20)),
+}
+
+
+@pytest.mark.parametrize("case", STEPPED)
+def test_one_decoder_pass_per_new_step_and_none_to_go_back(case, monkeypatch):
+    family, settings = STEPPED[case]
+    session = varied_session() if family == "encoder_decoder" else text_session(family)
+    with torch.no_grad():
+        session.model.generator.bias[session.model_cfg.eos_id] -= 1e4  # no output ends: ten steps all live
+    calls = Calls(session.model, monkeypatch)
+    driver = DecodeDriver(session)
+    views = [driver.start(settings)]
+    if family == "encoder_decoder":  # the source once; position 0: BOS's row
+        start = passes(encode=1, decode_step=1)
+    else:  # BOS and the prompt, a token each (the last one's row is position 0)
+        start = passes(decode_step=1 + len(driver._sentence.source_ids))
+    assert calls.take() == start
+    for n in range(1, 11):
+        views.append(driver.act("step"))
+        assert views[-1].position == n and not views[-1].at_end
+        assert calls.take() == passes(decode_step=1), n
+    for n in range(9, 4, -1):
+        assert driver.act("back") is views[n]
+    assert driver.act("show") is views[5] and driver.act("goto", 10) is views[10]
+    assert driver.act("reset") is views[0] and driver.act("step") is views[1]
+    assert calls.take() == passes()
+    session.train_steps(1)  # new weights: the stepper is rebuilt and replayed to where it was
+    calls.take()
+    view = driver.act("show")
+    assert view.position == 1 and view.weights_step == session.step and view is not views[1]
+    assert calls.take() == {**start, "decode_step": start["decode_step"] + 1}  # the start, the step and its row
+
+
+def test_fill_mask_is_one_pass_per_request(monkeypatch):
+    session = text_session("encoder_only")
+    calls = Calls(session.model, monkeypatch)
+    for text, positions in (("我<mask>天去了", ()), ("我昨天去了", (2,)), ("<mask>昨天<mask>了", ())):
+        view = session.fill_mask(text, positions)
+        assert view.predictions and view.inspection.encoder.shape[-1] == len(view.tokens)
+        assert calls.take() == passes(forward=1), text
+
+
+def test_views_let_go_are_made_again_from_the_rows_without_the_model(monkeypatch):
+    session = varied_session()
+    with torch.no_grad():
+        session.model.generator.bias[EOS_ID] -= 1e4
+    monkeypatch.setattr(stepping, "VIEW_CACHE_BYTES", 1)  # keep only the view shown
+    driver = DecodeDriver(session)
+    views = [driver.start(DecodeSettings(SENTENCE, beam_size=4, max_len=20))]
+    views += [driver.act("step") for _ in range(5)]
+    assert len(driver._views) == 1
+    calls = Calls(session.model, monkeypatch)
+    again = driver.act("goto", 3)
+    assert again is not views[3] and again.position == 3 and again.focus_tokens == views[3].focus_tokens
+    for name in MAP_FIELDS:
+        assert np.array_equal(getattr(again.inspection, name), getattr(views[3].inspection, name)), name
+    assert calls.take() == passes()
+
+
+# -- a decoder-only model's views, from the steps' rows -----------------------------------------------------------
+GPT_MODELS = {
+    "dense": {},
+    "experts": {"n_experts": 4, "experts_top_k": 2},
+    "rope, pre-norm": {"positional": "rope", "norm": "pre"},
+}
+GPT_MODES = {
+    "greedy": DecodeSettings(PROMPT, max_len=10),
+    "beam": DecodeSettings(PROMPT, beam_size=3, max_len=10),
+    "sampled": DecodeSettings(PROMPT, temperature=1.3, sample_top_k=20, top_p=0.9, seed=5, max_len=10),
+}
+
+
+def assert_same_inspection(got, want, what):
+    """Everything a view's inspection shows: tokens, maps, probabilities, masks, routing."""
+    for name in ("src_tokens", "tgt_tokens", "out_tokens", "target_ids", "teacher_forced", "step", "source", "arch"):
+        assert getattr(got, name) == getattr(want, name), f"{what}: {name}"
+    for name in MAP_FIELDS + ("cross",):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {name}"
+        assert a.size == 0 or np.abs(a - b).max() < 1e-5, f"{what}: {name}"
+    assert got.masks.keys() == want.masks.keys() == {"decoder_self"}, what
+    assert np.array_equal(got.masks["decoder_self"], want.masks["decoder_self"]), what
+    assert len(got.routing) == len(want.routing), what
+    for mine, theirs in zip(got.routing, want.routing):
+        assert (mine.stack, mine.layer, mine.tokens) == (theirs.stack, theirs.layer, theirs.tokens), what
+        assert np.array_equal(mine.chosen, theirs.chosen), what
+        assert np.abs(mine.probs - theirs.probs).max() < 1e-5 and np.abs(mine.weights - theirs.weights).max() < 1e-5
+
+
+@pytest.mark.parametrize("mode", GPT_MODES)
+@pytest.mark.parametrize("variant", GPT_MODELS)
+def test_generation_views_equal_a_whole_teacher_forced_pass(variant, mode):
+    """Each view as it was made before (the whole sequence through the model at every step), for outputs that
+    end and outputs cut at max_len; and every beam's prefix and every hypothesis that ended, from their rows."""
+    settings = GPT_MODES[mode]
+    for eos_bias in (3.5, 4.0):
+        session = text_session("decoder_only", eos_bias, **GPT_MODELS[variant])
+        driver = DecodeDriver(session)
+        views = [driver.start(settings)]
+        while not views[-1].at_end:
+            views.append(driver.act("step"))
+        for view in views:
+            whole = session.inspect(PROMPT, tgt_ids=list(view.focus_tokens))
+            assert_same_inspection(view.inspection, whole, f"position {view.position}")
+        stepper = driver._sentence.stepper
+        for position, step in enumerate(stepper.history):
+            for row, prefix in enumerate(step.prefixes):
+                got = driver._inspection(prefix, (position, row))
+                assert_same_inspection(got, session.inspect(PROMPT, tgt_ids=prefix), f"{position}, beam {row}")
+            for hyp, candidate in zip(step.finished, [c for c in step.kept if c.status == "finished"]):
+                if hyp.tokens[-1] == EOS_ID:
+                    got = driver._inspection(hyp.tokens, (position, candidate.parent))
+                    assert_same_inspection(got, session.inspect(PROMPT, tgt_ids=hyp.tokens), f"ended at {position}")
+        assert_same_search(session, settings, views[-1])
+
+
+def assert_same_search(session, settings, end):
+    """The search the views show is the one decoding makes without recording anything."""
+    ids = session._source(PROMPT)[1]
+    if settings.beam_size > 1:
+        src = torch.tensor(ids)
+        found = BeamStepper(session.model, src, settings.beam_size, settings.max_len, record=False).run()
+        assert [list(h[3]) for h in end.hypotheses] == [h.tokens for h in found]
+        assert [h[2] for h in end.hypotheses] == pytest.approx([h.log_prob for h in found], abs=1e-5)
+    else:
+        temperature = settings.temperature
+        cut = {"top_k": settings.sample_top_k or None, "top_p": settings.top_p if settings.top_p < 1 else None}
+        found = generate(session.model, ids, settings.max_len, temperature=temperature, seed=settings.seed, **cut)
+        assert list(end.hypotheses[0][3]) == found
