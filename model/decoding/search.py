@@ -200,7 +200,8 @@ class BeamStepper:
 
     One decoder call per position, for all live prefixes together. When recording, each call's
     attention rows are kept in :attr:`rows` (position t: what the prefixes entering step t computed
-    as they read their last token), and the encoder's self-attention in :attr:`encoder_attention`;
+    as they read their last token), and the encoder's self-attention in :attr:`encoder_attention` (a
+    decoder-only model: the rows of BOS and its prompt in :attr:`prompt_rows`, read before the first step);
     together they are the teacher-forced maps of any prefix the search made (see
     :mod:`model.decoding.stepping`). The call for the position after the last step is made when the next step
     needs it, or earlier by :meth:`lookahead`.

@@ -4,7 +4,8 @@ A :class:`DecodeDriver` keeps one sentence being decoded. Each step is one decod
 prefixes (:class:`~model.decoding.BeamStepper`); a view's teacher-forced maps of the prefix in focus
 are put together from the rows those calls recorded — at each position, the row of the beam the
 focus descends from, found by following the back-pointers — and the encoder's self-attention of the
-start, so showing a step computes nothing more. Views are kept per position: Back, Show and Go to a
+start (a decoder-only model: the rows of its prompt, recorded as it was read), so showing a step
+computes nothing more. Views are kept per position: Back, Show and Go to a
 position already shown compute nothing at all. Every answer is on the weights of the moment: when
 training has changed them since the stepper was built, it is rebuilt and replayed to the same
 position first.
