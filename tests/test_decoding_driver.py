@@ -1,5 +1,6 @@
-"""Step-through decoding as the engine thread runs it (no Qt involved): one decoder call per step, and the
-attention maps of the prefix in focus put together from those calls equal a teacher-forced forward pass."""
+"""Step-through decoding as the engine thread runs it (no Qt involved): the attention maps of the prefix in focus,
+put together from the steps' decoder calls, equal a teacher-forced forward pass (tests/test_stepping.py counts the
+calls, for every family)."""
 
 import itertools
 
@@ -152,71 +153,3 @@ def test_a_finished_translation_has_the_maps_of_a_teacher_forced_pass(trained, b
     assert end.at_end and end.focus_tokens[-1] == EOS_ID and len(end.focus_tokens) > 2
     assert_same_maps(end.inspection, teacher_forced(trained, end.focus_tokens, "2 7 1 8"), "the translation")
     assert end.inspection.target_probs[-1] > 0.5  # the trained model is sure the copy ends there
-
-
-class Calls:
-    """Counts the model's passes: encoder, decoder steps, and whole teacher-forced ones."""
-
-    def __init__(self, model, monkeypatch):
-        self.counts = {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
-        for name in self.counts:
-            monkeypatch.setattr(model, name, self.counting(name, getattr(model, name)))
-
-    def counting(self, name, method):
-        def call(*args, **kwargs):
-            self.counts[name] += 1
-            return method(*args, **kwargs)
-
-        return call
-
-    def take(self):
-        counts, self.counts = self.counts, dict.fromkeys(self.counts, 0)
-        return counts
-
-
-@pytest.mark.parametrize("beam", [1, 4])
-def test_one_decoder_call_per_new_step_and_none_to_go_back(beam, monkeypatch):
-    import torch
-
-    session = varied_session()
-    with torch.no_grad():
-        session.model.generator.bias[EOS_ID] -= 1e4  # no hypothesis ends: ten steps all have live beams
-    calls = Calls(session.model, monkeypatch)
-    driver = DecodeDriver(session)
-    views = [driver.start(DecodeSettings(SENTENCE, beam_size=beam, max_len=20))]
-    assert calls.take() == {"encode": 1, "decode_step": 1, "decode": 0, "forward": 0}  # position 0: BOS's row
-    for n in range(1, 11):
-        views.append(driver.act("step"))
-        assert views[-1].position == n and not views[-1].at_end
-        assert calls.take() == {"encode": 0, "decode_step": 1, "decode": 0, "forward": 0}, n
-    for n in range(9, 4, -1):
-        assert driver.act("back") is views[n]
-    assert driver.act("show") is views[5] and driver.act("goto", 10) is views[10]
-    assert driver.act("reset") is views[0] and driver.act("step") is views[1]
-    assert calls.take() == {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
-    session.train_steps(1)  # new weights: the stepper is rebuilt and replayed to where it was
-    calls.take()
-    view = driver.act("show")
-    assert view.position == 1 and view.weights_step == session.step and view is not views[1]
-    assert calls.take() == {"encode": 1, "decode_step": 2, "decode": 0, "forward": 0}  # the step, and its row
-
-
-def test_views_let_go_are_made_again_from_the_rows_without_the_model(monkeypatch):
-    import torch
-
-    from model.decoding import stepping
-
-    session = varied_session()
-    with torch.no_grad():
-        session.model.generator.bias[EOS_ID] -= 1e4
-    monkeypatch.setattr(stepping, "VIEW_CACHE_BYTES", 1)  # keep only the view shown
-    driver = DecodeDriver(session)
-    views = [driver.start(DecodeSettings(SENTENCE, beam_size=4, max_len=20))]
-    views += [driver.act("step") for _ in range(5)]
-    assert len(driver._views) == 1
-    calls = Calls(session.model, monkeypatch)
-    again = driver.act("goto", 3)
-    assert again is not views[3] and again.position == 3 and again.focus_tokens == views[3].focus_tokens
-    for name in MAP_FIELDS:
-        assert np.array_equal(getattr(again.inspection, name), getattr(views[3].inspection, name)), name
-    assert calls.take() == {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
