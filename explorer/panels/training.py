@@ -41,6 +41,11 @@ __all__ = ["MAX_RUNS", "ConfirmReplace", "TrainingPanel"]
 ConfirmReplace = Callable[[Callable[[], object], str, bool], None]
 
 
+def _replace_without_asking(then: Callable[[], object], question: str, always_ask: bool) -> None:
+    """Until the window gives the panel its question dialog: go ahead."""
+    then()
+
+
 class TrainingPanel(QWidget):
     """Settings, Start/Pause/Stop/Reset/Step, the run list and the live plots (six, and the experts' load
     for a Mixture-of-Experts model)."""
@@ -55,7 +60,7 @@ class TrainingPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.client: EngineClient | None = None  # set by attach; without it the panel sends nothing
-        self.confirm_replace: ConfirmReplace = lambda then, question, always_ask: then()
+        self.confirm_replace: ConfirmReplace = _replace_without_asking
         self.setObjectName("training_panel")
         self.status = EngineStatus("idle", 0, 0, False, None, "")
         self.runs: dict[int, RunInfo] = {}
