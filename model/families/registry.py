@@ -114,6 +114,8 @@ class FamilySpec:
     parameter_groups: tuple[str, ...]  # the groups a model of this family may have (options add theirs)
     cli: str  # the command-line tool that uses it
     shared_specials: bool = False  # its end token may also be its start and padding token (GPT-2's <|endoftext|>)
+    text_specials: int = 0  # the special tokens each text of a single-stream family is read with (BOS; BOS and EOS)
+    quality_range: tuple[float, float] | None = None  # the evaluation plot's scale (None: from zero, growing)
     labels: Mapping[str, str] = field(default_factory=dict)  # English labels by place (the window translates)
     help_keys: Mapping[str, str] = field(default_factory=dict)  # help topic by panel
 
@@ -170,6 +172,7 @@ ENCODER_DECODER = FamilySpec(
         "decoder_cross_attention",
     ),
     cli="model.cli.translate",
+    quality_range=(0.0, 100.0),
     labels={
         "family": "Encoder–decoder (the paper)",
         "family_tip": "Encoder–decoder (the paper)",
@@ -178,6 +181,7 @@ ENCODER_DECODER = FamilySpec(
         "output": "Output probabilities",
         "decoding_dock": "Decoding",
         "quality_plot": "Exact match and BLEU (valid)",
+        "quality_axis": "%",
     },
     help_keys={"training": "training", "map": "map", "decoding": "decoding"},
 )
@@ -195,6 +199,7 @@ DECODER_ONLY = FamilySpec(
     parameter_groups=(*_EMBEDDINGS, *_DECODER),
     cli="model.cli.generate",
     shared_specials=True,
+    text_specials=1,  # BOS before the input (EOS after the target)
     labels={
         **_ONE_STREAM,
         "family": "GPT (decoder-only)",
@@ -205,6 +210,7 @@ DECODER_ONLY = FamilySpec(
         "output": "Next-token probabilities",
         "decoding_dock": "Decoding",
         "quality_plot": "Perplexity (valid)",
+        "quality_axis": "perplexity",
         "badge": "GPT · ",
     },
     help_keys={"training": "training_decoder_only", "map": "map_decoder_only", "decoding": "generation"},
@@ -222,6 +228,8 @@ ENCODER_ONLY = FamilySpec(
     plots=("quality_plot",),
     parameter_groups=(*_EMBEDDINGS, "segment_embedding", *_ENCODER, "masked_lm_head", "classification_head"),
     cli="model.cli.fill_mask",
+    text_specials=2,  # BOS text EOS
+    quality_range=(0.0, 100.0),
     labels={
         **_ONE_STREAM,
         "family": "BERT (encoder-only)",
@@ -232,6 +240,8 @@ ENCODER_ONLY = FamilySpec(
         "output": "Masked-token probabilities",
         "decoding_dock": "Fill the mask",
         "quality_plot": "Masked-token accuracy (valid)",
+        "quality_plot:nsp": "Masked-token and next-sentence accuracy (valid)",
+        "quality_axis": "%",
         "badge": "BERT · ",
     },
     help_keys={"training": "training_encoder_only", "map": "map_encoder_only", "decoding": "family_encoder_only"},
@@ -253,7 +263,7 @@ MOE = OptionSpec(
     parameter_groups=(),  # the router and the experts are the layers' feed-forward groups
     scores=("aux_loss", "expert_load"),
     plots=("expert_load_plot",),
-    labels={"loss_plot": "Loss (and the mean balance loss)"},
+    labels={"loss_plot": "Loss (balance loss: 1 = even)"},  # the balance loss, its layers' mean, beside the loss
     help_keys={"training": "training_moe", "map": "map_moe"},
 )
 T5_BIAS = OptionSpec(
