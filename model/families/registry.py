@@ -151,6 +151,46 @@ _EMBEDDINGS = ("source_embedding", "source_positions", "embedding_norm", "output
 _ENCODER = ("encoder_self_attention", "encoder_feed_forward", "encoder_norms", "encoder_final_norm")
 _DECODER = ("decoder_self_attention", "decoder_feed_forward", "decoder_norms", "decoder_final_norm")
 _ONE_STREAM = {"group:source_embedding": "token embedding", "group:source_positions": "positions (learned)"}
+# What the Attention, Settings and Model panels say of a single-stream family where the paper's model is spoken of
+# (their keys: rows:<kind> what a map's rows and columns are; hint:<source> what to do for a map to appear;
+# source:<source> a map source's name; pair:source / pair:target / pair:placeholder the typed pair's fields;
+# note:greedy a map of the model's own continuation; note:previous_sentence a map of the sentence before the one
+# typed; probe:target the probe's second field; subject the family as a sentence's subject; stacks its layers,
+# with {n}). A family without one of them reads the panel's own words, which are the encoder–decoder's.
+_DECODER_ONLY_TEXTS = {
+    "rows:decoder_self": (
+        "Rows: positions of the text, labelled “read → predicts”; columns: the tokens read (keys); each "
+        "row sums to 1. Hatched cells are masked: a position may not look at later ones, because the "
+        "next token, the one it must predict, is there."
+    ),
+    "hint:pair": "Type a prompt (and, if you like, its continuation) and press Show.",
+    "source:pair": "A prompt and its continuation",
+    "pair:source": "Prompt",
+    "pair:target": "Continuation",
+    "pair:placeholder": "empty: the model's own continuation",
+    "note:greedy": "continuation: the model's own greedy one",
+    "probe:target": "continuation (empty: the model's own)",
+    "subject": "A decoder-only model",
+    "stacks": "N = {n} decoder layers: masked self-attention and feed-forward, no encoder and no cross-attention",
+}
+_ENCODER_ONLY_TEXTS = {
+    "rows:encoder": (
+        "Rows: positions (queries); columns: positions (keys); each row sums to 1. No cell is hatched: "
+        "the attention mask hides no position, every token sees the whole text, both ways. A <mask> "
+        "token is another thing: a word hidden from the input, which the model guesses from what its "
+        "row gathers."
+    ),
+    "hint:pair": "Type a text (write <mask> where a word is hidden) and press Show.",
+    "hint:decoding": "Type a sentence in the fill-mask panel; its attention appears here.",
+    "source:pair": "A text of your own",
+    "source:decoding": "Following the fill-mask panel",
+    "pair:source": "Text",
+    "pair:target": "",  # one text: no second field
+    "pair:placeholder": "",
+    "note:previous_sentence": "previous sentence: the one typed now is read at Fill the mask",
+    "subject": "An encoder-only model",
+    "stacks": "N = {n} encoder layers: self-attention that looks both ways, no decoder",
+}
 
 ENCODER_DECODER = FamilySpec(
     arch="encoder_decoder",
@@ -183,7 +223,7 @@ ENCODER_DECODER = FamilySpec(
         "quality_plot": "Exact match and BLEU (valid)",
         "quality_axis": "%",
     },
-    help_keys={"training": "training", "map": "map", "decoding": "decoding"},
+    help_keys={"training": "training", "map": "map", "decoding": "decoding", "family": "family_encoder_decoder"},
 )
 DECODER_ONLY = FamilySpec(
     arch="decoder_only",
@@ -212,8 +252,14 @@ DECODER_ONLY = FamilySpec(
         "quality_plot": "Perplexity (valid)",
         "quality_axis": "perplexity",
         "badge": "GPT · ",
+        **_DECODER_ONLY_TEXTS,
     },
-    help_keys={"training": "training_decoder_only", "map": "map_decoder_only", "decoding": "generation"},
+    help_keys={
+        "training": "training_decoder_only",
+        "map": "map_decoder_only",
+        "decoding": "generation",
+        "family": "family_decoder_only",
+    },
 )
 ENCODER_ONLY = FamilySpec(
     arch="encoder_only",
@@ -243,8 +289,14 @@ ENCODER_ONLY = FamilySpec(
         "quality_plot:nsp": "Masked-token and next-sentence accuracy (valid)",
         "quality_axis": "%",
         "badge": "BERT · ",
+        **_ENCODER_ONLY_TEXTS,
     },
-    help_keys={"training": "training_encoder_only", "map": "map_encoder_only", "decoding": "family_encoder_only"},
+    help_keys={
+        "training": "training_encoder_only",
+        "map": "map_encoder_only",
+        "decoding": "family_encoder_only",
+        "family": "family_encoder_only",
+    },
 )
 FAMILIES: dict[str, FamilySpec] = {spec.arch: spec for spec in (ENCODER_DECODER, DECODER_ONLY, ENCODER_ONLY)}
 
