@@ -51,7 +51,7 @@ from model.io.snapshots import StepColumns
 if TYPE_CHECKING:
     import torch
 
-    from explorer.engine_following import RunFollowing
+    from explorer.run_following import RunFollowing
     from model.session import Session
 
 
