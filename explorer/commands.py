@@ -9,12 +9,14 @@ class leads to its handler. Plain data only: no Qt, no PyTorch.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from explorer.worker import NewModelSpec
+    from model.core.settings import SettingValue
     from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
     from model.io.snapshots import DecodeSettings
     from model.training.config import TrainConfig
 
@@ -31,6 +33,18 @@ class Command:
 
 
 # -- models ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NewModelSpec:
+    """Everything needed to build a model from scratch."""
+
+    data: DataSpec
+    preset: str
+    model_overrides: Mapping[str, SettingValue]  # ModelConfig fields set in the form (over the preset's)
+    train: TrainConfig
+    tokenizer: TokenizerSpec
+    shared_tokenizer: bool = False
+
+
 @dataclass(frozen=True)
 class NewModel(Command):
     """Build a fresh model. ``if_no_model``: the program's own start-up plan, dropped once a model exists."""

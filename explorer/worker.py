@@ -20,8 +20,6 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 from explorer.answers import TRAINING, EngineFailure, EngineMessage
 from explorer.commands import (
@@ -50,15 +48,12 @@ from explorer.commands import (
     Step,
     Stop,
 )
+from explorer.commands import NewModelSpec as NewModelSpec  # the training panel still looks for it here
 from explorer.engine_following import FollowingHandlers
 from explorer.engine_loading import LIVE_ENGINES, favour_the_window, load_engine, prepare_optimizers_aside
 from explorer.engine_training import TrainingHandlers
 from explorer.engine_views import ViewHandlers
 from explorer.failures import failure_message
-from model.core.settings import SettingValue
-from model.data import DataSpec
-from model.data.tokenization import TokenizerSpec
-from model.training.config import TrainConfig
 from model.training.device import ThreadGovernor, device_description, resolve_device, start_helpers_behind
 
 # what ends following a run: the person makes, opens or trains a model of their own
@@ -66,18 +61,6 @@ ENDS_FOLLOWING = (NewModel, Load, Start, Resume, Step, ChangeData)
 # Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
 # loading what training needs) waits until no command has come for this long.
 QUIET_S = 0.5
-
-
-@dataclass(frozen=True)
-class NewModelSpec:
-    """Everything needed to build a model from scratch."""
-
-    data: DataSpec
-    preset: str
-    model_overrides: Mapping[str, SettingValue]  # ModelConfig fields set in the form (over the preset's)
-    train: TrainConfig
-    tokenizer: TokenizerSpec
-    shared_tokenizer: bool = False
 
 
 class Engine(TrainingHandlers, ViewHandlers, FollowingHandlers):

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _copy_spec():
-    from explorer.worker import NewModelSpec
+    from explorer.commands import NewModelSpec
     from model.data import DataSpec
     from model.data.tokenization import TokenizerSpec
     from model.training.trainer import train_config_for

@@ -9,7 +9,8 @@ pytest.importorskip("pytestqt")
 
 from explorer import commands as cmd  # noqa: E402
 from explorer.answers import EngineStatus, MetricsBatch  # noqa: E402
-from explorer.worker import Engine, NewModelSpec  # noqa: E402
+from explorer.commands import NewModelSpec  # noqa: E402
+from explorer.worker import Engine  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 from model.data.tokenization import TokenizerSpec  # noqa: E402
 from model.io.snapshots import DecodeSettings  # noqa: E402

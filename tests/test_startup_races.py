@@ -87,7 +87,8 @@ def test_a_checkpoint_that_cannot_be_opened_falls_back_to_the_bundled_model(make
 
 
 def test_the_engine_skips_a_start_up_load_once_a_model_exists(qtbot):
-    from explorer.worker import Engine, NewModelSpec
+    from explorer.commands import NewModelSpec
+    from explorer.worker import Engine
     from model.data import DataSpec
     from model.data.tokenization import TokenizerSpec
     from model.training.trainer import train_config_for

@@ -156,7 +156,7 @@ def test_a_corpus_without_a_test_split_gives_another_and_says_so(qtbot, copy_ses
 
 
 def copy_spec():
-    from explorer.worker import NewModelSpec
+    from explorer.commands import NewModelSpec
     from model.data import DataSpec
     from model.data.tokenization import TokenizerSpec
     from model.training.trainer import train_config_for

@@ -34,10 +34,10 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.answers import RunInfo
+from explorer.commands import NewModelSpec
 from explorer.i18n import N_, tr
 from explorer.panels.model_info import VALUE_NAMES
 from explorer.widgets import named
-from explorer.worker import NewModelSpec
 from model.core.config import PRESETS, SINGLE_STREAM, ModelConfig
 from model.core.settings import ConfigError, SettingField, SettingValue, form_settings, settings_of
 from model.data import MONOLINGUAL_TASKS, TASK_DESCRIPTIONS, TASKS, DataError, DataSpec, is_monolingual
