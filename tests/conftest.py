@@ -79,6 +79,16 @@ def make_window(qtbot, tmp_path):
 
 
 @pytest.fixture
+def english():
+    """The interface in English for the test, and afterwards."""
+    from explorer.i18n import language
+
+    language.set("en")
+    yield
+    language.set("en")
+
+
+@pytest.fixture
 def chinese_font():
     """The bundled Chinese font, as the program adds it where no installed font has Chinese (its widths are the
     ones a person sees); the application's font and the interface language are put back afterwards."""

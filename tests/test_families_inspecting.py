@@ -73,13 +73,6 @@ def run_info(session):
 
 
 @pytest.fixture
-def english():
-    language.set("en")
-    yield
-    language.set("en")
-
-
-@pytest.fixture
 def panel(qtbot, english):
     from explorer.panels.attention import AttentionPanel
 

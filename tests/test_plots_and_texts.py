@@ -13,15 +13,6 @@ from PySide6.QtGui import QColor  # noqa: E402
 from tests.test_training_panel import evaluations_batch, steps_batch  # noqa: E402
 
 
-@pytest.fixture
-def english():
-    from explorer.i18n import language
-
-    language.set("en")
-    yield
-    language.set("en")
-
-
 # -- 2. the dark theme -------------------------------------------------------------------------------------------
 def _axis_pixels(heatmap):
     """The left axis's strip of the rendered map, as lightness values [rows, cols]."""

@@ -20,15 +20,6 @@ pytest.importorskip("pytestqt")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def english():
-    from explorer.i18n import language
-
-    language.set("en")
-    yield
-    language.set("en")
-
-
 # -- the Q·K explainer ----------------------------------------------------------------------------------------
 def test_exp_column_is_exp_of_the_scaled_scores_and_gives_the_weights():
     e = notes_example()

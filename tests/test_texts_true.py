@@ -29,13 +29,6 @@ CHINESE = r"[\u3400-\u9fff]"
 
 
 @pytest.fixture
-def english():
-    language.set("en")
-    yield
-    language.set("en")
-
-
-@pytest.fixture
 def chinese():
     language.set("zh")
     yield

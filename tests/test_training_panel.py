@@ -13,15 +13,6 @@ from explorer.widgets.metric_plot import nice_ceiling  # noqa: E402
 
 
 @pytest.fixture
-def english():
-    from explorer.i18n import language
-
-    language.set("en")
-    yield
-    language.set("en")
-
-
-@pytest.fixture
 def panel(qtbot):
     from explorer.panels.training import TrainingPanel
 
