@@ -20,6 +20,7 @@ from explorer.panels.attention_caption import rows_caption  # noqa: E402
 from explorer.panels.decoding import CHART_HEIGHT  # noqa: E402
 from model.data import DataSpec  # noqa: E402
 from model.decoding.stepping import DecodeDriver  # noqa: E402
+from model.families.registry import ENCODER_ONLY  # noqa: E402
 from model.session import Session  # noqa: E402
 from model.training.config import TrainConfig  # noqa: E402
 from tests.test_layout_sizes import drawn_tick_labels  # noqa: E402
@@ -165,7 +166,7 @@ def test_bert_the_attention_panel_follows_the_fill_mask_sentence_and_its_weights
 
 
 def test_the_two_meanings_of_mask_are_not_confused():
-    text = rows_caption("encoder", "encoder_only")
+    text = rows_caption("encoder", ENCODER_ONLY)
     assert "Nothing is masked" not in text
     assert "attention mask" in text and "<mask>" in text
 

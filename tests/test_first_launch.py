@@ -127,6 +127,15 @@ def visible_strings():
     return found
 
 
+def family_labels():
+    """The English labels the family specs give the window to translate where it shows them (names and signs,
+    such as "GPT · " and "%", read the same in Chinese)."""
+    from model.families.registry import FAMILIES, OPTIONS
+
+    labels = {text for spec in (*FAMILIES.values(), *OPTIONS) for text in spec.labels.values()}
+    return {text for text in labels if re.search("[a-z]{2}", text)}
+
+
 def test_every_interface_string_has_a_chinese_translation():
     import torch
 
@@ -134,7 +143,7 @@ def test_every_interface_string_has_a_chinese_translation():
     from model.core.transformer import Transformer
     from model.data import TASK_DESCRIPTIONS
 
-    wanted = visible_strings() | set(TASK_DESCRIPTIONS.values())
+    wanted = visible_strings() | family_labels() | set(TASK_DESCRIPTIONS.values())
     for options in ({}, {"positional": "learned", "norm": "pre"}):
         with torch.device("meta"):
             model = Transformer(ModelConfig.preset("tiny", src_vocab_size=9, tgt_vocab_size=9, **options))

@@ -7,8 +7,8 @@ sentence's attention over training with its timeline and entropy plot, and :clas
 one head's softmax(q·kᵀ / √d_k) spelled out; for a Mixture-of-Experts model also the Router tab
 (:class:`explorer.panels.router.RouterPage`), where each token of the same input was sent.
 
-The kinds of attention follow the model's family (``Inspection.arch``): the paper's three for an
-encoder–decoder, one causal self-attention for a decoder-only model (GPT, its maps in
+The kinds of attention follow the model's family (the spec of ``Inspection.arch``, its ``attention``): the
+paper's three for an encoder–decoder, one causal self-attention for a decoder-only model (GPT, its maps in
 ``decoder_self``), one self-attention that looks both ways for an encoder-only model (BERT, in
 ``encoder``). A button named after the family opens what it changes from the paper's model.
 
@@ -50,6 +50,7 @@ from explorer.panels.router import RouterPage
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap, HeatmapGrid
 from explorer.widgets.token_strip import shown_piece
+from model.families.registry import FAMILIES, FamilySpec
 from model.io.snapshots import AttentionExplanation, DecodeView, Inspection
 
 if TYPE_CHECKING:
@@ -122,9 +123,9 @@ class AttentionPanel(QWidget):
         self.family_help, self.row_labels = c.family_help, c.row_labels
 
     @property
-    def arch(self) -> str:
+    def family(self) -> FamilySpec:
         """The family whose kinds of attention are offered (:meth:`_set_family`)."""
-        return self.choices.arch
+        return self.choices.family
 
     def _create_views(self) -> None:
         self.heatmap = Heatmap("attention_heatmap")
@@ -187,14 +188,14 @@ class AttentionPanel(QWidget):
             part.retranslate()
         self.refresh()
 
-    def _set_family(self, arch: str) -> None:
-        """Offer the kinds of attention of the family ``arch`` (and name the pair, probe and explainer for it);
-        the kind shown stays when the family has it."""
-        if arch == self.arch:
+    def _set_family(self, family: FamilySpec) -> None:
+        """Offer the kinds of attention of ``family`` (and name the pair, probe and explainer for it); the kind
+        shown stays when the family has it."""
+        if family is self.family:
             return
-        self.choices.set_family(arch)
-        self.explainer.arch = arch
-        self.over_training.set_family(arch)
+        self.choices.set_family(family)
+        self.explainer.family = family
+        self.over_training.set_family(family)
         self.retranslate()
 
     # -- what the map shows, as a value (set by presenter mode, scenes, the model map, first launch) ----------
@@ -282,7 +283,7 @@ class AttentionPanel(QWidget):
             self.decoding_open, self.decoded, self.previous_sentence = False, 0, False
             self.over_training.reset(info.run_id)
             self.explainer.clear()
-        self._set_family(m.arch)  # after the last model's maps have gone: they would bring back its family
+        self._set_family(m.family)  # after the last model's maps have gone: they would bring back its family
         self.tabs.setTabVisible(self.tabs.indexOf(self.router), m.moe)
         self.choices.set_model(m.n_encoder_layers, m.n_decoder_layers, m.n_heads)
         self.refresh()
@@ -359,8 +360,8 @@ class AttentionPanel(QWidget):
     def refresh(self) -> None:
         self.pair_row.setVisible(self.source.currentData() == "pair")
         inspection, mode = self.current()
-        if inspection is not None and inspection.arch != self.arch:  # another family's maps: its kinds
-            self._set_family(inspection.arch)  # draws them
+        if inspection is not None and FAMILIES[inspection.arch] is not self.family:  # another family's maps
+            self._set_family(FAMILIES[inspection.arch])  # draws them, with its kinds
             return
         self._show_routing(inspection)
         kind: str = self.kind.currentData()
@@ -369,7 +370,7 @@ class AttentionPanel(QWidget):
         if inspection is None:
             self.heatmap.set_data(np.zeros((0, 0)), [], [])
             self.grid.set_data(np.zeros((0, 0, 0, 0)))
-            self.map_caption.show_hint(empty_hint(mode, self.arch))
+            self.map_caption.show_hint(empty_hint(mode, self.family))
             self.snapshot_selected.emit(-1)
             self.over_training.mark_step(-1)
             return
@@ -398,7 +399,7 @@ class AttentionPanel(QWidget):
         matrix = maps[layer].mean(axis=0) if self.average.isChecked() else maps[layer, head]
         top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
         self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
-        self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head, self.arch))
+        self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head, self.family))
         self.stack.setCurrentWidget(self.heatmap)
 
     def _show_routing(self, inspection: Inspection | None) -> None:
@@ -414,9 +415,9 @@ class AttentionPanel(QWidget):
         """What the rows are, and which sentence and weights drew the map: a map of the decoding panel's or of a
         pair, drawn with weights older than the model's now, says so and offers Update."""
         place = MapPlace(self.decoding_open, self.decoded, self.previous_sentence)
-        notes = map_notes(kind, mode, self.arch, place, inspection.teacher_forced)
+        notes = map_notes(kind, mode, self.family, place, inspection.teacher_forced)
         now = None if mode == "probe" else self.weights_step  # a snapshot is of its own step, by design
-        self.map_caption.show_caption(rows_caption(kind, self.arch), notes, inspection.step, now)
+        self.map_caption.show_caption(rows_caption(kind, self.family), notes, inspection.step, now)
 
     def _on_grid_click(self, layer: int, head: int) -> None:
         """A map of the grid shown alone: that layer, and that head unless the heads are averaged."""
@@ -452,7 +453,7 @@ class AttentionPanel(QWidget):
         """Explain the head shown (the layer's first head when the heads are averaged)."""
         inspection, mode = self.current()
         if inspection is None:
-            self.explainer.show_hint(empty_hint(mode, self.arch))
+            self.explainer.show_hint(empty_hint(mode, self.family))
             return
         layer, head = self.layer.value() - 1, self.head.value() - 1
         self._ask(Explain(inspection.source, tuple(inspection.target_ids), self.kind.currentData(), layer, head))

@@ -4,7 +4,8 @@ and which weights drew it, and an Update button when the model has trained on si
 A map is computed once, with the weights of the moment (``Inspection.step``); training goes on without redrawing
 it (a forward pass per step would slow training down). :class:`MapCaption` says so plainly — "the model is now at
 step N" — and its button asks the panel that made the map to make it again (``update_asked``). The texts are plain
-functions of the family, so that a test reads them without a window.
+functions of the family's spec (the paper's words, or those its labels give), so that a test reads them without a
+window.
 """
 
 from __future__ import annotations
@@ -14,56 +15,47 @@ from dataclasses import dataclass
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from explorer.i18n import tr
+from explorer.i18n import N_, tr
 from explorer.widgets import named
+from model.families.registry import FamilySpec
+
+# what the rows and columns of each kind of map are in the paper's model (a family's spec may say it otherwise:
+# "rows:<kind>")
+ROWS = {
+    "encoder": N_(
+        "Rows: source positions (queries); columns: source positions (keys). Each row shows how one "
+        "source token spreads its attention over the whole source, and sums to 1. Encoder rows "
+        "predict nothing: they build the representation the decoder reads."
+    ),
+    "decoder_self": N_(
+        "Rows: target positions, labelled “read → predicts”; columns: the target tokens read "
+        "(keys); each row sums to 1. Hatched cells are masked: a position may not look at "
+        "later ones."
+    ),
+    "cross": N_(
+        "Rows: target positions, labelled “read → predicts”; columns: source positions (the "
+        "encoder's output); each row sums to 1."
+    ),
+}
+# what to do for a map of each source to appear (a family's spec may say it otherwise: "hint:<source>")
+HINTS = {
+    "decoding": N_("Decode a sentence in the Decoding panel; its attention appears here, step by step."),
+    "pair": N_("Type a source sentence (and, if you like, a target) and press Show."),
+    "probe": N_("The probe sentence's attention is recorded while the model trains."),
+}
+# the notes a family may word its own way ("note:greedy", "note:previous_sentence")
+GREEDY_NOTE = N_("target: the model's own greedy translation")
+PREVIOUS_NOTE = N_("previous sentence: the one typed now is decoded at Decode or Step ▶")
 
 
-def rows_caption(kind: str, arch: str) -> str:
-    """What the rows and columns of a ``kind`` map are, for the family ``arch``."""
-    if arch == "decoder_only":
-        return tr(
-            "Rows: positions of the text, labelled “read → predicts”; columns: the tokens read (keys); each "
-            "row sums to 1. Hatched cells are masked: a position may not look at later ones, because the "
-            "next token, the one it must predict, is there."
-        )
-    if arch == "encoder_only":
-        return tr(
-            "Rows: positions (queries); columns: positions (keys); each row sums to 1. No cell is hatched: "
-            "the attention mask hides no position, every token sees the whole text, both ways. A <mask> "
-            "token is another thing: a word hidden from the input, which the model guesses from what its "
-            "row gathers."
-        )
-    return {
-        "encoder": tr(
-            "Rows: source positions (queries); columns: source positions (keys). Each row shows how one "
-            "source token spreads its attention over the whole source, and sums to 1. Encoder rows "
-            "predict nothing: they build the representation the decoder reads."
-        ),
-        "decoder_self": tr(
-            "Rows: target positions, labelled “read → predicts”; columns: the target tokens read "
-            "(keys); each row sums to 1. Hatched cells are masked: a position may not look at "
-            "later ones."
-        ),
-        "cross": tr(
-            "Rows: target positions, labelled “read → predicts”; columns: source positions (the "
-            "encoder's output); each row sums to 1."
-        ),
-    }[kind]
+def rows_caption(kind: str, family: FamilySpec) -> str:
+    """What the rows and columns of a ``kind`` map are, for ``family``."""
+    return tr(family.labels.get(f"rows:{kind}", ROWS[kind]))
 
 
-def empty_hint(mode: str, arch: str) -> str:
+def empty_hint(mode: str, family: FamilySpec) -> str:
     """What to do for a map to appear, by the source chosen (``mode``) and the family."""
-    pair = {
-        "decoder_only": tr("Type a prompt (and, if you like, its continuation) and press Show."),
-        "encoder_only": tr("Type a text (write <mask> where a word is hidden) and press Show."),
-    }
-    decoding = {"encoder_only": tr("Type a sentence in the fill-mask panel; its attention appears here.")}
-    return {
-        "decoding": decoding.get(arch)
-        or tr("Decode a sentence in the Decoding panel; its attention appears here, step by step."),
-        "pair": pair.get(arch) or tr("Type a source sentence (and, if you like, a target) and press Show."),
-        "probe": tr("The probe sentence's attention is recorded while the model trains."),
-    }[mode]
+    return tr(family.labels.get(f"hint:{mode}", HINTS[mode]))
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ class MapPlace:
     previous_sentence: bool = False  # another sentence is typed in the decoding panel, not decoded yet
 
 
-def map_notes(kind: str, mode: str, arch: str, place: MapPlace, teacher_forced: bool) -> list[str]:
+def map_notes(kind: str, mode: str, family: FamilySpec, place: MapPlace, teacher_forced: bool) -> list[str]:
     """The notes in brackets after the rows' caption: which row is outlined, whose target the map reads, and
     whether the decoding panel's sentence shown is the previous one."""
     notes = []
@@ -85,15 +77,9 @@ def map_notes(kind: str, mode: str, arch: str, place: MapPlace, teacher_forced: 
     elif decoder_rows and place.decoded:
         notes.append(tr("the outlined row predicted the token chosen at the decoding panel's current step"))
     elif mode != "decoding" and not teacher_forced:
-        if arch == "decoder_only":
-            notes.append(tr("continuation: the model's own greedy one"))
-        else:
-            notes.append(tr("target: the model's own greedy translation"))
+        notes.append(tr(family.labels.get("note:greedy", GREEDY_NOTE)))
     if mode == "decoding" and place.previous_sentence:
-        if arch == "encoder_only":
-            notes.append(tr("previous sentence: the one typed now is read at Fill the mask"))
-        else:
-            notes.append(tr("previous sentence: the one typed now is decoded at Decode or Step ▶"))
+        notes.append(tr(family.labels.get("note:previous_sentence", PREVIOUS_NOTE)))
     return notes
 
 

@@ -23,23 +23,25 @@ from PySide6.QtWidgets import (
 
 from explorer.help import HelpBox
 from explorer.i18n import N_, tr
-from explorer.panels.attention_parts import FAMILY_NAMES, kinds_of
+from explorer.panels.attention_parts import kinds_of
 from explorer.panels.attention_view import AttentionView
 from explorer.widgets import named
+from model.families.registry import ENCODER_DECODER, FamilySpec
 
+# the map's sources; a family names one its own way in its spec's labels ("source:<key>": the decoding panel of a
+# family that does not decode, an encoder-only model's, fills masks; a sentence typed here for a single-stream
+# family is a prompt and its continuation, or one text)
 SOURCES = (
     ("decoding", N_("Following the decoding panel")),
     ("pair", N_("A source/target pair (teacher forcing)")),
     ("probe", N_("The probe sentence over training")),
 )
-# what the decoding panel is for a family that does not decode (an encoder-only model fills masks there)
-FOLLOW_SOURCE = {"encoder_only": N_("Following the fill-mask panel")}
-# what a sentence typed here is for a single-stream family (and the names of its two fields)
-PAIR_SOURCE = {"decoder_only": N_("A prompt and its continuation"), "encoder_only": N_("A text of your own")}
+# the typed pair's two fields and the second one's placeholder, as the paper's model names them (a family's spec may
+# name them otherwise: "pair:source", "pair:target", "pair:placeholder")
 PAIR_FIELDS = {
-    "encoder_decoder": (N_("Source"), N_("Target"), N_("empty: the model's own translation")),
-    "decoder_only": (N_("Prompt"), N_("Continuation"), N_("empty: the model's own continuation")),
-    "encoder_only": (N_("Text"), "", ""),
+    "pair:source": N_("Source"),
+    "pair:target": N_("Target"),
+    "pair:placeholder": N_("empty: the model's own translation"),
 }
 ROW_NAMES = {"show": N_("Show"), "kind": N_("Kind"), "layer": N_("Layer"), "head": N_("Head")}
 
@@ -52,15 +54,15 @@ class AttentionChoices(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.arch = "encoder_decoder"  # the family whose kinds of attention are offered (set_family)
+        self.family = ENCODER_DECODER  # the family whose kinds of attention are offered (set_family)
         self.layer_counts: tuple[int, int] | None = None  # the model's encoder and decoder layers (set_model)
         self.source = named(QComboBox(), "attention_source_combo")
         for key, _ in SOURCES:
             self.source.addItem("", key)
         self.kind = named(QComboBox(), "attention_kind_combo")
-        for key, _ in kinds_of(self.arch):
+        for key, _ in kinds_of(self.family):
             self.kind.addItem("", key)
-        self.family_help = HelpBox("family_encoder_decoder", label=FAMILY_NAMES["encoder_decoder"])
+        self.family_help = HelpBox(self.family.help_keys["family"], label=self.family.labels["attention"])
         for combo in (self.source, self.kind):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             combo.setMinimumWidth(150)
@@ -117,12 +119,12 @@ class AttentionChoices(QObject):
         controls.addWidget(self.pair_row)
 
     def retranslate(self) -> None:
-        named_for = {"pair": PAIR_SOURCE, "decoding": FOLLOW_SOURCE}  # the sources a family names its own way
+        labels = self.family.labels
         for i, (key, text) in enumerate(SOURCES):
-            self.source.setItemText(i, tr(named_for.get(key, {}).get(self.arch, text)))
-        for i, (_, text) in enumerate(kinds_of(self.arch)):
+            self.source.setItemText(i, tr(labels.get(f"source:{key}", text)))
+        for i, (_, text) in enumerate(kinds_of(self.family)):
             self.kind.setItemText(i, tr(text))
-        src, tgt, placeholder = PAIR_FIELDS.get(self.arch, PAIR_FIELDS["encoder_decoder"])
+        src, tgt, placeholder = (labels.get(key, text) for key, text in PAIR_FIELDS.items())
         names = {**ROW_NAMES, "src": src, "tgt": tgt}
         for key, label in self.row_labels.items():
             label.setText(tr(names[key]) if names[key] else "")
@@ -134,20 +136,21 @@ class AttentionChoices(QObject):
         self.pair_button.setText(tr("Show"))
         self.family_help.retranslate()
 
-    def set_family(self, arch: str) -> None:
-        """Offer the kinds of attention of the family ``arch``; the kind shown stays when the family has it (the
-        caller retranslates)."""
-        self.arch = arch
+    def set_family(self, family: FamilySpec) -> None:
+        """Offer the kinds of attention of ``family``; the kind shown stays when the family has it (the caller
+        retranslates). A family with a decoder is shown a pair (what the decoder reads after the source: a
+        translation, or a continuation), an encoder-only one a text."""
+        self.family = family
         current = self.kind.currentData()
         self.kind.blockSignals(True)
         self.kind.clear()
-        for key, _ in kinds_of(arch):
+        for key, _ in kinds_of(family):
             self.kind.addItem("", key)
         self.kind.setCurrentIndex(max(0, self.kind.findData(current)))
         self.kind.blockSignals(False)
-        self.pair_tgt.setVisible(arch != "encoder_only")
-        self.row_labels["tgt"].setVisible(arch != "encoder_only")
-        self.family_help.set_topic(f"family_{arch}", FAMILY_NAMES.get(arch, FAMILY_NAMES["encoder_decoder"]))
+        self.pair_tgt.setVisible("decoder" in family.stacks)
+        self.row_labels["tgt"].setVisible("decoder" in family.stacks)
+        self.family_help.set_topic(family.help_keys["family"], family.labels["attention"])
 
     def set_model(self, n_encoder_layers: int, n_decoder_layers: int, n_heads: int) -> None:
         """The layers and heads a model has (the layer box's range then follows the kind shown: fit_layers)."""

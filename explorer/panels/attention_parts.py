@@ -1,7 +1,7 @@
 """The Attention panel's two larger parts, each a tab of it: the probe sentence's attention over
 training (:class:`ProbeTimeline`) and the Q·K explainer (:class:`QkExplainer`); with the names of
-the attention kinds they share with the panel, per model family (:data:`FAMILY_KINDS`, :func:`kinds_of`,
-:func:`head_title`).
+the attention kinds they share with the panel, as each model family names them (:func:`kinds_of`,
+:func:`head_title`, from the family's spec: :mod:`model.families.registry`).
 
 Neither part talks to the engine: each says what the person asked for with a signal
 (``probe_chosen``, ``head_asked``, ``example_asked``) and the panel (explorer/panels/attention.py)
@@ -39,25 +39,18 @@ from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.metric_plot import MetricPlot
+from model.families.registry import ENCODER_DECODER, FamilySpec
 from model.io.snapshots import AttentionExplanation
 
+# the paper's names of the kinds; a family whose people name a kind otherwise says so in its spec's labels
+# ("attention:<kind>": one stack has no cross-attention, and its one self-attention is causal, GPT's, or looks both
+# ways, BERT's)
 KINDS = (
     ("encoder", N_("Encoder self-attention")),
     ("decoder_self", N_("Decoder self-attention (masked)")),
     ("cross", N_("Cross-attention (decoder → encoder)")),
 )
-# the kinds each family has, named as its people name them: one stack has no cross-attention, and its one
-# self-attention is causal (GPT, in Inspection.decoder_self) or looks both ways (BERT, in Inspection.encoder)
-FAMILY_KINDS = {
-    "encoder_decoder": KINDS,
-    "decoder_only": (("decoder_self", N_("Self-attention (causal)")),),
-    "encoder_only": (("encoder", N_("Self-attention (both ways)")),),
-}
-FAMILY_NAMES = {  # the button in the Layer and Head row: what this family changes from the paper's model
-    "encoder_decoder": N_("Encoder–decoder"),
-    "decoder_only": N_("Decoder-only (GPT)"),
-    "encoder_only": N_("Encoder-only (BERT)"),
-}
+PROBE_TARGET = N_("target (empty: the model's own translation)")  # the probe's second field (a family may rename it)
 WORKED_EXAMPLE = N_("Worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[10,0],[0,10],[5,5]], d_k = 2")
 ABSORB_MS = 250  # probe snapshots are taken into the timeline, entropy plot and map at most this often
 SCORE_COLUMNS = 5  # q·k, scaled, mask, exp, softmax; then the value vector
@@ -89,25 +82,30 @@ POSITIONS_NOTES = {
 }
 
 
-def kinds_of(arch: str) -> tuple[tuple[str, str], ...]:
-    """The attention kinds of the family ``arch`` (key, N_-marked name), in the order offered."""
-    return FAMILY_KINDS.get(arch, KINDS)
+def kind_name(kind: str, family: FamilySpec = ENCODER_DECODER) -> str:
+    """The English name of the attention ``kind``, as ``family`` names it (translated where it is shown)."""
+    return family.labels.get(f"attention:{kind}", dict(KINDS)[kind])
 
 
-def head_title(kind: str, layer: int, head: int | None, arch: str = "encoder_decoder") -> str:
+def kinds_of(family: FamilySpec) -> tuple[tuple[str, str], ...]:
+    """The attention kinds ``family`` has (key, English name), in the order offered."""
+    return tuple((kind, kind_name(kind, family)) for kind in family.attention)
+
+
+def head_title(kind: str, layer: int, head: int | None, family: FamilySpec = ENCODER_DECODER) -> str:
     """“Cross-attention (decoder → encoder) — layer 2, head 4” (0-based in; ``head`` None: the average),
-    with the kind named as the family ``arch`` names it."""
-    name = tr(dict(kinds_of(arch)).get(kind) or dict(KINDS)[kind])
+    with the kind named as ``family`` names it."""
+    name = tr(kind_name(kind, family))
     if head is None:
         return tr("{kind} — layer {layer}, average of all heads").format(kind=name, layer=layer + 1)
     return tr("{kind} — layer {layer}, head {head}").format(kind=name, layer=layer + 1, head=head + 1)
 
 
-def explanation_title(e: AttentionExplanation, arch: str = "encoder_decoder") -> str:
-    """What the explanation is, in the interface language (a head named as the family ``arch`` names it)."""
+def explanation_title(e: AttentionExplanation, family: FamilySpec = ENCODER_DECODER) -> str:
+    """What the explanation is, in the interface language (a head named as ``family`` names it)."""
     if e.kind == "example":
         return tr(WORKED_EXAMPLE)
-    return head_title(e.kind, e.layer, e.head, arch)
+    return head_title(e.kind, e.layer, e.head, family)
 
 
 def number(x: float) -> str:
@@ -136,7 +134,7 @@ class ProbeTimeline(QWidget):
         super().__init__(parent)
         self.snapshots: list[ProbeSnapshot] = []
         self.run_id: int | None = None  # snapshots of another run are dropped
-        self.arch = "encoder_decoder"  # the model's family (set_family)
+        self.family = ENCODER_DECODER  # the model's family (set_family)
         self._incoming: list[ProbeSnapshot] = []  # arrived since the last absorb
         self._create()
         self._connect()
@@ -193,20 +191,18 @@ class ProbeTimeline(QWidget):
         row.addWidget(self.timeline_label)
         return row
 
-    def set_family(self, arch: str) -> None:
-        """A decoder-only model's probe is a prompt and its continuation; an encoder-only model's, one text."""
-        self.arch = arch
-        self.probe_tgt.setVisible(arch != "encoder_only")
-        self.arrow.setVisible(arch != "encoder_only")
+    def set_family(self, family: FamilySpec) -> None:
+        """A family with a decoder probes a sentence and what the decoder reads after it (a translation, or a
+        decoder-only model's continuation); an encoder-only model probes one text."""
+        self.family = family
+        self.probe_tgt.setVisible("decoder" in family.stacks)
+        self.arrow.setVisible("decoder" in family.stacks)
         self.retranslate()
 
     def retranslate(self) -> None:
         self.labels["probe"].setText(tr("Probe sentence"))
         self.labels["every"].setText(tr("every N steps"))
-        if self.arch == "decoder_only":
-            self.probe_tgt.setPlaceholderText(tr("continuation (empty: the model's own)"))
-        else:
-            self.probe_tgt.setPlaceholderText(tr("target (empty: the model's own translation)"))
+        self.probe_tgt.setPlaceholderText(tr(self.family.labels.get("probe:target", PROBE_TARGET)))
         self.probe_button.setText(tr("Set probe"))
         self.timeline_title.setText(tr("Training snapshots"))
         self.entropy.retranslate()
@@ -306,7 +302,7 @@ class QkExplainer(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.explanation: AttentionExplanation | None = None
-        self.arch = "encoder_decoder"  # the model's family, for the names of the kinds (set by the panel)
+        self.family = ENCODER_DECODER  # the model's family, for the names of the kinds (set by the panel)
         self._from_first = False  # the next explanation opens at its first query (explain_current_head)
         self._create()
         self._connect()
@@ -435,7 +431,7 @@ class QkExplainer(QWidget):
         d_k = e.q.shape[1]
         self.explain_title.setText(
             tr(EXPLAIN_TITLES[e.positional == "t5_relative"]).format(
-                title=explanation_title(e, self.arch),
+                title=explanation_title(e, self.family),
                 i=i + 1,
                 token=html.escape(e.query_tokens[i]),
                 d_k=d_k,
