@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenuBar, QVBoxLayout, QWidget
 
 from explorer.answers import TRAINING, EngineStatus, RunInfo
@@ -345,7 +345,8 @@ class MainWindow(QMainWindow):
     # -- menus and status bar ----------------------------------------------------------------------
     def _build_menus(self) -> None:
         self.menus = WindowMenus(self, self.menu_bar)
-        self.menu_actions, self.file_menu = self.menus.actions, self.menus.file_menu
+        self.menu_actions: dict[str, QAction] = self.menus.actions
+        self.file_menu = self.menus.file_menu
         self.recent: RecentFiles = RecentFiles(
             self.settings, self.menus.recent_menu, self.open_checkpoint, self.data_dir
         )

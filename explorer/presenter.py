@@ -14,11 +14,21 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QMenu, QPushButton, QWidget
+from PySide6.QtGui import QFont, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QMenu,
+    QMenuBar,
+    QPushButton,
+    QWidget,
+)
 
 from explorer.appearance import set_presenter_font
 from explorer.i18n import N_, tr
@@ -27,7 +37,10 @@ from explorer.panels.decoding_state import SPEEDS, DecodingViewState
 from explorer.widgets import named
 
 if TYPE_CHECKING:
-    from explorer.main_window import MainWindow
+    from explorer.first_launch import FirstLaunch
+    from explorer.panels.attention import AttentionPanel
+    from explorer.panels.decoding import DecodingPanel
+    from explorer.panels.training import TrainingPanel
 
 
 @dataclass(frozen=True)
@@ -192,11 +205,11 @@ class PresenterBar(QWidget):
             button.setToolTip(tr(view.title))
             button.setMinimumWidth(button.fontMetrics().horizontalAdvance(text) + PAD)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit()
 
-    def changeEvent(self, event) -> None:  # noqa: N802
+    def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:  # presenter mode's larger type: other widths
             self._fit()
@@ -232,13 +245,36 @@ class PresenterBar(QWidget):
         self._fit()  # the view on screen is named in full
 
 
+class PresentedWindow(Protocol):
+    """What presenter mode uses of the main window (:class:`explorer.main_window.MainWindow`)."""
+
+    settings: QSettings  # where the scenes are kept
+    training: TrainingPanel
+    decoding: DecodingPanel
+    attention: AttentionPanel
+    docks: dict[str, QDockWidget]  # by panel key
+    menu_bar: QMenuBar
+    first_launch: FirstLaunch
+    base_font: QFont  # the type outside presenter mode
+
+    def note(self, text: str, ms: int = 0, tip: str = "") -> None: ...
+    def window(self) -> QWidget: ...  # Qt's: the window itself, as the parent of shortcuts and dialogs
+    def saveState(self, /, version: int | None = ...) -> QByteArray: ...  # Qt's, below
+    def restoreState(self, state: QByteArray, /, version: int | None = ...) -> bool: ...
+    def saveGeometry(self, /) -> QByteArray: ...
+    def restoreGeometry(self, geometry: QByteArray, /) -> bool: ...
+    def windowState(self, /) -> Qt.WindowState: ...
+    def setWindowState(self, state: Qt.WindowState, /) -> None: ...
+    def showFullScreen(self, /) -> None: ...
+
+
 class Presenter(QObject):
     """Presenter mode of a main window: enter, choose views, step, scenes, leave."""
 
     changed = Signal(bool)  # presenting or not
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, window: PresentedWindow) -> None:
+        super().__init__(window.window())
         self.window = window
         self.scenes = Scenes(window.settings)
         self.on = False
@@ -266,7 +302,7 @@ class Presenter(QObject):
         actions += [(str(n), partial(self.show_view, v.key)) for n, v in enumerate(VIEWS, 1)]
         shortcuts = []
         for key, slot in actions:
-            shortcut = QShortcut(QKeySequence(key), self.window)
+            shortcut = QShortcut(QKeySequence(key), self.window.window())
             shortcut.activated.connect(slot)
             shortcut.setEnabled(False)
             shortcuts.append(shortcut)
@@ -293,10 +329,10 @@ class Presenter(QObject):
         self.changed.emit(on)
 
     def _arrange_window(self, on: bool) -> None:
-        """The window's menu check, its type (large while presenting) and its panels' editing rows."""
+        """The window's type (large while presenting) and its panels' editing rows (the View menu checks its
+        own item)."""
         w = self.window
-        w.menu_actions["presenter"].setChecked(on)
-        set_presenter_font(w, on, w.base_font)
+        set_presenter_font(w.window(), on, w.base_font)
         w.training.set_presenting(on)
         w.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
         w.attention.set_presenting(on)
@@ -402,7 +438,7 @@ class Presenter(QObject):
 
     def ask_scene_name(self) -> None:
         name, ok = QInputDialog.getText(
-            self.window,
+            self.window.window(),
             tr("Save the current scene"),
             tr("Name of the scene (the view, sentence, decoding mode and attention layer/head are kept):"),
         )

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMenuBar
+from PySide6.QtWidgets import QDockWidget, QMenuBar, QWidget
 
 from explorer.appearance import THEMES
 from explorer.i18n import LANGUAGES, N_, language, tr
 
 if TYPE_CHECKING:
-    from explorer.main_window import MainWindow
+    from explorer.model_files import ModelFiles
+    from explorer.presenter import Presenter
 
 ACTION_NAMES = {
     "new": N_("New model…"),
@@ -49,10 +50,26 @@ ABOUT = N_(
 Shortcut = QKeySequence | QKeySequence.StandardKey
 
 
+class MenuWindow(Protocol):
+    """What the menus use of the main window (:class:`explorer.main_window.MainWindow`)."""
+
+    docks: dict[str, QDockWidget]  # by panel key, in the order of the panels
+    files: ModelFiles  # the File menu's commands
+    presenter: Presenter
+
+    def window(self) -> QWidget: ...  # Qt's: the window itself, as the parent of the actions
+    def show_message(self, text: str, level: str = "info", actions=None) -> None: ...
+    def new_model(self, start: bool = False) -> None: ...
+    def set_language(self, code: str) -> None: ...
+    def set_theme(self, name: str) -> None: ...
+    def set_presenter(self, on: bool) -> None: ...
+    def reset_layout(self) -> None: ...
+
+
 class WindowMenus:
     """The menus on ``window``'s menu bar ``bar``."""
 
-    def __init__(self, window: MainWindow, bar: QMenuBar) -> None:
+    def __init__(self, window: MenuWindow, bar: QMenuBar) -> None:
         self.window = window
         self.file_menu = bar.addMenu("")
         self.view_menu = bar.addMenu("")
@@ -63,7 +80,7 @@ class WindowMenus:
         self.help_menu.addAction(self._action("about", lambda: window.show_message(tr(ABOUT), "info")))
 
     def _action(self, key: str, slot: Callable[..., object], shortcut: Shortcut | None = None) -> QAction:
-        a = QAction(self.window)
+        a = QAction(self.window.window())
         a.setObjectName(f"action_{key}")
         a.triggered.connect(slot)
         if shortcut is not None:
@@ -82,12 +99,12 @@ class WindowMenus:
         menu.addAction(self._action("save_as", lambda: w.files.save_as(), keys.SaveAs))
         self.recent_menu = menu.addMenu("")  # filled by explorer.recent_files.RecentFiles
         menu.addSeparator()
-        menu.addAction(self._action("quit", w.close, keys.Quit))
+        menu.addAction(self._action("quit", w.window().close, keys.Quit))
 
     def _fill_view_menu(self) -> None:
         w, menu = self.window, self.view_menu
         self.language_menu = menu.addMenu("")
-        self.language_group = QActionGroup(w)
+        self.language_group = QActionGroup(w.window())
         for code, name in LANGUAGES.items():
             a = self.language_menu.addAction(name, partial(w.set_language, code))
             a.setObjectName(f"action_language_{code}")
@@ -95,7 +112,7 @@ class WindowMenus:
             a.setChecked(code == language.code)
             self.language_group.addAction(a)
         self.theme_menu = menu.addMenu("")
-        self.theme_group = QActionGroup(w)
+        self.theme_group = QActionGroup(w.window())
         for name in THEMES:
             a = self._action(f"theme_{name}", lambda _=False, n=name: w.set_theme(n))
             a.setCheckable(True)
@@ -103,14 +120,15 @@ class WindowMenus:
             self.theme_menu.addAction(a)
         presenter = self._action("presenter", w.set_presenter, QKeySequence("F5"))
         presenter.setCheckable(True)
-        w.addAction(presenter)  # F5 also works while presenting, when the menu bar is hidden
+        w.presenter.changed.connect(presenter.setChecked)  # checked while presenting, however it began or ended
+        w.window().addAction(presenter)  # F5 also works while presenting, when the menu bar is hidden
         menu.addAction(presenter)
         self.scenes_menu = menu.addMenu("")
         self.scenes_menu.setObjectName("scenes_menu")
         self.scenes_menu.aboutToShow.connect(lambda: w.presenter.fill_scenes_menu(self.scenes_menu))
         menu.addSeparator()
-        for key, _ in w.PANELS:
-            toggle = w.docks[key].toggleViewAction()
+        for key, dock in w.docks.items():  # in the order of the window's panels
+            toggle = dock.toggleViewAction()
             toggle.setObjectName(f"action_show_{key}")
             menu.addAction(toggle)
         menu.addSeparator()
