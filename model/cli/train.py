@@ -42,10 +42,11 @@ from typing import IO
 import torch
 
 from model.cli.common import Progress, add_setting_flags, given_flags, given_settings
-from model.core.config import PRESETS, SINGLE_STREAM, ModelConfig
+from model.core.config import PRESETS, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
 from model.data.stream import StreamedBatches
 from model.data.tokenization import TOKENIZER_KINDS, TokenizerSpec
+from model.families.registry import ENCODER_DECODER, FAMILIES, FamilySpec
 from model.io.checkpoint import CheckpointError, write_atomically
 from model.io.follow import ending_note, write_probe
 from model.session import Session
@@ -137,7 +138,7 @@ def _add_data_flags(src: argparse._ArgumentGroup) -> None:
     )
 
 
-def _data_spec(args: argparse.Namespace, arch: str) -> DataSpec:
+def _data_spec(args: argparse.Namespace, family: FamilySpec) -> DataSpec:
     if (args.task is None) == (args.data is None):
         raise DataError("give exactly one of --task NAME or --data FILE")
     data = DataSpec(
@@ -158,7 +159,7 @@ def _data_spec(args: argparse.Namespace, arch: str) -> DataSpec:
         tokenizer_sample=args.tokenizer_sample,
         **({"n_train": args.n_train} if args.n_train else {}),
     )
-    if args.data and args.format == "auto" and arch in SINGLE_STREAM:
+    if args.data and args.format == "auto" and family.single_stream:
         data = replace(data, file_format="text")  # a single-stream model reads plain text, a line each
     return data
 
@@ -177,10 +178,10 @@ def make_session(args: argparse.Namespace) -> Session:
             session.with_train_config(**changes)
             print(f"training settings changed on resume: {changes}", file=sys.stderr)
         if args.task is not None or args.data is not None:  # fine-tuning on other data
-            session.with_data(_data_spec(args, session.model_cfg.arch))
+            session.with_data(_data_spec(args, session.model_cfg.family))
             print(f"training on {session.data_spec.name} from here on", file=sys.stderr)
         return session
-    data = _data_spec(args, args.arch)
+    data = _data_spec(args, FAMILIES.get(args.arch, ENCODER_DECODER))  # without --arch: the paper's
     train = train_config_for(args.preset, **given_settings(args, TrainConfig))
     tokenizer = TokenizerSpec(args.tokenizer, args.vocab_size, args.min_frequency)
     return Session.create(

@@ -245,12 +245,13 @@ class BeamStepper:
         self.prompt_probs = np.zeros(0, np.float32)
         self._generator = None if sampling is None else _generator(sampling.seed, model.device)
         with torch.inference_mode():
-            src = _as_batch(src, model.device, allow_empty=cfg.arch == "decoder_only")
+            generating = "generate" in cfg.family.decoding  # a decoder-only model continues its prompt
+            src = _as_batch(src, model.device, allow_empty=generating)
             if src.shape[0] != 1:
                 raise ValueError("beam search decodes one source at a time; pass a 1-D tensor")
             self.src = src[0]
             self._forbid = _forbidden_bias(model)
-            if cfg.arch == "decoder_only":
+            if generating:
                 max_len = self._start_generation(max_len)
             else:
                 self._start_translation(src, max_len, record)
@@ -266,7 +267,7 @@ class BeamStepper:
 
     def _start_translation(self, src: Tensor, max_len: int, record: bool) -> None:
         model, cfg = self.model, self.model.cfg
-        if cfg.arch != "encoder_decoder":
+        if "translate" not in cfg.family.decoding:
             raise ValueError(f"an {cfg.arch} model does not generate text; fill masks with fill_mask")
         src_mask = padding_mask(src, cfg.pad_id)
         if record:
@@ -589,7 +590,7 @@ def generate(
     Generation stops at EOS or after ``max_new_tokens`` (or when the model's max_len is reached).
     """
     cfg = model.cfg
-    if cfg.arch != "decoder_only":
+    if "generate" not in cfg.family.decoding:
         raise ValueError(f"generate continues text with a decoder-only model; this one is {cfg.arch}")
     _check_max_len(max_new_tokens)
     model.eval()
@@ -656,7 +657,7 @@ def fill_mask_with_attention(
 def _masked_batch(model: Transformer, ids: Tensor | list[int]) -> Tensor:
     """``ids`` as a batch of one ``[1, T]`` for an encoder-only model (in eval mode)."""
     cfg = model.cfg
-    if cfg.arch != "encoder_only":
+    if "fill_mask" not in cfg.family.decoding:
         raise ValueError(f"fill_mask is for encoder-only (masked-language) models; this one is {cfg.arch}")
     model.eval()
     return torch.as_tensor(ids, dtype=torch.long, device=model.device).view(1, -1)

@@ -119,7 +119,7 @@ class DecodeDriver:
     @property
     def _generating(self) -> bool:
         """A decoder-only model: the prompt is read by the decoder itself, before what it generates."""
-        return self.session.model_cfg.arch == "decoder_only"
+        return "generate" in self.session.model_cfg.family.decoding
 
     def _build(self, position: int) -> None:
         s = self._settings

@@ -64,7 +64,7 @@ class SessionData(SessionState):
         if self._chunks is None or self._chunks.scan is not scan:
             parse = line_parser(scan.fmt, self.data_spec.src_key, self.data_spec.tgt_key, self.data_spec.swap)
             cfg = self.model_cfg
-            reserve = (1 if cfg.arch == "decoder_only" else 2) if cfg.single_stream else None  # as encoded()
+            reserve = cfg.family.text_specials if cfg.single_stream else None  # as encoded()
             self._chunks = ChunkEncoder(
                 scan, parse, self.src_tok, self.tgt_tok, cfg.max_len, self.specials, self.data_cache, reserve
             )
@@ -79,9 +79,8 @@ class SessionData(SessionState):
             cfg = self.model_cfg
             with without_collector_pauses():
                 if cfg.single_stream:  # LM: BOS + text (or text + EOS); MLM: BOS text EOS
-                    reserve = 1 if cfg.arch == "decoder_only" else 2
                     self._encoded[split] = encode_texts(
-                        self.corpus.texts(split), self.tgt_tok, cfg.max_len, reserve, self.specials
+                        self.corpus.texts(split), self.tgt_tok, cfg.max_len, cfg.family.text_specials, self.specials
                     )
                 else:
                     self._encoded[split] = encode_pairs(
@@ -92,11 +91,11 @@ class SessionData(SessionState):
     @property
     def text_kind(self) -> str:
         """What a single-stream model learns: "lm" (decoder-only) or "mlm" (encoder-only)."""
-        return "lm" if self.model_cfg.arch == "decoder_only" else "mlm"
+        return self.model_cfg.family.objective
 
     def text_options(self) -> dict[str, Any]:
         """The batching options of an encoder-only model: what may be masked, and next-sentence pairs."""
-        if self.model_cfg.arch != "encoder_only":
+        if self.model_cfg.family.objective != "mlm":
             return {}
         tok = self.tgt_tok
         return dict(

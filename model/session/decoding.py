@@ -38,12 +38,10 @@ class SessionDecoding(SessionState):
     def _source(self, text: str) -> tuple[Encoded, list[int], bool]:
         """What a model reads of ``text``: the encoder (tokens + EOS), or a decoder-only model's prompt (the
         tokens; BOS is read before them), cut to fit."""
-        arch = self.model_cfg.arch
+        generating = "generate" in self.model_cfg.family.decoding  # a decoder-only model continues a prompt
         if not normalize_text(text):
-            raise ValueError(
-                "Type a prompt to continue." if arch == "decoder_only" else "Type a sentence to translate."
-            )
-        if arch == "decoder_only":
+            raise ValueError("Type a prompt to continue." if generating else "Type a sentence to translate.")
+        if generating:
             encoded = self.src_tok.encode(text)
             room = self.model_cfg.max_len - 2  # BOS before, at least one generated token after
             return encoded, encoded.ids[:room], len(encoded.ids) > room
@@ -53,7 +51,7 @@ class SessionDecoding(SessionState):
         return encoded, ids, len(encoded.ids) > self.model_cfg.max_len - 1
 
     def default_max_len(self, n_source: int) -> int:
-        if self.model_cfg.arch == "decoder_only":  # a continuation, not a translation of the prompt
+        if "generate" in self.model_cfg.family.decoding:  # a continuation, not a translation of the prompt
             return min(GENERATE_TOKENS, self.model_cfg.max_len - n_source - 1)
         return output_budget(n_source, self.model_cfg.max_len)
 

@@ -12,11 +12,12 @@ from typing import Any, Self
 
 import torch
 
-from model.core.config import SINGLE_STREAM, ModelConfig
+from model.core.config import ModelConfig
 from model.data import Corpus, DataError, DataSpec, load_corpus
 from model.data.corpus import is_monolingual
 from model.data.stream import Progress as StreamProgress
 from model.data.tokenization import TextTokenizer, TokenizerSpec
+from model.families.registry import ENCODER_DECODER, FAMILIES
 from model.hf.folders import load_into, read_folder, without_initialisation
 from model.io.checkpoint import (
     DAMAGED,
@@ -37,19 +38,19 @@ VERSION = "0.1.0"
 def check_family(arch: str, data: DataSpec, train: TrainConfig) -> None:
     """Raise a DataError a person can act on when the data does not suit the family (before anything loads)."""
     text = is_monolingual(data)
-    if arch in SINGLE_STREAM and not text:
-        family = "decoder-only" if arch == "decoder_only" else "encoder-only"
+    family = FAMILIES.get(arch, ENCODER_DECODER)  # an unknown family is reported by the configuration
+    if family.single_stream and not text:
         raise DataError(
-            f"A {family} model learns from plain text, and {data.name} is pairs of sentences to translate: "
+            f"A {family.name} model learns from plain text, and {data.name} is pairs of sentences to translate: "
             f"choose a text task (text-grammar-en, text-grammar-zh, text-hsk-en, text-hsk-zh) or a plain-text "
             f"file (one sentence per line), or the encoder-decoder family"
         )
-    if arch not in SINGLE_STREAM and text:
+    if not family.single_stream and text:
         raise DataError(
             f"{data.name} is text in one language: an encoder-decoder model needs sentence pairs to translate. "
             f"Choose the decoder-only or encoder-only family, or a translation task"
         )
-    if train.nsp and arch != "encoder_only":
+    if train.nsp and family.objective != "mlm":
         raise DataError(
             "next-sentence prediction is learnt by encoder-only (BERT) models; turn it off or choose that family"
         )
@@ -101,11 +102,12 @@ class SessionFiles(SessionTraining):
         progress: StreamProgress | None,
         model_overrides: dict[str, Any],
     ) -> Self:
-        arch = model_overrides.get("arch", "encoder_decoder")
+        family = FAMILIES.get(model_overrides.get("arch", ENCODER_DECODER.arch), ENCODER_DECODER)
         if progress is not None and corpus.stream is not None:
             progress("training the tokenizers", None, f"on a sample of {len(corpus.train):,} pairs")
-        if arch in SINGLE_STREAM:  # one stream of text, one tokenizer
-            src_tok = tgt_tok = TextTokenizer.train(corpus.texts("train"), tokenizer, masking=arch == "encoder_only")
+        if family.single_stream:  # one stream of text, one tokenizer
+            masking = family.objective == "mlm"
+            src_tok = tgt_tok = TextTokenizer.train(corpus.texts("train"), tokenizer, masking=masking)
             if train.nsp:
                 model_overrides.setdefault("n_classes", 2)
             cfg = ModelConfig.preset(

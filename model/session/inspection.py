@@ -113,9 +113,10 @@ class SessionInspection(SessionDecoding):
         """All attention maps for ``src_text`` → ``tgt_text`` (or target ids), teacher-forced;
         with neither, for the model's own greedy translation. A decoder-only model: the prompt ``src_text``
         and its continuation (given, or the model's own greedy one); an encoder-only model: the text."""
-        if self.model_cfg.arch == "decoder_only":
+        decoding = self.model_cfg.family.decoding
+        if "generate" in decoding:
             return self._inspect_generation(src_text, tgt_text, tgt_ids)
-        if self.model_cfg.arch == "encoder_only":
+        if "fill_mask" in decoding:
             return self._inspect_ids(self._masked_input(src_text, ())[0], src_text)
         _, ids, _ = self._source(src_text)
         src = torch.tensor([ids], device=self.device)
@@ -261,7 +262,7 @@ class SessionInspection(SessionDecoding):
     def fill_mask(self, text: str, mask_positions: tuple[int, ...] = (), top_k: int = 5) -> FillMaskView:
         """An encoder-only model's predictions for each <mask> of ``text`` (typed as ``<mask>``, or the input
         positions ``mask_positions`` masked: 1 is the first piece after BOS)."""
-        if self.model_cfg.arch != "encoder_only":
+        if "fill_mask" not in self.model_cfg.family.decoding:
             raise ValueError("Filling masks needs an encoder-only (BERT) model; this one is " + self.model_cfg.arch)
         mask_id = self.src_tok.mask_id
         if mask_id is None:
@@ -355,12 +356,12 @@ class SessionInspection(SessionDecoding):
         the tokens of its encoder and decoder positions (an encoder-only model has no decoder's, a decoder-only
         one no encoder's: there the prompt and ``tgt_ids`` are one stream after BOS)."""
         cfg, show_src, show_tgt = self.model_cfg, self.src_tok.display_token, self.tgt_tok.display_token
-        if cfg.arch == "encoder_only":
+        if "fill_mask" in cfg.family.decoding:  # the text, as inspect reads it
             ids = self._masked_input(src_text, ())[0]
             return [torch.tensor([ids], device=self.device)], [show_src(i) for i in ids], []
         _, ids, _ = self._source(src_text)
         y = [t for t in (tgt_ids or []) if t != cfg.eos_id]
-        if cfg.arch == "decoder_only":
+        if "generate" in cfg.family.decoding:
             seq = [cfg.bos_id, *ids, *y[: cfg.max_len - 1 - len(ids)]]
             return [torch.tensor([seq], device=self.device)], [], [show_tgt(i) for i in seq]
         tgt_in = [cfg.bos_id, *y[: cfg.max_len - 1]]

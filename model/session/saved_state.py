@@ -13,6 +13,7 @@ import torch
 from model.core.config import ModelConfig
 from model.data import DataSpec
 from model.data.tokenization import TextTokenizer, TokenizerSpec
+from model.families.registry import FAMILIES
 from model.hf.tokenizers import tokenizer_from_json
 from model.io.checkpoint import DAMAGED, CheckpointError
 from model.io.snapshots import TRAIN_METRICS
@@ -127,11 +128,7 @@ def _whole(value: Any) -> bool:
 
 
 # what each family's evaluations score (besides the loss); with experts also aux_loss and expert_load
-EVAL_SCORES = {
-    "encoder_decoder": ("exact_match", "bleu"),
-    "decoder_only": ("perplexity",),
-    "encoder_only": ("mlm_accuracy",),
-}
+EVAL_SCORES = tuple(spec.scores for spec in FAMILIES.values())
 
 
 def _is_eval(record: Any) -> bool:
@@ -140,7 +137,7 @@ def _is_eval(record: Any) -> bool:
 
     if not (isinstance(record, dict) and _whole(record.get("step")) and isinstance(record.get("split"), str)):
         return False
-    scored = any(all(number(record.get(k)) for k in keys) for keys in EVAL_SCORES.values())
+    scored = any(all(number(record.get(k)) for k in keys) for keys in EVAL_SCORES)
     load = record.get("expert_load", [])
     return number(record.get("loss")) and scored and isinstance(load, list) and all(number(x) for x in load)
 
