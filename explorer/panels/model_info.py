@@ -48,11 +48,9 @@ VALUE_NAMES = {
 }
 
 
-FAMILY_TITLES = {
-    "encoder_decoder": N_("Encoder–decoder Transformer"),
-    "decoder_only": N_("Decoder-only Transformer (GPT: predicts the next token)"),
-    "encoder_only": N_("Encoder-only Transformer (BERT: fills in masked tokens)"),
-}
+def family_title(m: ModelConfig) -> str:
+    """What the model is, in the interface language: “Decoder-only Transformer (GPT: predicts the next token)”."""
+    return tr(m.family.labels["title"])
 
 
 def origin_text(info: RunInfo) -> str:
@@ -64,17 +62,15 @@ def origin_text(info: RunInfo) -> str:
 
 
 def stacks_text(m: ModelConfig) -> str:
-    """The layers the family has, and what attends to what."""
-    if m.arch == "decoder_only":
-        return tr(
-            "N = {n} decoder layers: masked self-attention and feed-forward, no encoder and no cross-attention"
-        ).format(n=m.n_layers)
-    if m.arch == "encoder_only":
-        text = tr("N = {n} encoder layers: self-attention that looks both ways, no decoder").format(n=m.n_layers)
-        if m.n_classes:
-            text += "; " + tr("a classifier on the first position ({k} classes)").format(k=m.n_classes)
-        return text
-    return f"N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}"
+    """The layers the family has, and what attends to what (a single-stream family says it in its spec's labels:
+    "stacks"); a classification head (encoder-only models only) after them."""
+    stacks = m.family.labels.get("stacks")
+    if stacks is None:  # the paper's two stacks
+        return f"N = {m.n_encoder_layers} {tr('encoder layers')} + {m.n_decoder_layers} {tr('decoder layers')}"
+    text = tr(stacks).format(n=m.n_layers)
+    if m.n_classes:
+        text += "; " + tr("a classifier on the first position ({k} classes)").format(k=m.n_classes)
+    return text
 
 
 def parameters_text(info: RunInfo) -> str:
@@ -148,7 +144,7 @@ class ModelPanel(QWidget):
             positional += mark("; ") + tr("LayerNorm over the summed embeddings")
         activation = tr(VALUE_NAMES["activation"].get(m.activation, m.activation))
         lines = [
-            f"<b>{tr(FAMILY_TITLES[m.arch])}</b> — {origin_text(info)}",
+            f"<b>{family_title(m)}</b> — {origin_text(info)}",
             f"{stacks_text(m)}{mark('; ')}d_model = {m.d_model}, h = {m.n_heads} {tr('heads')} "
             f"(d_k = d_v = {m.head_dim}), d_ff = {m.d_ff}, P_drop = {m.dropout:g}",
             f"{norm}{mark('; ')}{tr('positional encoding')}{mark(': ')}{positional}{mark('; ')}"

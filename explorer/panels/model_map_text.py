@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from explorer.answers import RunInfo
 from explorer.i18n import N_, mark, tr
-from explorer.panels.model_info import FAMILY_TITLES, parameters_text, stacks_text
+from explorer.panels.model_info import family_title, parameters_text, stacks_text
 from model.core.config import ModelConfig
 
 STACKS = ("encoder", "decoder")
@@ -246,7 +246,7 @@ def overview_html(info: RunInfo) -> str:
     m = info.model_config
     norm = tr("Post-LN (as in the paper)") if m.norm == "post" else tr("Pre-LN (final norms)")
     rows = [
-        f"<h3>{tr(FAMILY_TITLES[m.arch])}</h3>",
+        f"<h3>{family_title(m)}</h3>",
         f"<p>{stacks_text(m)}; "
         f"d<sub>model</sub> = {m.d_model}, h = {m.n_heads}, d<sub>k</sub> = {m.head_dim}, "
         f"d<sub>ff</sub> = {m.d_ff}</p>",
