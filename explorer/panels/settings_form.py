@@ -1,10 +1,11 @@
 """The settings form of the Training panel: data, tokenizer, architecture and optimisation, checked
 before anything is built.
 
-The family (encoder–decoder, decoder-only, encoder-only) decides what else applies: which task list is
-offered (translation pairs, or single texts), which layer rows are shown (a decoder-only model has no
-encoder, an encoder-only model no decoder) and whether next-sentence prediction can be chosen; the
-experts' rows beyond "Experts" show only for a Mixture-of-Experts model (more than one expert)."""
+The family (encoder–decoder, decoder-only, encoder-only) decides what else applies, as its spec says
+(:mod:`model.families.registry`): which task list is offered (its data: translation pairs, or single texts), which
+layer rows are shown (its stacks: a decoder-only model has no encoder, an encoder-only model no decoder) and whether
+next-sentence prediction can be chosen (a masked-LM objective); the experts' rows beyond "Experts" show only for a
+Mixture-of-Experts model (more than one expert)."""
 
 from __future__ import annotations
 
@@ -38,10 +39,11 @@ from explorer.commands import NewModelSpec
 from explorer.i18n import N_, tr
 from explorer.panels.model_info import VALUE_NAMES
 from explorer.widgets import named
-from model.core.config import PRESETS, SINGLE_STREAM, ModelConfig
+from model.core.config import PRESETS, ModelConfig
 from model.core.settings import ConfigError, SettingField, SettingValue, form_settings, settings_of
 from model.data import MONOLINGUAL_TASKS, TASK_DESCRIPTIONS, TASKS, DataError, DataSpec, is_monolingual
 from model.data.tokenization import TOKENIZER_KINDS, TokenizerSpec
+from model.families.registry import FAMILIES, FamilySpec
 from model.training.config import TRAIN_PRESETS, TrainConfig
 
 FILE_ITEM = "file"
@@ -69,20 +71,6 @@ SHORT_NAMES = {
     "experts_top_k": "experts_top_k_spin",
     "aux_loss_coef": "balance_spin",
 }
-# Choices shown by a readable name (the combo box's data stays the field's value); the others show their value.
-# Short enough to be read whole in the settings column of a 1366-px laptop; what each learns is in the tooltip.
-FAMILY_NAMES = {
-    "encoder_decoder": N_("Encoder–decoder (the paper)"),
-    "decoder_only": N_("GPT (decoder-only)"),
-    "encoder_only": N_("BERT (encoder-only)"),
-}
-FAMILY_TIPS = {
-    "encoder_decoder": N_("Encoder–decoder (the paper)"),
-    "decoder_only": N_("GPT: decoder-only, next token"),
-    "encoder_only": N_("BERT: encoder-only, masked tokens"),
-}
-CHOICE_NAMES = {"arch": FAMILY_NAMES}
-CHOICE_TIPS = {"arch": FAMILY_TIPS}
 # The tasks each kind of family learns from: sentence pairs (encoder–decoder) or single texts (the others).
 PAIR_TASKS = tuple(t for t in TASKS if t not in MONOLINGUAL_TASKS)
 TEXT_TASKS = tuple(MONOLINGUAL_TASKS)
@@ -114,7 +102,7 @@ def setting_widget(s: SettingField) -> Editor:
     if s.choices:
         combo = QComboBox()
         for choice in s.choices:
-            combo.addItem(choice, choice)  # a readable name replaces the text in retranslate (CHOICE_NAMES)
+            combo.addItem(choice, choice)  # a readable name replaces the text in retranslate
         # as wide as its longest choice, in the language shown (the settings column is made that wide)
         combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         w, kind = combo, "combo"
@@ -173,28 +161,25 @@ def rate_field(schedule: str) -> str:
     return "noam_factor" if schedule == "noam" else "lr"
 
 
-def data_kind(arch: str) -> str:
-    """What a family learns from: "text" (single-stream families) or "pairs" (encoder–decoder)."""
-    return "text" if arch in SINGLE_STREAM else "pairs"
+def learns_nsp(family: FamilySpec) -> bool:
+    """Whether ``family`` may learn next-sentence prediction besides its objective (BERT's, with masked tokens)."""
+    return family.objective == "mlm"
 
 
-FAMILY_WORDS = {"decoder_only": N_("A decoder-only model"), "encoder_only": N_("An encoder-only model")}
-
-
-def family_problem(arch: str, data: DataSpec, nsp: bool) -> str:
+def family_problem(family: FamilySpec, data: DataSpec, nsp: bool) -> str:
     """Why ``data`` (or next-sentence prediction) does not suit the family, in words a person can act on;
     "" when it does (the engine checks the same before it builds anything)."""
     text = is_monolingual(data)
-    if arch in SINGLE_STREAM and not text:
+    if family.data == "text" and not text:
         return tr(
             "{family} learns from plain text: choose a text task (text-…) or your own text file, one sentence per line."
-        ).format(family=tr(FAMILY_WORDS[arch]))
-    if arch not in SINGLE_STREAM and text:
+        ).format(family=tr(family.labels["subject"]))
+    if family.data == "pairs" and text:
         return tr(
             "An encoder–decoder model learns to translate sentence pairs: choose a translation task or "
             "a file of sentence pairs, or a single-stream family for plain text."
         )
-    if nsp and arch != "encoder_only":
+    if nsp and not learns_nsp(family):
         return tr("Next-sentence prediction is learnt by encoder-only models: turn it off or choose that family.")
     return ""
 
@@ -207,7 +192,7 @@ class SettingsForm(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.data_path: str | None = None
-        # per kind of data (see data_kind), the task chosen last (FILE_ITEM: a file) and the file chosen last
+        # per kind of data (a family's data), the task chosen last (FILE_ITEM: a file) and the file chosen last
         self._chosen: dict[str, tuple[str, str | None]] = {k: (t, None) for k, t in FIRST_TASKS.items()}
         self._shown_kind: str | None = None  # the kind of data whose tasks the task list holds
         self._create_data_rows()
@@ -323,15 +308,15 @@ class SettingsForm(QWidget):
         self.browse.setText(tr("Choose file…"))
         for label, text in self._row_labels:
             label.setText(tr(text))
-        for name, names in CHOICE_NAMES.items():
-            combo = self.model_widgets[name]
-            assert isinstance(combo, QComboBox)
-            tips = CHOICE_TIPS.get(name, names)
-            for i in range(combo.count()):
-                combo.setItemText(i, tr(names[combo.itemData(i)]))
-                combo.setItemData(i, tr(tips[combo.itemData(i)]), Qt.ItemDataRole.ToolTipRole)
-            combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)  # the list shows whole names
-            combo.setToolTip(combo.currentText())
+        # each family by its spec's name, short enough to be read whole in the settings column of a 1366-px laptop
+        # (the box's data stays the arch); what each learns is in the tooltip
+        combo = self.arch_combo
+        for i in range(combo.count()):
+            family = FAMILIES[combo.itemData(i)]
+            combo.setItemText(i, tr(family.labels["family"]))
+            combo.setItemData(i, tr(family.labels["family_tip"]), Qt.ItemDataRole.ToolTipRole)
+        combo.view().setMinimumWidth(combo.view().sizeHintForColumn(0) + 8)  # the list shows whole names
+        combo.setToolTip(combo.currentText())
         self._name_values()
         self._name_tasks()
         for choices in self.findChildren(QComboBox):
@@ -376,8 +361,11 @@ class SettingsForm(QWidget):
         self.edited = True
 
     # -- the family -------------------------------------------------------------------------------------
+    def _family(self) -> FamilySpec:
+        return FAMILIES[self.arch_combo.currentData()]
+
     def _kind(self) -> str:
-        return data_kind(self.arch_combo.currentData())
+        return self._family().data
 
     def _fill_tasks(self) -> None:
         """The tasks that suit the family, then "Your file…"; the one chosen last for this kind of data is
@@ -417,12 +405,12 @@ class SettingsForm(QWidget):
 
     def _show_family_rows(self) -> None:
         """Only the rows that apply to this family and this number of experts."""
-        arch, moe = self.arch_combo.currentData(), self.experts_spin.value() > 1
-        self.model_form.setRowVisible(self.model_widgets["n_encoder_layers"], arch != "decoder_only")
-        self.model_form.setRowVisible(self.model_widgets["n_decoder_layers"], arch != "encoder_only")
+        family, moe = self._family(), self.experts_spin.value() > 1
+        self.model_form.setRowVisible(self.model_widgets["n_encoder_layers"], "encoder" in family.stacks)
+        self.model_form.setRowVisible(self.model_widgets["n_decoder_layers"], "decoder" in family.stacks)
         self.model_form.setRowVisible(self.experts_top_k_spin, moe)
         self.model_form.setRowVisible(self.model_widgets["aux_loss_coef"], moe)
-        self.train_form.setRowVisible(self.nsp_check, arch == "encoder_only")
+        self.train_form.setRowVisible(self.nsp_check, learns_nsp(family))
 
     def row_shown(self, widget: QWidget) -> bool:
         """Whether the form shows the row of ``widget`` (hidden rows do not apply to this model)."""
@@ -513,7 +501,7 @@ class SettingsForm(QWidget):
         values = {name: widget_value(w) for name, w in self.train_widgets.items()}
         values[rate_field(values["schedule"])] = self.rate.value()
         values["total_steps"] = max(TrainConfig.total_steps, values["warmup_steps"] + 1)
-        values["nsp"] = self.nsp_check.isChecked() and self.arch_combo.currentData() == "encoder_only"
+        values["nsp"] = self.nsp_check.isChecked() and learns_nsp(self._family())
         return TrainConfig(**values)
 
     def data_spec(self) -> DataSpec:
@@ -532,7 +520,7 @@ class SettingsForm(QWidget):
         fields: dict[str, Any] = dict(overrides)
         ModelConfig.preset(self.preset_combo.currentText(), src_vocab_size=100, tgt_vocab_size=100, **fields)
         train = self.train_config()
-        problem = family_problem(str(overrides["arch"]), data, train.nsp)
+        problem = family_problem(FAMILIES[str(overrides["arch"])], data, train.nsp)
         if problem:
             raise DataError(problem)
         tokenizer = TokenizerSpec(self.tokenizer_combo.currentText(), self.vocab_spin.value())
@@ -577,7 +565,7 @@ class SettingsForm(QWidget):
 
     def _show_data(self, info: RunInfo) -> None:
         """The run's data (the task list of its family first), tokenizer and preset."""
-        d, kind = info.data, data_kind(info.model_config.arch)
+        d, kind = info.data, info.model_config.family.data
         self._chosen[kind] = (d.task or FILE_ITEM, d.path if d.task is None else self._chosen[kind][1])
         self._fill_tasks()
         self.tokenizer_combo.setCurrentText(info.tokenizer.kind)
