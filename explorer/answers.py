@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from model.data import DataSpec
 from model.data.tokenization import TokenizerSpec
 from model.io.snapshots import AttentionExplanation, DecodeView, FillMaskView, Inspection, StepColumns
 from model.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    from model.data.stream import ProgressDetail
 
 EngineState = Literal["idle", "training", "paused", "error"]
 IDLE: Final = "idle"
@@ -150,7 +153,7 @@ class LoadProgress:
     name: str  # the folder's (or file's) name
     stage: str  # untranslated, one of LOAD_STAGES or DATA_STAGES: the window translates it
     fraction: float  # 0…1 (−1: how far is not known)
-    detail: str = ""  # a data file's: megabytes read, rate, time left (numbers and units)
+    detail: ProgressDetail | None = None  # a data file's: how far its reading has come, or its tokenizers' sample
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     import torch
 
     from explorer.run_following import RunFollowing
+    from model.data.stream import Progress as DataProgress
+    from model.data.stream import ProgressDetail
     from model.session import Session
 
 
@@ -215,11 +217,11 @@ class EngineBase(QThread):
         self._pending_steps, self._pending_evals = [], []
         self._publish_status()
 
-    def _data_progress(self, request_id: int, data: DataSpec) -> Callable[[str, float | None, str], None]:
+    def _data_progress(self, request_id: int, data: DataSpec) -> DataProgress:
         """How reading a big data file (a stream) goes, for the status bar: called on this thread."""
         name = Path(data.path).name if data.path else data.name
 
-        def report(stage: str, fraction: float | None, detail: str) -> None:
+        def report(stage: str, fraction: float | None, detail: ProgressDetail) -> None:
             self.load_progressed.emit(
                 LoadProgress(request_id, name, stage, -1.0 if fraction is None else fraction, detail)
             )

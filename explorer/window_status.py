@@ -19,6 +19,7 @@ from explorer.answers import DATA_STAGES, EngineStatus, FollowStatus, LoadProgre
 from explorer.i18n import tr
 from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
+from model.data.stream import ReadingProgress
 
 if TYPE_CHECKING:
     from explorer.worker import Engine
@@ -87,12 +88,9 @@ class WindowStatus(QObject):
         """What the engine is reading of the model being opened, and how far it has come."""
         self._opening = (p.request_id, p.name)
         if p.stage in DATA_STAGES:  # a big data file for a new model: its reading, then its tokenizers
-            text = tr("Preparing {name} — {stage}…").replace("{stage}", tr(p.stage))
-            short = text + (f" {100 * p.fraction:.0f}%" if p.fraction >= 0 else "")
-            if p.stage == "reading":  # the rate and the time left; megabytes and lines in the tooltip
-                short += f" ({', '.join(p.detail.split(', ')[-2:])})"
-            self.row.note_about(p.name, short)
-            self.row.note_label.setToolTip(text.replace("{name}", p.name) + f" {p.detail}")
+            note, tip = data_note(p)
+            self.row.note_about(p.name, note)
+            self.row.note_label.setToolTip(tip)
         elif p.fraction < 1.0:
             text = tr("Opening {name} — {stage}… {percent}%")
             self.row.note_about(
@@ -120,3 +118,14 @@ class WindowStatus(QObject):
         ended = self.row.on_follow(f)
         if ended:
             self.message_bar.show_message(ended, "info")
+
+
+def data_note(p: LoadProgress) -> tuple[str, str]:
+    """The note (``{name}`` where the file's name goes) and its tooltip while a big data file is prepared: the stage
+    and how far it has come; while reading, the rate and the time left, and in the tooltip megabytes and lines too."""
+    text = tr("Preparing {name} — {stage}…").replace("{stage}", tr(p.stage))
+    note = text + (f" {100 * p.fraction:.0f}%" if p.fraction >= 0 else "")
+    if isinstance(p.detail, ReadingProgress):
+        note += f" ({p.detail.pace_text()})"
+    detail = p.detail.text() if p.detail is not None else ""
+    return note, f"{text.replace('{name}', p.name)} {detail}"

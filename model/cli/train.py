@@ -44,7 +44,7 @@ import torch
 from model.cli.common import Progress, add_setting_flags, given_flags, given_settings
 from model.core.config import PRESETS, ModelConfig
 from model.data import FILE_FORMATS, TASKS, DataError, DataSpec
-from model.data.stream import StreamedBatches
+from model.data.stream import ProgressDetail, StreamedBatches
 from model.data.tokenization import TOKENIZER_KINDS, TokenizerSpec
 from model.families.registry import ENCODER_DECODER, FAMILIES, FamilySpec
 from model.io.checkpoint import CheckpointError, write_atomically
@@ -204,14 +204,14 @@ class StreamPrinter:
         self.last, self.stage = 0.0, ""
         self.tty = sys.stderr.isatty()
 
-    def __call__(self, stage: str, fraction: float | None, detail: str) -> None:
+    def __call__(self, stage: str, fraction: float | None, detail: ProgressDetail) -> None:
         now = time.monotonic()
         done = fraction is not None and fraction >= 1.0
         if stage == self.stage and not done and now - self.last < (0.25 if self.tty else 5.0):
             return
         self.last, self.stage = now, stage
         share = f" {100 * fraction:3.0f}%" if fraction is not None else ""
-        line = f"{stage}{share}: {detail}"
+        line = f"{stage}{share}: {detail.text()}"
         sys.stderr.write(("\r" + line[:160].ljust(160) + ("\n" if done else "")) if self.tty else line + "\n")
         sys.stderr.flush()
 

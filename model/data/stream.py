@@ -65,7 +65,52 @@ SCAN_VERSION = 3  # of the cached scan's layout (3: held_out has the bad lines t
 LINE_LIMIT = 1 << 20  # bytes of a line: longer is a bad line (why 1 MB: see model.data.files.LINE_LIMIT)
 HELD_BYTES = 256 << 20  # bytes of the lines a scan keeps (held out and sample): the sample shrinks to fit
 ENCODE_BYTES = 4 << 20  # bytes of lines tokenised at once (a tokenizer's own memory is ~100 bytes per byte)
-Progress = Callable[[str, float | None, str], None]  # (stage, fraction done or None, detail)
+
+
+@dataclass(frozen=True)
+class ReadingProgress:
+    """How far a scan has read a streamed file (two aligned files: their bytes together), as numbers; a status line
+    shows them as :meth:`text` (a terminal) or :meth:`pace_text` (the window's note)."""
+
+    read_bytes: int  # bytes read so far
+    total_bytes: int  # bytes of the file (of both files)
+    lines: int  # lines read so far
+    mb_per_s: float  # megabytes (10⁶ bytes) read per second so far
+    seconds_left: float  # at that rate (0 before anything was read)
+
+    @classmethod
+    def after(cls, read_bytes: int, total_bytes: int, lines: int, seconds: float) -> ReadingProgress:
+        """The progress once ``read_bytes`` of ``total_bytes`` (``lines`` lines) were read in ``seconds``."""
+        rate = read_bytes / 1e6 / max(seconds, 1e-6)
+        left = (total_bytes - read_bytes) / 1e6 / rate if rate > 0 else 0.0
+        return cls(read_bytes, total_bytes, lines, rate, left)
+
+    def amount_text(self) -> str:
+        """ "412 MB of 1,024 MB, 2.9 M lines"."""
+        return f"{self.read_bytes / 1e6:,.0f} MB of {self.total_bytes / 1e6:,.0f} MB, {self.lines / 1e6:.1f} M lines"
+
+    def pace_text(self) -> str:
+        """ "98 MB/s, 6 s left"."""
+        return f"{self.mb_per_s:.0f} MB/s, {self.seconds_left:.0f} s left"
+
+    def text(self) -> str:
+        """ "412 MB of 1,024 MB, 2.9 M lines, 98 MB/s, 6 s left"."""
+        return f"{self.amount_text()}, {self.pace_text()}"
+
+
+@dataclass(frozen=True)
+class TokenizerSample:
+    """The sample of a streamed file that its tokenizers are trained on."""
+
+    pairs: int
+
+    def text(self) -> str:
+        """ "on a sample of 12,345 pairs"."""
+        return f"on a sample of {self.pairs:,} pairs"
+
+
+ProgressDetail = ReadingProgress | TokenizerSample
+Progress = Callable[[str, float | None, ProgressDetail], None]  # (stage, fraction done or None, how far)
 
 
 def line_hash(line: bytes) -> int:
@@ -231,7 +276,7 @@ def scan(
                     offsets[k].append(offset)
                 if progress is not None and time.perf_counter() - said > 0.25:
                     said = time.perf_counter()
-                    progress("reading", sum(pos) / max(1, total), _rate(sum(pos), total, n, said - t0))
+                    progress("reading", sum(pos) / max(1, total), ReadingProgress.after(sum(pos), total, n, said - t0))
             pos = [a + b for a, b in zip(pos, sizes)]
             if line is not None and not _blank(line, target is not None):  # a long line: a bad line, when encoded
                 smallest.offer(n, line)
@@ -256,7 +301,7 @@ def scan(
         result.target_size, result.target_mtime_ns = stats[1].st_size, stats[1].st_mtime_ns
     report.kept = result.n_train + len(valid) + len(test)
     if progress is not None:
-        progress("reading", 1.0, _rate(sum(pos), total, n + 1, time.perf_counter() - t0))
+        progress("reading", 1.0, ReadingProgress.after(sum(pos), total, n + 1, time.perf_counter() - t0))
     return result
 
 
@@ -373,13 +418,6 @@ def _choose(
     valid = [p for _, p in held[:valid_size]]
     test = [p for _, p in held[valid_size:]]
     return valid, test, [p for _, p in pairs[len(held) :]], {h for h, _ in held} | bad  # bad: counted once
-
-
-def _rate(done: int, total: int, lines: int, seconds: float) -> str:
-    """ "412 MB of 1,024 MB, 2.9 M lines, 98 MB/s, 6 s left"."""
-    mb, rate = done / 1e6, done / 1e6 / max(seconds, 1e-6)
-    left = (total - done) / 1e6 / rate if rate > 0 else 0.0
-    return f"{mb:,.0f} MB of {total / 1e6:,.0f} MB, {lines / 1e6:.1f} M lines, {rate:.0f} MB/s, {left:.0f} s left"
 
 
 def _read_line(line: bytes, encoding: str, parse: Callable[[str], tuple[str, str] | str]) -> tuple[str, str] | str:

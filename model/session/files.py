@@ -16,6 +16,7 @@ from model.core.config import ModelConfig
 from model.data import Corpus, DataError, DataSpec, load_corpus
 from model.data.corpus import is_monolingual
 from model.data.stream import Progress as StreamProgress
+from model.data.stream import TokenizerSample
 from model.data.tokenization import TextTokenizer, TokenizerSpec
 from model.families.registry import ENCODER_DECODER, FAMILIES
 from model.hf.folders import load_into, read_folder, without_initialisation
@@ -104,7 +105,7 @@ class SessionFiles(SessionTraining):
     ) -> Self:
         family = FAMILIES.get(model_overrides.get("arch", ENCODER_DECODER.arch), ENCODER_DECODER)
         if progress is not None and corpus.stream is not None:
-            progress("training the tokenizers", None, f"on a sample of {len(corpus.train):,} pairs")
+            progress("training the tokenizers", None, TokenizerSample(len(corpus.train)))
         if family.single_stream:  # one stream of text, one tokenizer
             masking = family.objective == "mlm"
             src_tok = tgt_tok = TextTokenizer.train(corpus.texts("train"), tokenizer, masking=masking)
