@@ -74,7 +74,8 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 def _mask_token(s: Session) -> str | None:
     """The piece an encoder-only model reads as a hidden word, as a person types it (``<mask>`` is read as it too)."""
     mask_id = s.src_tok.mask_id
-    return s.src_tok.id_to_token(mask_id) if s.model_cfg.arch == "encoder_only" and mask_id is not None else None
+    fills_masks = "fill_mask" in s.model_cfg.family.decoding
+    return s.src_tok.id_to_token(mask_id) if fills_masks and mask_id is not None else None
 
 
 def _pieces(encoded: Encoded) -> PiecesOf:
@@ -84,7 +85,7 @@ def _pieces(encoded: Encoded) -> PiecesOf:
 
 def run_label(s: Session) -> str:
     c, t = s.model_cfg, s.train_cfg
-    family = {"decoder_only": "GPT · ", "encoder_only": "BERT · "}.get(c.arch, "")
+    family = c.family.labels.get("badge", "")  # "GPT · ", "BERT · "; the translator has none
     experts = f" · {c.n_experts} experts top-{c.experts_top_k}" if c.moe else ""
     return (
         f"{family}{s.data_spec.name} · {s.preset} · {c.norm}-LN · {c.positional}{experts} · "

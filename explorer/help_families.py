@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from model.families.registry import help_keys
+
 if TYPE_CHECKING:
     from model.core.config import ModelConfig
 
@@ -139,11 +141,9 @@ def family_topic(key: str, cfg: ModelConfig) -> str:
     """The help topic of the panel ``key`` ("training" or "map") for the model ``cfg``: its family's text, then the
     paragraphs of its experts and of T5's relative positions where it has them, joined by "+" (as
     :func:`explorer.help.help_text` reads it)."""
-    parts = [key if cfg.arch == "encoder_decoder" else f"{key}_{cfg.arch}"]
-    if key == "map" and cfg.arch != "encoder_decoder":  # the translator's text ends with it already
+    family, *options = help_keys(cfg, key)  # the family's topic, then its options' (model.families.registry)
+    parts = [family]
+    if key == "map" and family != key:  # a family's own map text; the translator's (HELP["map"]) ends with it
         parts.append("map_use")
-    if cfg.moe:
-        parts.append(f"{key}_moe")
-    if cfg.positional == "t5_relative":
-        parts.append(f"{key}_t5")
+    parts += options
     return "+".join(p for p in parts if p == key or p in FAMILY_HELP)

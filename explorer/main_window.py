@@ -59,12 +59,6 @@ PANELS = (
     ("data", N_("Data")),
     ("map", N_("Model map")),
 )
-# what the Decoding panel is for each family: its dock's title and its explanation
-DECODING_OF = {
-    "encoder_decoder": (N_("Decoding"), "decoding"),
-    "decoder_only": (N_("Decoding"), "generation"),
-    "encoder_only": (N_("Fill the mask"), "family_encoder_only"),
-}
 
 
 def default_data_dir() -> Path:
@@ -78,7 +72,6 @@ class MainWindow(QMainWindow):
     """The panels in docks, the menus and the status row; what the menus do is in the modules named above."""
 
     PANELS = PANELS
-    DECODING_OF = DECODING_OF
 
     def __init__(
         self,
@@ -365,10 +358,10 @@ class MainWindow(QMainWindow):
         self.status_corner.note(text, ms, tip)
 
     def _follow_family(self, cfg: ModelConfig) -> None:
-        title, topic = self.DECODING_OF.get(cfg.arch, self.DECODING_OF["encoder_decoder"])
-        self._decoding_title = title
-        self.docks["decoding"].setWindowTitle(tr(title))
-        self.help_boxes["decoding"].set_topic(topic, "")
+        family = cfg.family  # what the Decoding panel is for it: its dock's title and its explanation
+        self._decoding_title = family.labels["decoding_dock"]
+        self.docks["decoding"].setWindowTitle(tr(self._decoding_title))
+        self.help_boxes["decoding"].set_topic(family.help_keys["decoding"], "")
         for key in ("training", "map"):  # each family's own explanation, with its experts' and T5's paragraphs
             self.help_boxes[key].set_topic(family_topic(key, cfg), "")
 

@@ -430,7 +430,7 @@ def help_boxes_after(qtbot, cfg: ModelConfig):
     boxes = {key: HelpBox(key) for key in ("decoding", "training", "map")}
     for box in boxes.values():
         qtbot.addWidget(box)
-    window = SimpleNamespace(DECODING_OF=MainWindow.DECODING_OF, docks={"decoding": QDockWidget()}, help_boxes=boxes)
+    window = SimpleNamespace(docks={"decoding": QDockWidget()}, help_boxes=boxes)
     qtbot.addWidget(window.docks["decoding"])
     MainWindow._follow_family(window, cfg)
     return {key: plain(box.sheet.text.text()) for key, box in boxes.items()}

@@ -39,13 +39,14 @@ from model.io.snapshots import DecodeSettings, DecodeView, Inspection
 if TYPE_CHECKING:
     from explorer.answers import RunInfo, SentenceSampled
     from explorer.engine_client import EngineClient
+    from model.families.registry import FamilySpec
 
 __all__ = ["CHART_HEIGHT", "SPEEDS", "DecodingPanel", "DecodingViewState", "joined", "prompt_of"]
 
 
-def family_mode(arch: str) -> FamilyMode:
+def family_mode(family: FamilySpec) -> FamilyMode:
     """How the stepping page decodes a family's model (an encoder-only model's page is the fill-mask view)."""
-    return GenerationMode() if arch == "decoder_only" else TranslationMode()
+    return GenerationMode() if "generate" in family.decoding else TranslationMode()
 
 
 class DecodingPanel(QWidget):
@@ -215,8 +216,8 @@ class DecodingPanel(QWidget):
         decoding = page.view is not None or page.waiting
         self.fill_view.on_run(info, new_model)
         if new_model:
-            self.pages.setCurrentIndex(1 if info.model_config.arch == "encoder_only" else 0)
-        page.on_run(info, new_model, family_mode(info.model_config.arch))
+            self.pages.setCurrentIndex(1 if "fill_mask" in info.model_config.family.decoding else 0)
+        page.on_run(info, new_model, family_mode(info.model_config.family))
         if new_model:
             page.sample_split = "test"
             page.describe_sample_button()

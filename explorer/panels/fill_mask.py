@@ -295,7 +295,7 @@ class FillMaskPanel(QWidget):
         if new_model:
             self.clear()
             self.input.clear()
-            own = info.mask_token if info.model_config.arch == "encoder_only" else None
+            own = info.mask_token if "fill_mask" in info.model_config.family.decoding else None
             self.own_mask = None if own in (None, MASK) else own
             self.retranslate()
 

@@ -19,6 +19,7 @@ from explorer.help import HelpBox
 from explorer.i18n import N_, language, tr
 from explorer.widgets import named
 from explorer.widgets.heatmap import Heatmap
+from model.families.registry import FAMILIES
 from model.io.snapshots import Inspection, RouterView
 
 ROUTER_TITLE = N_("Router probabilities: tokens × experts")
@@ -99,7 +100,7 @@ class RouterPage(QWidget):
     def show_inspection(self, inspection: Inspection | None) -> None:
         """Show the routing of ``inspection`` (None: nothing shown), keeping the chosen layer where it has one."""
         routing = () if inspection is None else tuple(inspection.routing)
-        self.single_stream = inspection is not None and inspection.arch != "encoder_decoder"
+        self.single_stream = inspection is not None and FAMILIES[inspection.arch].single_stream
         keys = [(r.stack, r.layer) for r in routing]
         if keys != [(r.stack, r.layer) for r in self.routing]:
             was = self.shown()

@@ -19,19 +19,13 @@ from explorer.answers import Evaluation, RunInfo
 from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.widgets.metric_plot import MetricPlot
+from model.families.registry import MOE
 from model.io.snapshots import StepColumns
 
 REVEAL_MS = 40  # between the plots painted for the first time
 PLOT_MIN_HEIGHT = 120  # px: title, axes and a readable curve (three rows fit beside the controls on a laptop)
 TICK_MS = 25  # one plot with new data redrawn per tick
 
-# The evaluation plot of each family: its title, value axis and scale (None: from zero, growing as needed).
-QUALITY_TITLES: dict[str, tuple[str, str, tuple[float, float] | None]] = {
-    "encoder_decoder": (N_("Exact match and BLEU (valid)"), "%", (0.0, 100.0)),
-    "decoder_only": (N_("Perplexity (valid)"), N_("perplexity"), None),
-    "encoder_only": (N_("Masked-token accuracy (valid)"), "%", (0.0, 100.0)),
-}
-NSP_TITLE = N_("Masked-token and next-sentence accuracy (valid)")
 # the scores of Evaluation the evaluation plot draws, each with its factor (shares as percentages)
 QUALITY_SERIES = (
     ("exact_match", 100.0),
@@ -55,7 +49,6 @@ EXPERT_COLOURS = [
 
 
 LOSS_TITLE, LOSS_AXIS = N_("Loss"), N_("cross-entropy")
-MOE_LOSS_TITLE = N_("Loss (balance loss: 1 = even)")  # with experts: the balance loss, its layers' mean, beside it
 EXPERT_LOAD_HELP = N_(
     "E1, E2, …: each expert's share of the tokens the routers sent, at each update (averaged over the layers). "
     "Dashed: 1/N, every expert's share when the load is balanced. With the balance loss at 0 a few experts "
@@ -205,14 +198,16 @@ class TrainingPlots(QObject):
         """The plots of the current run's family: its evaluation scores, and the experts' load when it has
         experts (the other runs' curves stay, for comparison)."""
         m = info.model_config
-        title, y_label, domain = QUALITY_TITLES[m.arch]
-        if m.arch == "encoder_only" and info.train_config.nsp:
-            title = NSP_TITLE
-        self.plots["quality_plot"].set_title(title, y_label, domain)
+        labels = m.family.labels  # the evaluation plot's title and value axis (model.families.registry)
+        title = labels["quality_plot"]
+        if info.train_config.nsp:
+            title = labels.get("quality_plot:nsp", title)
+        self.plots["quality_plot"].set_title(title, labels["quality_axis"], m.family.quality_range)
         speed = N_("tokens/s") if m.single_stream else N_("target tokens/s")  # single-stream: every token is one
         self.plots["speed_plot"].define("train", speed)
         self._optional_shown = {"expert_load_plot"} if m.moe else set()
-        self.plots["loss_plot"].set_title(MOE_LOSS_TITLE if m.moe else LOSS_TITLE, LOSS_AXIS, None)
+        loss_title = MOE.labels["loss_plot"] if m.moe else LOSS_TITLE  # with experts: the balance loss beside it
+        self.plots["loss_plot"].set_title(loss_title, LOSS_AXIS, None)
         self.arrange(columns)
 
     def show_history(self, info: RunInfo, again: bool) -> None:
