@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -20,12 +20,10 @@ from explorer.i18n import N_
 from model.core.config import ModelConfig
 from model.core.config import Positional as PositionalKind
 from model.data import DataSpec
+from model.data.stream import ProgressDetail
 from model.data.tokenization import TokenizerSpec
 from model.io.snapshots import AttentionExplanation, DecodeView, FillMaskView, Inspection, StepColumns
 from model.training.config import TrainConfig
-
-if TYPE_CHECKING:
-    from model.data.stream import ProgressDetail
 
 EngineState = Literal["idle", "training", "paused", "error"]
 IDLE: Final = "idle"
