@@ -116,6 +116,7 @@ class FamilySpec:
     shared_specials: bool = False  # its end token may also be its start and padding token (GPT-2's <|endoftext|>)
     text_specials: int = 0  # the special tokens each text of a single-stream family is read with (BOS; BOS and EOS)
     quality_range: tuple[float, float] | None = None  # the evaluation plot's scale (None: from zero, growing)
+    output_probability: str = ""  # what its output's probability is conditioned on, as the model map writes it (HTML)
     labels: Mapping[str, str] = field(default_factory=dict)  # English labels by place (the window translates)
     help_keys: Mapping[str, str] = field(default_factory=dict)  # help topic by panel
 
@@ -192,6 +193,38 @@ _ENCODER_ONLY_TEXTS = {
     "stacks": "N = {n} encoder layers: self-attention that looks both ways, no decoder",
 }
 
+# What the model map says of each family's parts (keys: input:<stack> what comes in under a stack;
+# sources:<attention kind> where that attention's Q, K and V come from; output_use what the program does with the
+# output probabilities).
+_ENCODER_DECODER_MAP = {
+    "input:encoder": "Inputs",
+    "input:decoder": "Outputs (shifted right)",
+    "sources:encoder": "Q, K and V all come from this layer's input: the source sentence as the layer below left it.",
+    "sources:decoder_self": (
+        "Q, K and V all come from the target prefix: the words written so far, shifted right behind the start token."
+    ),
+    "sources:cross": (
+        "Q comes from the decoder; K and V come from the encoder's output m, the same for every decoder layer."
+    ),
+    "output_use": "Greedy decoding takes the most likely piece; beam search keeps the best prefixes.",
+}
+_DECODER_ONLY_MAP = {
+    "input:decoder": "Inputs (the text so far)",
+    "sources:decoder_self": (
+        "Q, K and V all come from the text so far, as the layer below left it: each token looks at itself "
+        "and the tokens before it."
+    ),
+    "output_use": "Generation takes the most likely piece, or draws one at random, and feeds it back in.",
+}
+_ENCODER_ONLY_MAP = {
+    "input:encoder": "Inputs (some tokens masked)",
+    "sources:encoder": (
+        "Q, K and V all come from this layer's input: the whole text, masked tokens included, as the layer "
+        "below left it; every position looks at every other."
+    ),
+    "output_use": "At each masked position: the model's guess of the hidden piece.",
+}
+
 ENCODER_DECODER = FamilySpec(
     arch="encoder_decoder",
     name="encoder-decoder",
@@ -213,6 +246,7 @@ ENCODER_DECODER = FamilySpec(
     ),
     cli="model.cli.translate",
     quality_range=(0.0, 100.0),
+    output_probability="P(y<sub>t</sub> = w | y<sub>&lt;t</sub>, x)",
     labels={
         "family": "Encoder–decoder (the paper)",
         "family_tip": "Encoder–decoder (the paper)",
@@ -222,6 +256,7 @@ ENCODER_DECODER = FamilySpec(
         "decoding_dock": "Decoding",
         "quality_plot": "Exact match and BLEU (valid)",
         "quality_axis": "%",
+        **_ENCODER_DECODER_MAP,
     },
     help_keys={"training": "training", "map": "map", "decoding": "decoding", "family": "family_encoder_decoder"},
 )
@@ -240,6 +275,7 @@ DECODER_ONLY = FamilySpec(
     cli="model.cli.generate",
     shared_specials=True,
     text_specials=1,  # BOS before the input (EOS after the target)
+    output_probability="P(x<sub>t</sub> = w | x<sub>&lt;t</sub>)",
     labels={
         **_ONE_STREAM,
         "family": "GPT (decoder-only)",
@@ -253,6 +289,7 @@ DECODER_ONLY = FamilySpec(
         "quality_axis": "perplexity",
         "badge": "GPT · ",
         **_DECODER_ONLY_TEXTS,
+        **_DECODER_ONLY_MAP,
     },
     help_keys={
         "training": "training_decoder_only",
@@ -276,6 +313,7 @@ ENCODER_ONLY = FamilySpec(
     cli="model.cli.fill_mask",
     text_specials=2,  # BOS text EOS
     quality_range=(0.0, 100.0),
+    output_probability="P(x<sub>i</sub> = w | x<sub>∖i</sub>)",
     labels={
         **_ONE_STREAM,
         "family": "BERT (encoder-only)",
@@ -290,6 +328,7 @@ ENCODER_ONLY = FamilySpec(
         "quality_axis": "%",
         "badge": "BERT · ",
         **_ENCODER_ONLY_TEXTS,
+        **_ENCODER_ONLY_MAP,
     },
     help_keys={
         "training": "training_encoder_only",
