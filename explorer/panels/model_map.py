@@ -51,6 +51,7 @@ from explorer.panels.model_map_text import (
     box_label,
     equation_html,
     formula,
+    has_mlm_head,
     layer_count,
     model_stacks,
     overview_html,
@@ -89,17 +90,6 @@ FILLS = {
     "softmax": "#cbe9ca",
     "layer": "#ececec",
     "mlm_head": "#dbdcf5",
-}
-INPUT_LABELS = {  # under each stack: what comes in
-    ("encoder_decoder", "encoder"): N_("Inputs"),
-    ("encoder_decoder", "decoder"): N_("Outputs (shifted right)"),
-    ("decoder_only", "decoder"): N_("Inputs (the text so far)"),
-    ("encoder_only", "encoder"): N_("Inputs (some tokens masked)"),
-}
-OUTPUT_LABELS = {  # on top: what comes out
-    "encoder_decoder": N_("Output probabilities"),
-    "decoder_only": N_("Next-token probabilities"),
-    "encoder_only": N_("Masked-token probabilities"),
 }
 TITLE = N_("Figure 1 of the paper, for this model")
 HINT = N_(
@@ -198,7 +188,7 @@ class Column:
 
 def stack_input(col: Column, cfg: ModelConfig) -> None:
     """The tokens, their embedding and the positional encoding at the bottom of a stack."""
-    col.label(tr(INPUT_LABELS[(cfg.arch, col.stack)]))
+    col.label(tr(cfg.family.labels[f"input:{col.stack}"]))  # under each stack: what comes in
     col.add(ModelPart("embedding", col.stack), IO_H)
     col.add(ModelPart("positional", col.stack), IO_H, dashed=cfg.positional == "rope")
 
@@ -267,11 +257,11 @@ def draw_model(cfg: ModelConfig, opened: dict[str, int]) -> Drawing:
             col.add(ModelPart("final_norm", col.stack), NORM_H)
         columns.append(col)
     top = columns[-1]
-    if cfg.arch == "encoder_only":  # BERT: each state transformed, then scored against the vocabulary
+    if has_mlm_head(cfg):  # BERT: each state transformed, then scored against the vocabulary
         top.add(ModelPart("mlm_head"), IO_H)
     top.add(ModelPart("output_linear"), IO_H)
     top.add(ModelPart("softmax"), IO_H)
-    top.label(tr(OUTPUT_LABELS[cfg.arch]))
+    top.label(tr(cfg.family.labels["output"]))  # on top: what comes out
     if len(columns) == 2:
         memory_lane(d, *columns)
     return d

@@ -42,20 +42,34 @@ KINDS = (
 )
 
 
+# the attention kind of the family specs (model.families.registry) that each attention part is
+ATTENTION_OF = {
+    "encoder_self_attention": "encoder",
+    "decoder_self_attention": "decoder_self",
+    "cross_attention": "cross",
+}
+
+
 def stack_sublayers(cfg: ModelConfig, stack: str) -> tuple[str, ...]:
-    """A layer's sublayers, bottom to top: a decoder-only model's (GPT's) have no cross-attention."""
-    if stack == "decoder" and cfg.arch == "decoder_only":
-        return ("decoder_self_attention", "feed_forward")
-    return STACK_SUBLAYERS[stack]
+    """A layer's sublayers, bottom to top: those of the attention kinds the family has (a decoder-only model's,
+    GPT's, have no cross-attention)."""
+    kinds = cfg.family.attention
+    return tuple(k for k in STACK_SUBLAYERS[stack] if k not in ATTENTION_OF or ATTENTION_OF[k] in kinds)
 
 
 def model_stacks(cfg: ModelConfig) -> dict[str, int]:
     """The stacks the model has, each with its number of layers."""
-    if cfg.arch == "decoder_only":
-        return {"decoder": cfg.n_layers}
-    if cfg.arch == "encoder_only":
-        return {"encoder": cfg.n_layers}
-    return {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}
+    return {stack: layer_count(cfg, stack) for stack in cfg.family.stacks}
+
+
+def has_mlm_head(cfg: ModelConfig) -> bool:
+    """The family scores its output through a masked-LM head (BERT's), not straight from the last layer."""
+    return "masked_lm_head" in cfg.family.parameter_groups
+
+
+def has_segments(cfg: ModelConfig) -> bool:
+    """The family adds a segment embedding (BERT's sentence A or B) to each token's."""
+    return "segment_embedding" in cfg.family.parameter_groups
 
 
 @dataclass(frozen=True)
@@ -210,7 +224,8 @@ def tooltip(part: ModelPart, cfg: ModelConfig | None = None) -> str:
 def where(part: ModelPart, cfg: ModelConfig) -> str:
     """Which stack and layer the part is in."""
     if part.stack is None:
-        return tr("on top of the encoder") if cfg.arch == "encoder_only" else tr("on top of the decoder")
+        top = cfg.family.stacks[-1]  # the output layer and the softmax sit on the family's last stack
+        return tr("on top of the encoder") if top == "encoder" else tr("on top of the decoder")
     total = layer_count(cfg, part.stack)
     stack = tr("Encoder") if part.stack == "encoder" else tr("Decoder")
     if part.layer is None:
@@ -266,28 +281,6 @@ def sqrt_text(value: int) -> str:
 
 # -- the formula of each kind ----------------------------------------------------------------------------
 
-ATTENTION_SOURCES = {
-    "encoder_self_attention": N_(
-        "Q, K and V all come from this layer's input: the source sentence as the layer below left it."
-    ),
-    "decoder_self_attention": N_(
-        "Q, K and V all come from the target prefix: the words written so far, shifted right behind the start token."
-    ),
-    "cross_attention": N_(
-        "Q comes from the decoder; K and V come from the encoder's output m, the same for every decoder layer."
-    ),
-}
-# what the self-attention of a single-stream family reads (the others as in ATTENTION_SOURCES)
-FAMILY_SOURCES = {
-    "decoder_only": N_(
-        "Q, K and V all come from the text so far, as the layer below left it: each token looks at itself "
-        "and the tokens before it."
-    ),
-    "encoder_only": N_(
-        "Q, K and V all come from this layer's input: the whole text, masked tokens included, as the layer "
-        "below left it; every position looks at every other."
-    ),
-}
 PARAMETER_KEYS = {
     "encoder_self_attention": "encoder self-attention",
     "decoder_self_attention": "decoder self-attention",
@@ -324,7 +317,7 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
         f"<p>h = {h}, d<sub>k</sub> = d<sub>v</sub> = d<sub>model</sub> / h = {d} / {h} = <b>{dk}</b>, "
         f"√d<sub>k</sub> = {sqrt_text(dk)}; W<sub>i</sub><sup>Q</sup>, W<sub>i</sub><sup>K</sup>, "
         f"W<sub>i</sub><sup>V</sup> ∈ ℝ<sup>{d}×{dk}</sup>, W<sup>O</sup> ∈ ℝ<sup>{h * dk}×{d}</sup></p>",
-        f"<p>{tr(FAMILY_SOURCES.get(m.arch, ATTENTION_SOURCES[part.kind]))}</p>",
+        f"<p>{tr(m.family.labels[f'sources:{ATTENTION_OF[part.kind]}'])}</p>",
     ]
     if part.kind == "decoder_self_attention":
         rows.append(f"<p>{tr(MASK_TEXT)}</p>")
@@ -503,7 +496,7 @@ def input_formula(cfg: ModelConfig) -> str:
     """x, the first layer's input, as this model computes it: the embedding, the position's vector, BERT's segment
     embedding, and the LayerNorm over their sum where the model has one (BERT)."""
     terms = [embedded(cfg), position_term(cfg)]
-    if cfg.arch == "encoder_only":
+    if has_segments(cfg):
         terms.append("S<sub>segment</sub>")
     total = " + ".join(t for t in terms if t)
     return "x = " + (f"LayerNorm({total})" if cfg.embed_norm else total)
@@ -554,7 +547,7 @@ def _embedding(part: ModelPart, info: RunInfo) -> str:
 def _token_embedding(part: ModelPart, info: RunInfo, size: int) -> str:
     """The one embedding of a single-stream model (and BERT's segment embedding and embedding norm beside it)."""
     m = info.model_config
-    segment = m.arch == "encoder_only"
+    segment = has_segments(m)
     rows = [
         formula(input_formula(m)),
         f"<p>E ∈ ℝ<sup>{size:,}×{m.d_model}</sup>{mark(': ')}"
@@ -677,7 +670,7 @@ def _output_linear(part: ModelPart, info: RunInfo) -> str:
         + tr(LOGITS_TEXT[m.single_stream])
         + "</p>",
     ]
-    if m.arch == "encoder_only":
+    if has_mlm_head(m):
         rows.append(f"<p>{tr('x is the output of the masked-LM head.')}</p>")
     elif m.norm == "pre":
         rows.append(f"<p>{tr('x is the output of the decoder’s final LayerNorm.')}</p>")
@@ -719,26 +712,17 @@ PIECES_TEXT = {
     True: N_("pieces: one probability each, adding up to 1."),
     False: N_("target pieces: one probability each, adding up to 1."),
 }
-SOFTMAX_GIVEN = {  # what the probability is conditioned on, per family
-    "encoder_decoder": "P(y<sub>t</sub> = w | y<sub>&lt;t</sub>, x)",
-    "decoder_only": "P(x<sub>t</sub> = w | x<sub>&lt;t</sub>)",
-    "encoder_only": "P(x<sub>i</sub> = w | x<sub>∖i</sub>)",
-}
-SOFTMAX_USE = {
-    "encoder_decoder": N_("Greedy decoding takes the most likely piece; beam search keeps the best prefixes."),
-    "decoder_only": N_("Generation takes the most likely piece, or draws one at random, and feeds it back in."),
-    "encoder_only": N_("At each masked position: the model's guess of the hidden piece."),
-}
 
 
 def _softmax(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
     v = info.vocab_sizes[1]
     pieces = tr(PIECES_TEXT[m.single_stream])
+    spec = m.family  # what the probability is conditioned on, and what the program does with it
     rows = [
-        formula(f"{SOFTMAX_GIVEN[m.arch]} = exp(z<sub>w</sub>) / Σ<sub>v=1</sub><sup>V</sup> exp(z<sub>v</sub>)"),
+        formula(f"{spec.output_probability} = exp(z<sub>w</sub>) / Σ<sub>v=1</sub><sup>V</sup> exp(z<sub>v</sub>)"),
         f"<p>V = <b>{v:,}</b> " + pieces + "</p>",
-        f"<p>{tr(SOFTMAX_USE[m.arch])}</p>",
+        f"<p>{tr(spec.labels['output_use'])}</p>",
     ]
     return "".join(rows) + params_line(None)
 
