@@ -48,7 +48,6 @@ from explorer.commands import (
     Step,
     Stop,
 )
-from explorer.commands import NewModelSpec as NewModelSpec  # the training panel still looks for it here
 from explorer.engine_following import FollowingHandlers
 from explorer.engine_loading import LIVE_ENGINES, favour_the_window, load_engine, prepare_optimizers_aside
 from explorer.engine_training import TrainingHandlers

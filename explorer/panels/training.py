@@ -23,7 +23,19 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from explorer.answers import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, RunInfo
-from explorer.commands import ChangeData, ChangeTraining, Command, NewModel, Pause, PauseAt, Resume, Start, Step, Stop
+from explorer.commands import (
+    ChangeData,
+    ChangeTraining,
+    Command,
+    NewModel,
+    NewModelSpec,
+    Pause,
+    PauseAt,
+    Resume,
+    Start,
+    Step,
+    Stop,
+)
 from explorer.engine_client import EngineClient
 from explorer.i18n import tr
 from explorer.panels.settings_form import SettingsForm, needs_new_model, only_the_data_differs
@@ -33,7 +45,6 @@ from explorer.panels.training_runs import MAX_RUNS, RunList
 from explorer.panels.training_settings import SettingsArea
 from explorer.panels.training_state import TrainingViewState, smoothing_at
 from explorer.widgets import named
-from explorer.worker import NewModelSpec
 from model.data import DataError
 
 __all__ = ["MAX_RUNS", "ConfirmReplace", "TrainingPanel"]
