@@ -178,32 +178,9 @@ def _panel_stalls(app, panel, views) -> tuple[list[float], list[float], list[flo
 
 def run_info(session: Session) -> RunInfo:
     """What the engine tells the window about ``session``'s model (run 1, nothing followed)."""
-    from explorer.answers import Evaluation, ModelOrigin, RunInfo
-    from explorer.engine_base import run_label
-    from model.io.snapshots import StepColumns
+    from explorer.engine_base import run_info_of
 
-    s, src, tgt = session, session.src_tok, session.tgt_tok
-    return RunInfo(
-        run_id=1,
-        label=run_label(s),
-        preset=s.preset,
-        model_config=s.model_cfg,
-        train_config=s.train_cfg,
-        data=s.data_spec,
-        tokenizer=s.tokenizer_spec,
-        vocab_sizes=(src.vocab_size, tgt.vocab_size),
-        parameters=s.model.parameter_breakdown(),
-        total_parameters=s.model.num_parameters(),
-        active_parameters=s.model.active_parameters(),
-        schedule=s.lr_schedule(max(2 * s.step, 2000)),
-        src_pieces=tuple(src.display_token(i) for i in range(src.vocab_size)),
-        tgt_pieces=tuple(tgt.display_token(i) for i in range(tgt.vocab_size)),
-        src_words=s.source_words(),
-        history_steps=StepColumns.from_history(s.history.train),
-        history_evals=tuple(Evaluation.of(e) for e in s.history.evals),
-        model_origin=ModelOrigin.of(s.notes),
-        weights_step=s.step,
-    )
+    return run_info_of(session, 1)
 
 
 def beam_stalls(app, checkpoint: str | None) -> None:

@@ -78,6 +78,34 @@ def _mask_token(s: Session) -> str | None:
     return s.src_tok.id_to_token(mask_id) if fills_masks and mask_id is not None else None
 
 
+def run_info_of(s: Session, run_id: int, follow: RunFollowing | None = None) -> RunInfo:
+    """What the window is told about ``s``'s model as run ``run_id`` (a followed run's history is its log)."""
+    t = s.train_cfg
+    horizon = max(2 * s.step, 5 * t.warmup_steps, 2000, t.total_steps if t.schedule == "cosine" else 0)
+    return RunInfo(
+        run_id=run_id,
+        label=run_label(s),
+        preset=s.preset,
+        model_config=s.model_cfg,
+        train_config=s.train_cfg,
+        data=s.data_spec,
+        tokenizer=s.tokenizer_spec,
+        vocab_sizes=(s.src_tok.vocab_size, s.tgt_tok.vocab_size),
+        parameters=s.model.parameter_breakdown(),
+        total_parameters=s.model.num_parameters(),
+        active_parameters=s.model.active_parameters(),
+        schedule=_frozen(s.lr_schedule(horizon)),
+        src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
+        tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
+        src_words=s.source_words(),
+        history_steps=follow.steps() if follow else StepColumns.from_history(s.history.train),
+        history_evals=follow.evaluations() if follow else tuple(Evaluation.of(e) for e in s.history.evals),
+        model_origin=ModelOrigin.of(s.notes),
+        weights_step=s.step,
+        mask_token=_mask_token(s),
+    )
+
+
 def _pieces(encoded: Encoded) -> PiecesOf:
     unknown = set(encoded.unknown)  # the spans of the pieces the vocabulary lacks
     return PiecesOf(tuple(encoded.tokens), frozenset(i for i, span in enumerate(encoded.spans) if span in unknown))
@@ -156,30 +184,7 @@ class EngineBase(QThread):
         return self.session
 
     def _run_info(self, s: Session) -> RunInfo:
-        t, f = s.train_cfg, self._follow  # a followed run's history is its log
-        horizon = max(2 * s.step, 5 * t.warmup_steps, 2000, t.total_steps if t.schedule == "cosine" else 0)
-        return RunInfo(
-            run_id=self._run_id,
-            label=run_label(s),
-            preset=s.preset,
-            model_config=s.model_cfg,
-            train_config=s.train_cfg,
-            data=s.data_spec,
-            tokenizer=s.tokenizer_spec,
-            vocab_sizes=(s.src_tok.vocab_size, s.tgt_tok.vocab_size),
-            parameters=s.model.parameter_breakdown(),
-            total_parameters=s.model.num_parameters(),
-            active_parameters=s.model.active_parameters(),
-            schedule=_frozen(s.lr_schedule(horizon)),
-            src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
-            tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
-            src_words=s.source_words(),
-            history_steps=f.steps() if f else StepColumns.from_history(s.history.train),
-            history_evals=f.evaluations() if f else tuple(Evaluation.of(e) for e in s.history.evals),
-            model_origin=ModelOrigin.of(s.notes),
-            weights_step=s.step,
-            mask_token=_mask_token(s),
-        )
+        return run_info_of(s, self._run_id, self._follow)
 
     def _describe_data(self) -> None:
         s = self.session
