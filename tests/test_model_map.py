@@ -219,3 +219,35 @@ def test_the_map_speaks_chinese(panel, info_for):
         assert "编码器的输出" in equation(panel)
     finally:
         language.set("en")
+
+
+@pytest.mark.parametrize("arch", ["encoder_decoder", "decoder_only", "encoder_only"])
+def test_each_familys_map_is_drawn_from_its_spec(panel, engine_info, english, arch):
+    """The stacks, their sublayers, the MLM head and the words under and on top of the stacks come from the
+    family's spec (model.families.registry), as do each attention's sources and the softmax's probability."""
+    from explorer.panels.model_map import LabelItem
+    from explorer.panels.model_map_text import equation_html, model_stacks, stack_sublayers
+    from model.families.registry import FAMILIES
+
+    spec = FAMILIES[arch]
+    vocab = {"vocab_size": 37} if spec.single_stream else {"src_vocab_size": 37, "tgt_vocab_size": 37}
+    cfg = ModelConfig.preset("tiny", arch=arch, **vocab)
+    with torch.device("meta"):
+        counts = Transformer(cfg).parameter_breakdown()
+    info = dataclasses.replace(engine_info, model_config=cfg, vocab_sizes=(37, 37), parameters=counts)
+    panel.on_run(info)
+    assert tuple(model_stacks(cfg)) == spec.stacks
+    for stack in spec.stacks:
+        assert ("cross_attention" in stack_sublayers(cfg, stack)) == (stack == "decoder" and "cross" in spec.attention)
+    texts = {item.text for item in panel.scene.items() if isinstance(item, LabelItem)}
+    assert {spec.labels[f"input:{stack}"] for stack in spec.stacks} | {spec.labels["output"]} <= texts
+    parts = panel.parts()
+    assert (ModelPart("mlm_head") in parts) == ("masked_lm_head" in spec.parameter_groups)
+    for part in parts:
+        if part.kind.endswith("attention"):
+            kind = {"encoder_self_attention": "encoder", "decoder_self_attention": "decoder_self"}.get(
+                part.kind, "cross"
+            )
+            assert spec.labels[f"sources:{kind}"] in equation_html(part, info)
+    softmax = equation_html(ModelPart("softmax"), info)
+    assert spec.output_probability in softmax and spec.labels["output_use"] in softmax

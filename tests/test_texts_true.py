@@ -336,14 +336,15 @@ def test_the_seconds_of_a_followed_run_are_chinese(qtbot, chinese):
 
 
 def test_the_t5_lab_note_counts_the_exact_offsets_each_side(english):
-    from explorer.panels.positional import PositionalPanel
+    from explorer.panels.positional_t5 import t5_note
+    from model.families.registry import ENCODER_DECODER
 
-    note = PositionalPanel._t5_note("encoder_decoder", 32, 128)
+    note = t5_note(ENCODER_DECODER, 32, 128)
     assert "8 exact offsets before the query (0 included), 7 after" in note
     assert "16 exact offsets (0 included)" in note  # the decoder's, looking back
     assert "every distance from 91 on" in note and "every distance from 113 on" in note
     language.set("zh")
-    note = PositionalPanel._t5_note("encoder_decoder", 32, 128)
+    note = t5_note(ENCODER_DECODER, 32, 128)
     assert "查询之前 8 个精确的偏移（含 0），之后 7 个" in note and "只看之前的键" in note
 
 
