@@ -147,7 +147,7 @@ def test_every_interface_string_has_a_chinese_translation():
     for options in ({}, {"positional": "learned", "norm": "pre"}):
         with torch.device("meta"):
             model = Transformer(ModelConfig.preset("tiny", src_vocab_size=9, tgt_vocab_size=9, **options))
-        wanted |= set(model.parameter_breakdown())
+        wanted |= {model.family.group_label(group) for group in model.parameter_breakdown()}
     assert len(wanted) > 200
     missing = sorted(s for s in wanted if s not in ZH)
     assert not missing, f"{len(missing)} strings have no Chinese: {missing[:10]}"

@@ -159,7 +159,7 @@ def test_the_equation_has_this_models_numbers(panel, info_for):
     panel.select(ModelPart("encoder_self_attention", "encoder", 1))
     text = equation(panel)
     assert "softmax(QK" in text and f"{m.d_model} / {m.n_heads} = {d_k}" in text
-    per_layer = info.parameters["encoder self-attention"] // m.n_encoder_layers
+    per_layer = info.parameters["encoder_self_attention"] // m.n_encoder_layers
     assert per_layer == 4 * m.d_model**2 + 4 * m.d_model and f"{per_layer:,}" in text
     panel.select(ModelPart("decoder_self_attention", "decoder", 0))
     assert "+ M" in equation(panel) and "−∞" in equation(panel)  # the causal mask

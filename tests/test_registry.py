@@ -83,6 +83,17 @@ def test_the_attention_kinds_are_the_spec_s(arch, options):
     assert bool(maps.decoder_routing) == (experts and "decoder" in spec.stacks)
 
 
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_the_parameter_breakdown_is_keyed_by_the_spec_s_group_ids(arch):
+    """The engine sends counts by group id, in the registry's order; only the window turns an id into a label."""
+    options = dict(n_classes=2, embed_norm=True) if arch == "encoder_only" else {}
+    cfg = config(arch, positional="learned", norm="pre", **options)
+    breakdown = model_of(cfg).parameter_breakdown()
+    assert tuple(breakdown) == parameter_groups(cfg)
+    assert set(breakdown) <= set(FAMILIES[arch].parameter_groups)
+    assert all(breakdown.values())
+
+
 @pytest.mark.parametrize("arch, options", CASES)
 def test_parameter_groups_cover_every_parameter_exactly_once(arch, options):
     cfg = config(arch, **options)
@@ -95,9 +106,9 @@ def test_parameter_groups_cover_every_parameter_exactly_once(arch, options):
     assert sum(per_group.values()) == model.num_parameters()
     possible = set(family_of(cfg).parameter_groups).union(*(o.parameter_groups for o in OPTIONS))
     assert set(per_group) <= possible
-    # the breakdown the window shows is these groups under the family's labels
-    assert sum(model.parameter_breakdown().values()) == model.num_parameters()
-    assert set(model.parameter_breakdown()) == {family_of(cfg).group_label(g) for g in per_group}
+    # the breakdown the window shows is these groups, by id and in the registry's order (the window labels them)
+    assert model.parameter_breakdown() == {g: per_group[g] for g in parameter_groups(cfg)}
+    assert tuple(model.parameter_breakdown()) == parameter_groups(cfg)
 
 
 @pytest.mark.parametrize("arch, options", CASES)

@@ -171,7 +171,7 @@ def test_embedding_share_the_model_help_quotes():
     cfg = ModelConfig.preset("paper_base", src_vocab_size=37000, tgt_vocab_size=37000, tie_embeddings=False)
     with torch.device("meta"):
         parts = Transformer(cfg).parameter_breakdown()
-    tables = parts["source embedding"] + parts["target embedding"] + parts["output projection"]
+    tables = parts["source_embedding"] + parts["target_embedding"] + parts["output_projection"]
     share = f"{round(100 * tables / sum(parts.values()))}%"
     assert share == "56%"
     assert share in HELP["model"]["en"] and share in HELP["model"]["zh"]

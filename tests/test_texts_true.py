@@ -139,7 +139,7 @@ def test_a_norms_count_over_the_layers_is_that_norms(engine_info, english, norm,
     d, n = info.model_config.d_model, info.model_config.n_encoder_layers
     text = equation(info, kind, "encoder", 0, "feed_forward")
     assert f"Parameters: {2 * d:,} (all {n} layers: {2 * d * n:,})" in text  # γ and β of this norm, in each layer
-    all_norms = info.parameters["encoder norms"]
+    all_norms = info.parameters["encoder_norms"]
     assert all_norms == 2 * 2 * d * n and f"{all_norms:,})" not in text  # not every norm of the stack
 
 
@@ -149,7 +149,7 @@ def test_the_router_has_its_bias_in_the_formula_and_the_count(engine_info, engli
     text = equation(info, "feed_forward", "encoder", 0)
     assert "p(x) = softmax(x Wr + br)" in text and f"br ∈ ℝ{m.n_experts}" in text
     router = m.d_model * m.n_experts + m.n_experts
-    per_layer = info.parameters["encoder feed-forward"] // m.n_encoder_layers
+    per_layer = info.parameters["encoder_feed_forward"] // m.n_encoder_layers
     assert per_layer == m.n_experts * (2 * m.d_model * m.d_ff + m.d_ff + m.d_model) + router
 
 
@@ -184,7 +184,7 @@ def test_gpt2s_and_berts_embeddings_are_not_scaled_and_berts_are_normalised(engi
     text = equation(b, "embedding", "encoder")
     assert "x = LayerNorm(Embedding(token) + Ppos + Ssegment)" in text and "· √dmodel" not in text
     assert "does not multiply its embeddings by √d_model" in text
-    expected = sum(b.parameters[k] for k in ("token embedding", "segment embedding", "embedding norm"))
+    expected = sum(b.parameters[k] for k in ("source_embedding", "segment_embedding", "embedding_norm"))
     assert f"Parameters: {expected:,}" in text  # the norm's γ and β counted with the embeddings
     assert "x = LayerNorm(Embedding(token) + Ppos + Ssegment)" in equation(b, "positional", "encoder")
 

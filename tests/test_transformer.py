@@ -199,8 +199,8 @@ def test_parameter_counts_match_table_3(name, d, d_ff, table_3_millions):
     assert abs(n / 1e6 - table_3_millions) / table_3_millions < 0.05, n
     breakdown = model.parameter_breakdown()
     assert sum(breakdown.values()) == n
-    assert "target embedding" not in breakdown and "output projection" in breakdown  # tied, counted once
-    assert breakdown["source embedding"] == 37000 * cfg.d_model
+    assert "target_embedding" not in breakdown and "output_projection" in breakdown  # tied, counted once
+    assert breakdown["source_embedding"] == 37000 * cfg.d_model
 
 
 def test_tying_and_sharing_share_storage():

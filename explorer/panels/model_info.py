@@ -158,10 +158,10 @@ class ModelPanel(QWidget):
         self.summary.setToolTip(tr("Read from the folder {folder}").format(folder=origin.folder) if origin else "")
         rows = sorted(info.parameters.items(), key=lambda kv: -kv[1])
         self.table.setRowCount(len(rows))
-        for r, (name, count) in enumerate(rows):
+        for r, (group, count) in enumerate(rows):
             share = count / max(1, info.total_parameters)
-            label = tr(name)
-            if m.moe and name.endswith("feed-forward"):  # a Mixture-of-Experts layer's FFN: its experts and router
+            label = tr(m.family.group_label(group))
+            if m.moe and group.endswith("feed_forward"):  # a Mixture-of-Experts layer's FFN: its experts and router
                 label += " " + tr("({n} experts and the router)").format(n=m.n_experts)
             for c, text in enumerate((label, f"{count:,}", f"{100 * share:.1f}%")):
                 item = QTableWidgetItem(text)

@@ -281,10 +281,10 @@ def sqrt_text(value: int) -> str:
 
 # -- the formula of each kind ----------------------------------------------------------------------------
 
-PARAMETER_KEYS = {
-    "encoder_self_attention": "encoder self-attention",
-    "decoder_self_attention": "decoder self-attention",
-    "cross_attention": "decoder cross-attention",
+PARAMETER_GROUPS = {  # the parameter group (model.families.registry) of each attention kind
+    "encoder_self_attention": "encoder_self_attention",
+    "decoder_self_attention": "decoder_self_attention",
+    "cross_attention": "decoder_cross_attention",
 }
 LAYER_NORM = "LayerNorm(x) = γ ⊙ (x − μ) / √(σ<sup>2</sup> + ε) + β"
 
@@ -293,9 +293,9 @@ def layer_count(cfg: ModelConfig, stack: str | None) -> int:
     return cfg.n_encoder_layers if stack == "encoder" else cfg.n_decoder_layers
 
 
-def per_layer(info: RunInfo, key: str, n: int, share: int = 1) -> tuple[int | None, int | None]:
-    """One part's parameters and all layers' together, from the run's per-component counts."""
-    total = info.parameters.get(key)
+def per_layer(info: RunInfo, group: str, n: int, share: int = 1) -> tuple[int | None, int | None]:
+    """One part's parameters and all layers' together, from the run's per-group counts."""
+    total = info.parameters.get(group)
     if total is None:
         return None, None
     return total // (n * share), total
@@ -326,7 +326,7 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
     if biased:
         rows.append(f"<p>{tr(T5_SCORES_TEXT)}</p>")
     n = layer_count(m, part.stack)
-    count, total = per_layer(info, PARAMETER_KEYS[part.kind], n)
+    count, total = per_layer(info, PARAMETER_GROUPS[part.kind], n)
     rows.append(params_line(count, total, n))
     if count == 4 * d * d + 4 * d:
         rows.append(
@@ -363,7 +363,7 @@ def _feed_forward(part: ModelPart, info: RunInfo) -> str:
     if m.activation in ACTIVATION_TEXTS:
         rows.append(f"<p>{tr(ACTIVATION_TEXTS[m.activation])}</p>")
     n = layer_count(m, part.stack)
-    count, total = per_layer(info, f"{part.stack} feed-forward", n)
+    count, total = per_layer(info, f"{part.stack}_feed_forward", n)
     rows.append(params_line(count, total, n))
     if count == 2 * d * dff + dff + d:
         rows.append(f"<p>= 2·{d}·{dff} + {dff} + {d}</p>")
@@ -405,7 +405,7 @@ def _experts(part: ModelPart, info: RunInfo) -> str:
         f"<p>{tr(BALANCE_TEXT)} " + tr("Its weight here: {w:g}.").format(w=m.aux_loss_coef) + "</p>",
     ]
     layers = layer_count(m, part.stack)
-    count, total = per_layer(info, f"{part.stack} feed-forward", layers)
+    count, total = per_layer(info, f"{part.stack}_feed_forward", layers)
     rows.append(params_line(count, total, layers))
     if count is not None and count == n * (2 * d * dff + dff + d) + d * n + n:
         rows.append(
@@ -457,10 +457,10 @@ def _norm(part: ModelPart, info: RunInfo) -> str:
             )
         )
     if part.kind == "final_norm":
-        n, (count, total) = 1, per_layer(info, f"{part.stack} final norm", 1)
+        n, (count, total) = 1, per_layer(info, f"{part.stack}_final_norm", 1)
     else:  # one of the layer's norms (one per sublayer): this norm in each of the n layers
         n = layer_count(m, part.stack)
-        count, _ = per_layer(info, f"{part.stack} norms", n, len(stack_sublayers(m, part.stack or "encoder")))
+        count, _ = per_layer(info, f"{part.stack}_norms", n, len(stack_sublayers(m, part.stack or "encoder")))
         total = None if count is None else count * n
     return "".join(rows) + params_line(count, total, n)
 
@@ -535,12 +535,12 @@ def _embedding(part: ModelPart, info: RunInfo) -> str:
     note = embedding_note(part, m)
     if note:
         rows.append(f"<p><b>{note}</b></p>")
-    key = "source embedding" if source else "target embedding"
-    if key not in info.parameters and m.shared_vocab:
-        count = info.parameters.get("source embedding")
+    group = "source_embedding" if source else "target_embedding"
+    if group not in info.parameters and m.shared_vocab:
+        count = info.parameters.get("source_embedding")
         rows.append(f"<p>{tr('Counted once, with the input embedding.')}</p>")
     else:
-        count = info.parameters.get(key)
+        count = info.parameters.get(group)
     return "".join(rows) + params_line(count)
 
 
@@ -566,9 +566,9 @@ def _token_embedding(part: ModelPart, info: RunInfo, size: int) -> str:
     note = embedding_note(part, m)
     if note:
         rows.append(f"<p><b>{note}</b></p>")
-    count = info.parameters.get("token embedding")
+    count = info.parameters.get("source_embedding")  # the token embedding
     if count is not None:
-        count += info.parameters.get("segment embedding", 0) + info.parameters.get("embedding norm", 0)
+        count += info.parameters.get("segment_embedding", 0) + info.parameters.get("embedding_norm", 0)
     return "".join(rows) + params_line(count)
 
 
@@ -584,10 +584,8 @@ def _positional(part: ModelPart, info: RunInfo) -> str:
             + tr("one learned row per position; longer sequences cannot be represented.")
             + "</p>",
         ]
-        key = "source positions (learned)" if part.stack == "encoder" else "target positions (learned)"
-        if m.single_stream:
-            key = "positions (learned)"
-        return "".join(rows) + params_line(info.parameters.get(key))
+        group = "source_positions" if part.stack == "encoder" or m.single_stream else "target_positions"
+        return "".join(rows) + params_line(info.parameters.get(group))
     if m.positional == "t5_relative":
         return _t5(part, info)
     return _rope(m)
@@ -637,8 +635,8 @@ def _t5(part: ModelPart, info: RunInfo) -> str:
         f"<p>{m.t5_buckets} " + tr(T5_TEXT).format(d=m.t5_max_distance) + "</p>",
         f"<p>{tr(T5_ORIGINAL_TEXT)}</p>",
     ]
-    key = "encoder relative bias (T5)" if part.stack == "encoder" else "decoder relative bias (T5)"
-    return "".join(rows) + params_line(info.parameters.get(key))
+    group = "encoder_relative_bias" if part.stack == "encoder" else "decoder_relative_bias"
+    return "".join(rows) + params_line(info.parameters.get(group))
 
 
 def _rope(m: ModelConfig) -> str:
@@ -677,7 +675,7 @@ def _output_linear(part: ModelPart, info: RunInfo) -> str:
     if m.tie_embeddings:
         rows.append(formula("W = E<sup>T</sup>"))
         rows.append(f"<p>{tr(TIED_TOKEN_TEXT if m.single_stream else TIED_TEXT)}</p>")
-    return "".join(rows) + params_line(info.parameters.get("output projection"))
+    return "".join(rows) + params_line(info.parameters.get("output_projection"))
 
 
 LOGITS_TEXT = {
@@ -705,7 +703,7 @@ def _mlm_head(part: ModelPart, info: RunInfo) -> str:
     ]
     if m.n_classes:
         rows.append(f"<p>{tr('Next-sentence prediction reads the first position through its own classifier.')}</p>")
-    return "".join(rows) + params_line(info.parameters.get("masked-LM head"))
+    return "".join(rows) + params_line(info.parameters.get("masked_lm_head"))
 
 
 PIECES_TEXT = {
@@ -743,8 +741,8 @@ def _layer(part: ModelPart, info: RunInfo) -> str:
         "<p>m = " + tr("the encoder's output") + "</p>" if "cross_attention" in stack_sublayers(m, stack) else ""
     )
     n = layer_count(m, stack)
-    keys = [PARAMETER_KEYS.get(k, f"{stack} feed-forward") for k in stack_sublayers(m, stack)]
-    known = [info.parameters[k] for k in (*keys, f"{stack} norms") if k in info.parameters]
+    groups = [PARAMETER_GROUPS.get(k, f"{stack}_feed_forward") for k in stack_sublayers(m, stack)]
+    known = [info.parameters[g] for g in (*groups, f"{stack}_norms") if g in info.parameters]
     total = sum(known)
     return "".join(rows) + params_line(total // n, total, n)
 

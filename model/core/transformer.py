@@ -35,7 +35,7 @@ from model.core.positional import LearnedPositionalEncoding, RotaryEmbedding, Si
 from model.families.bert import Heads
 from model.families.moe import Routing
 from model.families.parts import parts_of
-from model.families.registry import FamilySpec, parameter_group
+from model.families.registry import GROUP_LABELS, FamilySpec, parameter_group
 
 
 @dataclass(frozen=True)
@@ -466,10 +466,10 @@ class Transformer(nn.Module):
         return self.num_parameters() - idle
 
     def parameter_breakdown(self) -> dict[str, int]:
-        """Parameters per component (labelled as the family names them), each tied matrix counted once where it
-        first appears. The components are the groups of :func:`model.families.registry.parameter_group`."""
-        counts: dict[str, int] = {}
+        """Parameters per group, keyed by group id (:func:`model.families.registry.parameter_group`) in
+        :data:`~model.families.registry.GROUP_LABELS`' order, each tied matrix counted once where it first appears.
+        The window names a group with ``self.family.group_label(id)``."""
+        counts = dict.fromkeys(GROUP_LABELS, 0)
         for name, p in self.named_parameters():  # each shared tensor reported once, first name
-            label = self.family.group_label(parameter_group(name))
-            counts[label] = counts.get(label, 0) + p.numel()
-        return counts
+            counts[parameter_group(name)] += p.numel()
+        return {group: n for group, n in counts.items() if n}
