@@ -18,11 +18,17 @@ import numpy as np
 from explorer.commands import SplitName
 from explorer.i18n import N_
 from model.core.config import ModelConfig
-from model.core.config import Positional as PositionalKind
 from model.data import DataSpec
 from model.data.stream import ProgressDetail
 from model.data.tokenization import TokenizerSpec
-from model.io.snapshots import AttentionExplanation, DecodeView, FillMaskView, Inspection, StepColumns
+from model.io.snapshots import (
+    AttentionExplanation,
+    DecodeView,
+    FillMaskView,
+    Inspection,
+    PositionalTables,
+    StepColumns,
+)
 from model.training.config import TrainConfig
 
 EngineState = Literal["idle", "training", "paused", "error"]
@@ -226,21 +232,6 @@ class RunData:
     run_id: int
     corpus: CorpusSummary
     samples: tuple[tuple[PiecesOf, PiecesOf], ...]  # training pairs: source, target
-
-
-@dataclass(frozen=True)
-class PositionalTables:
-    """What the positional-encoding lab shows of the current model."""
-
-    kind: PositionalKind
-    d_model: int
-    max_len: int
-    head_dim: int
-    step: int  # training step of the weights
-    source: np.ndarray | None = None  # learned tables [max_len, d_model]; None for the other kinds
-    target: np.ndarray | None = None
-    t5_encoder: np.ndarray | None = None  # T5: the learned bias [buckets, heads] of the encoder's self-attention
-    t5_decoder: np.ndarray | None = None  # … and of the decoder's (None where the model has no such stack)
 
 
 # -- answers to requests (each carries the id of the request it answers) ----------------------------

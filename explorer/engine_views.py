@@ -10,7 +10,6 @@ from explorer.answers import (
     InspectionReady,
     MaskFilled,
     PositionalReady,
-    PositionalTables,
     SentenceSampled,
 )
 from explorer.commands import Decode, Explain, ExplainWorkedExample, FillMask, Inspect, Positional, SampleSentence
@@ -37,11 +36,7 @@ class ViewHandlers(EngineBase):
         self.explained.emit(Explained(c.request_id, notes_example()))
 
     def _positional(self, c: Positional) -> None:
-        t = self._need_session().positional_tables()
-        tables = PositionalTables(
-            t.kind, t.d_model, t.max_len, t.head_dim, t.step, t.source, t.target, t.t5_encoder, t.t5_decoder
-        )
-        self.positional_ready.emit(PositionalReady(c.request_id, tables))
+        self.positional_ready.emit(PositionalReady(c.request_id, self._need_session().positional_tables()))
 
     def _decode(self, c: Decode) -> None:
         """Step-through decoding: action start (with settings), step, back, run, reset, goto, show."""

@@ -365,7 +365,6 @@ def test_the_family_help_opens_from_the_panel_in_the_interface_language(panel, g
 
 @pytest.mark.parametrize("arch", ["decoder_only", "encoder_only"])
 def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arch):
-    from explorer.answers import PositionalTables
     from explorer.panels.positional import PositionalPanel
 
     session = text_session(arch, positional="t5_relative")
@@ -377,8 +376,7 @@ def test_the_positional_lab_draws_each_heads_learned_t5_bias(qtbot, english, arc
     qtbot.addWidget(lab)
     lab.show()
     lab.on_run(info)
-    tables = PositionalTables(t.kind, t.d_model, t.max_len, t.head_dim, t.step, None, None, t.t5_encoder, t.t5_decoder)
-    lab.on_tables(tables)
+    lab.on_tables(t)  # what the engine sends the window: the session's own tables
     m = info.model_config
     assert len(lab.t5_bias.series) == m.n_heads and not lab.t5_bias.isHidden()
     for h, (offsets, bias) in enumerate(lab.t5_bias.series.values()):

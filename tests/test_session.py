@@ -105,6 +105,14 @@ def test_positional_tables_of_a_fresh_sinusoidal_model_are_the_papers_sinusoids(
     assert tables.t5_encoder is None and tables.t5_decoder is None
 
 
+def test_positional_tables_are_one_type_from_the_session_to_the_window():
+    import explorer.answers
+    import model.io.snapshots
+
+    # the session returns the answer the window reads; the engine passes it through unchanged
+    assert PositionalTables is model.io.snapshots.PositionalTables is explorer.answers.PositionalTables
+
+
 def test_positional_tables_of_a_learned_model_are_its_weights_as_copies():
     session = copy_session(positional="learned")
     session.train_steps(2)

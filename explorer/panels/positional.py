@@ -13,7 +13,7 @@ from __future__ import annotations
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
-from explorer.answers import PositionalReady, PositionalTables, RunInfo
+from explorer.answers import PositionalReady, RunInfo
 from explorer.commands import Positional
 from explorer.engine_client import EngineClient
 from explorer.engine_loading import engine_loaded
@@ -22,6 +22,7 @@ from explorer.panels.positional_controls import LabControls
 from explorer.panels.positional_model import ModelViews
 from explorer.panels.positional_paper import PaperViews
 from explorer.widgets import named
+from model.io.snapshots import PositionalTables
 
 TAB_NAMES = (N_("Curves"), N_("Matrix"), N_("Similarity"), N_("Shift by k"), N_("This model"))
 

@@ -3,7 +3,7 @@ own positions, by the kind its configuration names — the paper's fixed sinusoi
 learned table, RoPE's rotations, or T5's relative-position buckets (:mod:`explorer.panels.positional_t5`).
 
 RoPE's angles and the sinusoids are computed here from the configuration (with model.core.positional); a learned
-table and T5's bias come from the engine as a snapshot (:class:`~explorer.answers.PositionalTables`).
+table and T5's bias come from the engine as a snapshot (:class:`~model.io.snapshots.PositionalTables`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
 
-from explorer.answers import PositionalTables, RunInfo
+from explorer.answers import RunInfo
 from explorer.i18n import N_, tr
 from explorer.panels.positional_plots import LinePlot
 from explorer.panels.positional_t5 import T5Views
 from explorer.widgets import named
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
+from model.io.snapshots import PositionalTables
 
 
 class ModelViews:

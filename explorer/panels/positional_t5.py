@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.answers import PositionalTables
 from explorer.i18n import N_, tr
 from explorer.panels.positional_plots import LinePlot
 from explorer.panels.router import sentences
 from explorer.widgets.heatmap import Heatmap
 from model.core.config import ModelConfig
 from model.families.registry import FamilySpec
+from model.io.snapshots import PositionalTables
 
 BIAS_TITLE = N_("T5: each head's learned bias, per offset key − query")
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from model.core.config import Positional
     from model.data.tokenization import Encoded
 
 
@@ -155,6 +156,23 @@ class AttentionExplanation:
     # what positions did inside this attention: "rope" (q and k were rotated), "t5_relative" (scaled includes the
     # head's relative bias b); "" for nothing (cross-attention, positions added to the embeddings, the example)
     positional: str = ""
+
+
+# -- positions ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PositionalTables:
+    """What the positional-encoding lab shows of a model: its kind of positions, its sizes, and its tables."""
+
+    kind: Positional
+    d_model: int
+    max_len: int
+    head_dim: int
+    step: int  # training step of the weights
+    source: np.ndarray | None = None  # learned tables [max_len, d_model]; None for the other kinds
+    target: np.ndarray | None = None
+    t5_encoder: np.ndarray | None = None  # T5: the learned bias [buckets, heads] of the encoder's self-attention
+    t5_decoder: np.ndarray | None = None  # … and of the decoder's (None where the model has no such stack)
+    sinusoids: np.ndarray | None = None  # the fixed table [max_len, d_model] a sinusoidal model adds; else None
 
 
 # -- step-through decoding -------------------------------------------------------------------------------------------

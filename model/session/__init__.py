@@ -20,13 +20,14 @@ from model.io.snapshots import (  # torch-free; still importable from here
     History,
     Inspection,
     MaskPrediction,
+    PositionalTables,
     RouterView,
     Translation,
 )
 from model.session.data import SplitName, whole_words
 from model.session.decoding import GENERATE_TOKENS, DecodeSession
 from model.session.files import VERSION, SessionFiles, check_family
-from model.session.inspection import PositionalTables, SessionInspection, attention_masks, explain, notes_example
+from model.session.inspection import SessionInspection, attention_masks, explain, notes_example
 from model.session.state import SessionState
 from model.session.training import TrainStep
 

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from model.core.attention import NOTES_EXAMPLE, MultiHeadAttention, attention_steps
-from model.core.config import Positional
 from model.core.masks import decoder_self_mask, padding_mask
 from model.core.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from model.core.transformer import AttentionMaps
 from model.data.tokenization import MASK, normalize_text
 from model.decoding.search import fill_mask_with_attention, generate, greedy_decode
-from model.io.snapshots import AttentionExplanation, FillMaskView, Inspection, MaskPrediction, RouterView
+from model.io.snapshots import (
+    AttentionExplanation,
+    FillMaskView,
+    Inspection,
+    MaskPrediction,
+    PositionalTables,
+    RouterView,
+)
 from model.session.decoding import SessionDecoding
 
 # exp(x) overflows float64 beyond ~709; a row whose largest scaled score passes this is shifted by it
@@ -87,22 +92,6 @@ def attention_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dic
         "decoder_self": decoder_self_mask(tgt_in, pad_id)[0, 0].cpu().numpy().copy(),
         "cross": keys.expand(T, S).cpu().numpy().copy(),
     }
-
-
-@dataclass(frozen=True)
-class PositionalTables:
-    """What the positional-encoding lab shows of a model: its kind of positions, its sizes, and its tables."""
-
-    kind: Positional
-    d_model: int
-    max_len: int
-    head_dim: int
-    step: int  # training step of the weights
-    source: np.ndarray | None = None  # learned tables [max_len, d_model]; None for the other kinds
-    target: np.ndarray | None = None
-    t5_encoder: np.ndarray | None = None  # T5: the learned bias [buckets, heads] of the encoder's self-attention
-    t5_decoder: np.ndarray | None = None  # … and of the decoder's (None where the model has no such stack)
-    sinusoids: np.ndarray | None = None  # the fixed table [max_len, d_model] a sinusoidal model adds; else None
 
 
 class SessionInspection(SessionDecoding):
