@@ -186,7 +186,7 @@ class RunInfo:
     data: DataSpec
     tokenizer: TokenizerSpec
     vocab_sizes: tuple[int, int]  # source, target pieces
-    parameters: dict[str, int]  # per component
+    parameters: dict[str, int]  # per parameter group, by id (registry.GROUP_LABELS); the window names it
     total_parameters: int
     active_parameters: int  # those one token passes through (with experts: k of each layer's N)
     schedule: np.ndarray  # learning rate for steps 1..len, drawn ahead of time
