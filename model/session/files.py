@@ -111,32 +111,18 @@ class SessionFiles(SessionTraining):
             src_tok = tgt_tok = TextTokenizer.train(corpus.texts("train"), tokenizer, masking=masking)
             if train.nsp:
                 model_overrides.setdefault("n_classes", 2)
-            cfg = ModelConfig.preset(
-                preset, src_vocab_size=0, tgt_vocab_size=0, vocab_size=src_tok.vocab_size, **model_overrides
-            )
-            return cls(
-                model_cfg=cfg,
-                train_cfg=train,
-                data_spec=data,
-                tokenizer_spec=tokenizer,
-                src_tok=src_tok,
-                tgt_tok=tgt_tok,
-                device=resolve_device(device),
-                preset=preset,
-                corpus=corpus,
-            )
-        src_texts = [s for s, _ in corpus.train]
-        tgt_texts = [t for _, t in corpus.train]
-        if shared_tokenizer:
-            src_tok = tgt_tok = TextTokenizer.train(src_texts + tgt_texts, tokenizer)
+            sizes = dict(src_vocab_size=0, tgt_vocab_size=0, vocab_size=src_tok.vocab_size)
         else:
-            src_tok, tgt_tok = TextTokenizer.train(src_texts, tokenizer), TextTokenizer.train(tgt_texts, tokenizer)
-        model_overrides.setdefault("shared_vocab", shared_tokenizer)
-        cfg = ModelConfig.preset(
-            preset, src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, **model_overrides
-        )
+            src_texts = [s for s, _ in corpus.train]
+            tgt_texts = [t for _, t in corpus.train]
+            if shared_tokenizer:
+                src_tok = tgt_tok = TextTokenizer.train(src_texts + tgt_texts, tokenizer)
+            else:
+                src_tok, tgt_tok = TextTokenizer.train(src_texts, tokenizer), TextTokenizer.train(tgt_texts, tokenizer)
+            model_overrides.setdefault("shared_vocab", shared_tokenizer)
+            sizes = dict(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size)
         return cls(
-            model_cfg=cfg,
+            model_cfg=ModelConfig.preset(preset, **sizes, **model_overrides),
             train_cfg=train,
             data_spec=data,
             tokenizer_spec=tokenizer,
