@@ -9,6 +9,20 @@ from typing import Any
 
 from model.core.settings import settings_of
 from model.families.registry import FamilySpec
+from model.training.device import DEVICE_CHOICES
+
+
+def add_checkpoint_flag(ap: argparse.ArgumentParser) -> None:
+    """``--checkpoint``: the model the tool opens."""
+    ap.add_argument(
+        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
+    )
+
+
+def add_device_flags(ap: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--threads``: where the tool computes."""
+    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    ap.add_argument("--threads", type=int)
 
 
 def add_setting_flags(group: argparse._ArgumentGroup, cls: type) -> None:

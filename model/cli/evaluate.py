@@ -11,21 +11,18 @@ import sys
 
 import torch
 
+from model.cli.common import add_checkpoint_flag, add_device_flags
 from model.data import DataError
 from model.io.checkpoint import CheckpointError
 from model.session import Session
-from model.training.device import DEVICE_CHOICES
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-evaluate", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
-    )
+    add_checkpoint_flag(ap)
     ap.add_argument("--split", choices=("train", "valid", "test"), default="test")
     ap.add_argument("--max-sentences", type=int, help="decode only the first N sentences (default: all)")
-    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    ap.add_argument("--threads", type=int)
+    add_device_flags(ap)
     ap.add_argument("--json", action="store_true", help="print the result as one JSON object")
     args = ap.parse_args(argv)
     if args.threads:

@@ -12,19 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from model.cli.common import input_lines, open_checkpoint
+from model.cli.common import add_checkpoint_flag, add_device_flags, input_lines, open_checkpoint
 from model.families.registry import ENCODER_ONLY
-from model.training.device import DEVICE_CHOICES
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-fill-mask", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
-    )
+    add_checkpoint_flag(ap)
     ap.add_argument("--top-k", type=int, default=5, help="fillers shown per mask (default 5)")
-    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    ap.add_argument("--threads", type=int)
+    add_device_flags(ap)
     ap.add_argument("text", nargs="*", help="sentences with <mask> (default: read lines from stdin)")
     args = ap.parse_args(argv)
     if args.top_k < 1:

@@ -13,25 +13,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from model.cli.common import input_lines, open_checkpoint
+from model.cli.common import add_checkpoint_flag, add_device_flags, input_lines, open_checkpoint
 from model.decoding.search import generate
 from model.families.registry import DECODER_ONLY
 from model.session import GENERATE_TOKENS, Session
-from model.training.device import DEVICE_CHOICES
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="transformer-explorer-generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
-    )
+    add_checkpoint_flag(ap)
     ap.add_argument("--max-new-tokens", type=int, default=GENERATE_TOKENS, help=f"default {GENERATE_TOKENS}")
     ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     ap.add_argument("--top-k", type=int, help="sample only among the k most probable tokens")
     ap.add_argument("--top-p", type=float, help="sample only among the most probable tokens whose mass reaches p")
     ap.add_argument("--seed", type=int, help="makes sampling repeat")
-    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    ap.add_argument("--threads", type=int)
+    add_device_flags(ap)
     ap.add_argument("prompt", nargs="*", help="prompts to continue (default: read lines from stdin)")
     return ap
 

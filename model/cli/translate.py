@@ -12,21 +12,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from model.cli.common import input_lines, open_checkpoint
+from model.cli.common import add_checkpoint_flag, add_device_flags, input_lines, open_checkpoint
 from model.families.registry import ENCODER_DECODER
-from model.training.device import DEVICE_CHOICES
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="transformer-explorer-translate", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--checkpoint", required=True, metavar="FILE|FOLDER", help="a checkpoint, or a Hugging Face model folder"
-    )
+    add_checkpoint_flag(ap)
     ap.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
     ap.add_argument("--max-len", type=int, help="longest translation in tokens (default: from the source)")
     ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α of beam search (default 0.6)")
-    ap.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    ap.add_argument("--threads", type=int)
+    add_device_flags(ap)
     ap.add_argument("text", nargs="*", help="sentences to translate (default: read lines from stdin)")
     args = ap.parse_args(argv)
     if args.beam < 1:
