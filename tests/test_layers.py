@@ -1,0 +1,346 @@
+"""model/core/layers.py: one encoder layer and one decoder layer against PyTorch's own, and the cached decoding step.
+
+- ``EncoderLayer`` = ``torch.nn.TransformerEncoderLayer`` (batch_first) with the same weights, Post-LN (the paper,
+  ``norm_first=False``) and Pre-LN (``norm_first=True``), for every FFN non-linearity the configuration offers,
+  with a padding mask and with a causal mask;
+- ``DecoderLayer`` = ``torch.nn.TransformerDecoderLayer`` with a causal self-attention mask and a padding mask on
+  the memory (and with right-padded targets);
+- ``decoder_step``, fed one token at a time with a key/value cache, = the layer's whole-sequence forward at every
+  position (decoder layer, and a decoder-only block with and without RoPE), attention weights included.
+
+All in eval mode, to 1e-5. Masks here are True = may attend; torch's boolean masks mean the opposite, so the
+torch side is always given the negation (or a key padding mask ``tokens == PAD``).
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.core.config import ModelConfig
+from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
+from model.core.masks import causal_mask, decoder_self_mask, padding_mask
+from model.core.positional import RotaryEmbedding
+
+PAD = 0
+D, HEADS, D_FF = 16, 4, 32
+
+# torch's layers take "relu" / "gelu" by name and any other non-linearity as a function
+TORCH_ACTIVATION = {
+    "relu": "relu",
+    "gelu": "gelu",
+    "silu": F.silu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+
+def config(norm: str = "post", activation: str = "relu", **changes) -> ModelConfig:
+    return ModelConfig.preset(
+        "tiny",
+        src_vocab_size=11,
+        tgt_vocab_size=11,
+        d_model=D,
+        n_heads=HEADS,
+        d_ff=D_FF,
+        dropout=0.0,
+        norm=norm,
+        activation=activation,
+        **changes,
+    )
+
+
+def perturb(layer: nn.Module) -> None:
+    """LayerNorm gains/biases away from 1/0 and every bias away from its initial value, so a swapped norm or a
+    dropped bias would show."""
+    with torch.no_grad():
+        for p in layer.parameters():
+            if p.dim() == 1:
+                p.add_(0.2 * torch.randn_like(p))
+
+
+def copy_attention(dst: nn.MultiheadAttention, src) -> None:
+    dst.in_proj_weight.copy_(src.in_proj.weight)
+    dst.in_proj_bias.copy_(src.in_proj.bias)
+    dst.out_proj.weight.copy_(src.out_proj.weight)
+    dst.out_proj.bias.copy_(src.out_proj.bias)
+
+
+def torch_kwargs(cfg: ModelConfig) -> dict:
+    return dict(
+        d_model=cfg.d_model,
+        nhead=cfg.n_heads,
+        dim_feedforward=cfg.d_ff,
+        dropout=0.0,
+        activation=TORCH_ACTIVATION[cfg.activation],
+        batch_first=True,
+        norm_first=cfg.norm == "pre",
+        layer_norm_eps=cfg.layer_norm_eps,
+    )
+
+
+def torch_encoder_layer(ours: EncoderLayer, cfg: ModelConfig) -> nn.TransformerEncoderLayer:
+    ref = nn.TransformerEncoderLayer(**torch_kwargs(cfg)).eval()
+    with torch.no_grad():
+        copy_attention(ref.self_attn, ours.self_attn)
+        ref.linear1.load_state_dict(ours.ffn.linear1.state_dict())
+        ref.linear2.load_state_dict(ours.ffn.linear2.state_dict())
+        ref.norm1.load_state_dict(ours.norm1.state_dict())
+        ref.norm2.load_state_dict(ours.norm2.state_dict())
+    return ref
+
+
+def torch_decoder_layer(ours: DecoderLayer, cfg: ModelConfig) -> nn.TransformerDecoderLayer:
+    ref = nn.TransformerDecoderLayer(**torch_kwargs(cfg)).eval()
+    with torch.no_grad():
+        copy_attention(ref.self_attn, ours.self_attn)
+        copy_attention(ref.multihead_attn, ours.cross_attn)
+        ref.linear1.load_state_dict(ours.ffn.linear1.state_dict())
+        ref.linear2.load_state_dict(ours.ffn.linear2.state_dict())
+        for name in ("norm1", "norm2", "norm3"):
+            getattr(ref, name).load_state_dict(getattr(ours, name).state_dict())
+    return ref
+
+
+def encoder_layer(cfg: ModelConfig, rope: RotaryEmbedding | None = None) -> EncoderLayer:
+    layer = EncoderLayer(cfg, rope)
+    perturb(layer)
+    return layer.eval()
+
+
+def decoder_layer(cfg: ModelConfig) -> DecoderLayer:
+    layer = DecoderLayer(cfg, None)
+    perturb(layer)
+    return layer.eval()
+
+
+# source-like tokens with right padding: 5, 3 and 6 real positions
+SRC = torch.tensor([[5, 6, 7, 8, 9, PAD], [4, 3, 2, PAD, PAD, PAD], [9, 8, 7, 6, 5, 4]])
+NORMS = ["post", "pre"]
+ACTS = sorted(TORCH_ACTIVATION)
+
+
+# -- 1. EncoderLayer = nn.TransformerEncoderLayer ----------------------------------------------------------------
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("activation", ACTS)
+def test_encoder_layer_with_padding_matches_torch(norm, activation):
+    torch.manual_seed(1)
+    cfg = config(norm, activation)
+    ours = encoder_layer(cfg)
+    ref = torch_encoder_layer(ours, cfg)
+    x = torch.randn(*SRC.shape, D)
+    real = SRC != PAD
+    with torch.no_grad():
+        got, weights, routing = ours(x, padding_mask(SRC, PAD))
+        captured, captured_w, _ = ours(x, padding_mask(SRC, PAD), need_weights=True)
+        want = ref(x, src_key_padding_mask=SRC == PAD)
+    assert weights is None and routing is None
+    assert torch.allclose(got, want, atol=1e-5)  # padding queries too: only keys are masked
+    assert torch.allclose(captured, want, atol=1e-5)  # the capture path computes the same
+    assert captured_w is not None and captured_w.shape == (3, HEADS, 6, 6)
+    assert (captured_w.masked_select(~real[:, None, None, :]) == 0).all()  # padding keys get no weight
+    assert torch.allclose(captured_w.sum(-1), torch.ones(3, HEADS, 6), atol=1e-5)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_with_causal_mask_matches_torch(norm, activation):
+    """The block of a decoder-only model: an encoder layer under a causal mask."""
+    torch.manual_seed(2)
+    cfg = config(norm, activation)
+    ours = encoder_layer(cfg)
+    ref = torch_encoder_layer(ours, cfg)
+    x = torch.randn(2, 7, D)
+    with torch.no_grad():
+        got, _, _ = ours(x, causal_mask(7))
+        want = ref(x, src_mask=~causal_mask(7)[0, 0])  # torch: True = may NOT attend
+        want_float = ref(x, src_mask=nn.Transformer.generate_square_subsequent_mask(7), is_causal=True)
+    assert torch.allclose(got, want, atol=1e-5)
+    assert torch.allclose(got, want_float, atol=1e-5)
+
+
+def test_encoder_layer_post_and_pre_ln_differ():
+    """The norm placement is read from the configuration (the same weights give different outputs)."""
+    torch.manual_seed(3)
+    post = encoder_layer(config("post"))
+    pre = EncoderLayer(config("pre"), None).eval()
+    pre.load_state_dict(post.state_dict())
+    x = torch.randn(2, 4, D)
+    with torch.no_grad():
+        out_post, _, _ = post(x, None)
+        out_pre, _, _ = pre(x, None)
+    assert not torch.allclose(out_post, out_pre, atol=1e-3)
+    # Post-LN ends in LayerNorm (with gain g, bias b): (out − b) / g has mean 0 and variance 1 per position
+    g, b = post.norm2.weight, post.norm2.bias
+    normed = (out_post - b) / g
+    assert torch.allclose(normed.mean(-1), torch.zeros(2, 4), atol=1e-4)
+    assert torch.allclose(normed.var(-1, unbiased=False), torch.ones(2, 4), atol=1e-3)
+
+
+# -- 2. DecoderLayer = nn.TransformerDecoderLayer ----------------------------------------------------------------
+TGT = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, PAD, PAD], [1, 3, 4, 2, PAD]])
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("activation", ["relu", "gelu", "silu"])
+def test_decoder_layer_matches_torch(norm, activation):
+    torch.manual_seed(4)
+    cfg = config(norm, activation)
+    ours = decoder_layer(cfg)
+    ref = torch_decoder_layer(ours, cfg)
+    x, memory = torch.randn(3, 5, D), torch.randn(*SRC.shape, D)
+    with torch.no_grad():
+        got, self_w, cross_w, routing = ours(x, memory, causal_mask(5), padding_mask(SRC, PAD))
+        captured, self_w, cross_w, _ = ours(x, memory, causal_mask(5), padding_mask(SRC, PAD), need_weights=True)
+        want = ref(
+            x,
+            memory,
+            tgt_mask=~causal_mask(5)[0, 0],  # torch: True = may NOT attend
+            memory_key_padding_mask=SRC == PAD,
+        )
+    assert routing is None
+    assert torch.allclose(got, want, atol=1e-5)
+    assert torch.allclose(captured, want, atol=1e-5)
+    assert self_w is not None and cross_w is not None
+    assert self_w.shape == (3, HEADS, 5, 5) and cross_w.shape == (3, HEADS, 5, 6)
+    assert (self_w.triu(1) == 0).all()  # no position looks ahead
+    assert (cross_w.masked_select((SRC == PAD)[:, None, None, :]) == 0).all()  # nor at source padding
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_decoder_layer_with_padded_targets_matches_torch(norm):
+    torch.manual_seed(5)
+    cfg = config(norm, "relu")
+    ours = decoder_layer(cfg)
+    ref = torch_decoder_layer(ours, cfg)
+    x, memory = torch.randn(3, 5, D), torch.randn(*SRC.shape, D)
+    with torch.no_grad():
+        got, _, _, _ = ours(x, memory, decoder_self_mask(TGT, PAD), padding_mask(SRC, PAD))
+        want = ref(
+            x,
+            memory,
+            tgt_mask=torch.isneginf(nn.Transformer.generate_square_subsequent_mask(5)),  # True = may NOT attend
+            tgt_key_padding_mask=TGT == PAD,
+            memory_key_padding_mask=SRC == PAD,
+            tgt_is_causal=True,
+        )
+    assert torch.allclose(got, want, atol=1e-5)  # padding queries too: position 0 is a real key in every row
+
+
+# -- 3. decoder_step, one token at a time = the whole-sequence forward -------------------------------------------
+def new_cache(batch: int, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    shape = (batch, HEADS, capacity, D // HEADS)
+    return torch.full(shape, float("nan")), torch.full(shape, float("nan"))  # NaN: a slot read before written shows
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_decoder_step_equals_decoder_layer_at_every_position(norm):
+    torch.manual_seed(6)
+    layer = decoder_layer(config(norm, "gelu"))
+    x, memory = torch.randn(3, 5, D), torch.randn(*SRC.shape, D)
+    memory_mask = padding_mask(SRC, PAD)
+    with torch.no_grad():
+        full, full_self, full_cross, _ = layer(x, memory, causal_mask(5), memory_mask, need_weights=True)
+        w = layer.step_weights()
+        memory_k, memory_v = layer.cross_attn.project_memory(memory)
+        cache_k, cache_v = new_cache(3, 8)  # capacity beyond the length: the unused tail is never read
+        for t in range(5):
+            out, self_w, cross_w = decoder_step(
+                w, x[:, t : t + 1], cache_k, cache_v, memory_k, memory_v, memory_mask, t, need_weights=True
+            )
+            fast, no_self_w, no_cross_w = decoder_step(
+                w, x[:, t : t + 1], cache_k.clone(), cache_v.clone(), memory_k, memory_v, memory_mask, t
+            )
+            assert out.shape == (3, 1, D)
+            assert torch.allclose(out[:, 0], full[:, t], atol=1e-5), t
+            assert torch.allclose(fast, out, atol=1e-5), t
+            assert no_self_w is None and no_cross_w is None
+            assert self_w is not None and cross_w is not None
+            assert torch.allclose(self_w[:, :, 0], full_self[:, :, t, : t + 1], atol=1e-5), t
+            assert torch.allclose(cross_w[:, :, 0], full_cross[:, :, t], atol=1e-5), t
+        # the cache now holds every position's keys and values, as the layer projects them
+        h = layer.norm1(x) if norm == "pre" else x
+        _, k, v = layer.self_attn.project_qkv(h)
+    assert torch.allclose(cache_k[:, :, :5], k, atol=1e-6)
+    assert torch.allclose(cache_v[:, :, :5], v, atol=1e-6)
+    assert cache_k[:, :, 5:].isnan().all()  # nothing written past the last position
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("rope", [False, True])
+def test_decoder_step_of_a_decoder_only_block(norm, rope):
+    """An encoder layer under a causal mask (GPT's block) stepped without memory; with RoPE the step rotates q and k
+    by the position it is given."""
+    torch.manual_seed(7)
+    cfg = config(norm, "relu")
+    layer = encoder_layer(cfg, RotaryEmbedding(D // HEADS, cfg.max_len) if rope else None)
+    x = torch.randn(2, 6, D)
+    with torch.no_grad():
+        full, full_w, _ = layer(x, causal_mask(6), need_weights=True)
+        w = layer.step_weights()
+        cache_k, cache_v = new_cache(2, 6)
+        for t in range(6):
+            out, self_w, cross_w = decoder_step(w, x[:, t : t + 1], cache_k, cache_v, None, None, None, t, True)
+            assert torch.allclose(out[:, 0], full[:, t], atol=1e-5), t
+            assert self_w is not None and torch.allclose(self_w[:, :, 0], full_w[:, :, t, : t + 1], atol=1e-5), t
+            assert cross_w is None
+
+
+def test_step_weights_are_the_layers_own_tensors():
+    layer = decoder_layer(config())
+    w = layer.step_weights()
+    assert isinstance(w, DecoderStepWeights)
+    assert w.pre_norm is False and w.n_heads == HEADS and w.rope is None
+    assert w.qkv[0] is layer.self_attn.in_proj.weight and w.qkv[1] is layer.self_attn.in_proj.bias
+    assert w.self_out[0] is layer.self_attn.out_proj.weight
+    assert w.cross_out is not None and w.cross_out[0] is layer.cross_attn.out_proj.weight
+    # W^Q of the cross-attention: the first d_model rows of its fused projection, a view (same storage)
+    assert w.cross_q is not None and w.cross_q[0].shape == (D, D)
+    assert w.cross_q[0].data_ptr() == layer.cross_attn.in_proj.weight.data_ptr()
+    assert torch.equal(w.cross_q[0], layer.cross_attn.in_proj.weight[:D])
+    assert [n[0] if n else None for n in w.norms] == [layer.norm1.weight, layer.norm2.weight, layer.norm3.weight]
+
+    block = encoder_layer(config("pre"))
+    bw = block.step_weights()
+    assert bw.pre_norm is True and bw.cross_q is None and bw.cross_out is None
+    assert bw.norms[1] is None and bw.norms[0] is not None and bw.norms[0][0] is block.norm1.weight
+    assert bw.norms[2] is not None and bw.norms[2][2] == block.norm2.eps
+
+
+def test_decoder_step_sees_a_later_change_to_the_weights():
+    """Step weights are gathered once per decode; they must follow the parameters, not a snapshot of them."""
+    torch.manual_seed(8)
+    layer = encoder_layer(config())
+    w = layer.step_weights()
+    x = torch.randn(1, 1, D)
+    with torch.no_grad():
+        before, _, _ = decoder_step(w, x, *new_cache(1, 1), None, None, None, 0)
+        layer.ffn.linear2.bias.add_(torch.linspace(-1.0, 1.0, D))  # not a constant: LayerNorm would remove that
+        after, _, _ = decoder_step(w, x, *new_cache(1, 1), None, None, None, 0)
+        want, _, _ = layer(x, causal_mask(1))
+    assert not torch.allclose(before, after, atol=1e-3)
+    assert torch.allclose(after, want, atol=1e-5)
+
+
+def test_single_position_self_attention_passes_its_value_through():
+    """At position 0 the only key is the token itself, so self-attention's output is W^O·v + b^O exactly: checked
+    by hand for a Post-LN decoder-only block, without a norm or FFN in the way (both set to the identity/zero)."""
+    torch.manual_seed(9)
+    layer = EncoderLayer(config("post"), None).eval()
+    with torch.no_grad():
+        layer.ffn.linear2.weight.zero_()
+        layer.ffn.linear2.bias.zero_()
+    x = torch.randn(1, 1, D)
+    sa = layer.self_attn
+    v = F.linear(x, sa.in_proj.weight[2 * D :], sa.in_proj.bias[2 * D :])
+    h = x + F.linear(v, sa.out_proj.weight, sa.out_proj.bias)
+    # LayerNorm by hand: biased variance, eps inside the root; twice (the FFN adds nothing)
+    ln = lambda z: (z - z.mean(-1, keepdim=True)) / torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + 1e-5)  # noqa: E731
+    want = ln(ln(h))
+    with torch.no_grad():
+        got, _, _ = decoder_step(layer.step_weights(), x, *new_cache(1, 1), None, None, None, 0)
+        whole, _, _ = layer(x, None)
+    assert torch.allclose(got, want, atol=1e-5)
+    assert torch.allclose(whole, want, atol=1e-5)
+    assert math.isclose(layer.norm1.eps, 1e-5)
