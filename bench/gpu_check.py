@@ -4,7 +4,7 @@
 
 On a machine where PyTorch sees a CUDA GPU it:
 
-1. runs the CUDA tests (``tests/test_cuda.py``: the same numbers as on the CPU, bf16 training that
+1. runs the CUDA tests (``tests/scenarios/test_cuda.py``: the same numbers as on the CPU, bf16 training that
    learns, checkpoints and views coming back to the CPU);
 2. measures the GPU's own bf16 matrix-product rate (8192³), as a ceiling measured in the same run;
 3. times a training step of ours against ``torch.nn.Transformer`` at ``paper_base`` with bf16
@@ -71,7 +71,7 @@ def describe_gpu() -> None:
 
 
 def run_tests(timeout: float) -> None:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_cuda.py"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/scenarios/test_cuda.py"]
     result = subprocess.run(cmd, cwd=ROOT, timeout=timeout)
     if result.returncode != 0:
         raise RuntimeError(f"the CUDA tests failed (pytest exit status {result.returncode})")

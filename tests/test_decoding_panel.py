@@ -328,7 +328,7 @@ def test_a_view_state_shown_is_on_screen_and_read_back_whole(qtbot, session):
 
 
 def test_a_view_states_step_is_gone_to_on_the_sentence_shown(qtbot, session):
-    from tests.test_families_decoding import SyncEngine
+    from tests.scenarios.test_families_decoding import SyncEngine
 
     panel = panel_for(qtbot, session)
     engine = SyncEngine(session)

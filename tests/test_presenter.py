@@ -1,6 +1,6 @@
 """Presenter mode's scenes drive the Attention panel through its view state (explorer/presenter.py): a scene is
 read from ``AttentionPanel.view()`` and recalled with ``AttentionPanel.show_view()``, never the panel's widgets.
-(Presenter mode on classroom screens: tests/test_presenter_screens.py.)"""
+(Presenter mode on classroom screens: tests/scenarios/test_presenter_screens.py.)"""
 
 import pytest
 

@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from explorer.widgets.metric_plot import MetricPlot  # noqa: E402
-from tests.test_layout_sizes import drawn_tick_labels  # noqa: E402
+from tests.scenarios.test_layout_sizes import drawn_tick_labels  # noqa: E402
 
 
 @pytest.mark.parametrize("width", [150, 220, 400])

@@ -23,7 +23,7 @@ from model.decoding.stepping import DecodeDriver  # noqa: E402
 from model.families.registry import ENCODER_ONLY  # noqa: E402
 from model.session import Session  # noqa: E402
 from model.training.config import TrainConfig  # noqa: E402
-from tests.test_layout_sizes import drawn_tick_labels  # noqa: E402
+from tests.scenarios.test_layout_sizes import drawn_tick_labels  # noqa: E402
 
 SENTENCE = "Did you read two interesting books in the library yesterday?"
 
@@ -103,7 +103,8 @@ def test_the_map_says_it_shows_older_weights_and_updates_with_one_click(make_win
     before = window.status.step
     assert f"training step {before}" in a.caption.text() and a.update_button.isHidden()
     now = train_steps(qtbot, window, 2)
-    qtbot.waitUntil(lambda: not a.update_button.isHidden(), timeout=5000)
+    # the caption follows each step as it arrives: wait for the last one (on a busy machine it lags the engine)
+    qtbot.waitUntil(lambda: not a.update_button.isHidden() and f"now at step {now}" in a.caption.text(), timeout=5000)
     text = a.caption.text()
     assert f"training step {before}" in text and f"now at step {now}" in text, text
     a.update_button.click()

@@ -17,7 +17,7 @@ from model.session import explain, notes_example
 
 pytest.importorskip("pytestqt")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- the Q·K explainer ----------------------------------------------------------------------------------------

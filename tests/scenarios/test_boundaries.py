@@ -48,7 +48,7 @@ def test_ci_runs_the_readme_test_command():
     """CI must run exactly the test command the README gives a newcomer."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text(encoding="utf-8")
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("python")]

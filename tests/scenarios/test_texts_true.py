@@ -24,7 +24,7 @@ from model.core.config import ModelConfig  # noqa: E402
 from model.core.transformer import Transformer  # noqa: E402
 from model.hf.folders import model_config  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHINESE = r"[\u3400-\u9fff]"
 
 

@@ -20,7 +20,7 @@ from model.data import DataSpec  # noqa: E402
 from model.session import Session  # noqa: E402
 from model.training.trainer import TrainConfig  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROME = 70  # a window title bar and a taskbar
 
 

@@ -24,7 +24,7 @@ from model.cli import convert, translate  # noqa: E402
 from model.hf.folders import HFImportError, read_weights  # noqa: E402
 from model.session import Session  # noqa: E402
 from tests.hf_folders import bert_folder, gpt2_folder, marian_folder  # noqa: E402
-from tests.test_hostile_files import returns_without_blocking  # noqa: E402
+from tests.scenarios.test_hostile_files import returns_without_blocking  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def test_a_checkpoint_saved_before_fingerprints_still_loads(good_checkpoint, tmp
 
 
 def test_the_bundled_model_has_no_fingerprint_and_loads():
-    bundled = sorted((Path(__file__).resolve().parents[1] / "resources" / "models").glob("*.ckpt"))
+    bundled = sorted((Path(__file__).resolve().parents[2] / "resources" / "models").glob("*.ckpt"))
     assert bundled
     for path in bundled:
         assert "model_config_sha256" not in torch.load(path, weights_only=True)

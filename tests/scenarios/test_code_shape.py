@@ -5,7 +5,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 60
 MAX_CLASS_LINES = 400
 MAX_FMT_SKIPS = 40
@@ -167,3 +167,34 @@ def test_only_the_families_ask_which_family_a_model_is():
         if not rel.startswith(FAMILY_HOMES):
             found += [f"{rel}:{line}" for line in family_tests(tree)]
     assert not found, f"{len(found)} family tests outside model/families/:\n" + "\n".join(found)
+
+
+def _test_names(path: Path) -> set[str]:
+    """The names a test file for the module at ``path`` may have (after ``test_``): the module's own name, the name
+    with its package's in front (``hf_folders``, ``bench_families``), and ``X_panel`` for a panel."""
+    if path.stem == "__init__":
+        return {path.parent.name}
+    names = {path.stem, f"{path.parent.name}_{path.stem}"}
+    if path.parent.name == "panels":
+        names.add(f"{path.stem}_panel")
+    return names
+
+
+def test_every_test_file_is_named_after_what_it_tests():
+    """``tests/test_X.py`` tests the module (or package) X; a suite that follows a person across modules (a
+    classroom, hostile files, the screens) lives in ``tests/scenarios/``."""
+    named = set().union(*(_test_names(p) for p in _sources(*PACKAGES, "bench")))
+    stray = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if p.stem.removeprefix("test_") not in named]
+    assert not stray, f"named after no module of model/, explorer/ or bench/ (move to tests/scenarios/?): {stray}"
+
+
+def test_every_engine_module_of_some_size_has_its_test_file():
+    """A module of ``model/`` over 100 lines has a test file named after it or after its package."""
+    tests = {p.stem.removeprefix("test_") for p in (ROOT / "tests").glob("test_*.py")}
+    missing = [
+        str(p.relative_to(ROOT))
+        for p in _sources("model")
+        if len(p.read_text(encoding="utf-8").splitlines()) > 100
+        and not (_test_names(p) | {p.parent.name}) & tests
+    ]
+    assert not missing, f"no tests/test_<module>.py: {missing}"

@@ -123,7 +123,7 @@ def test_a_window_closed_during_its_first_paint_ends_the_program(tmp_path):
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {
         **os.environ,
         "XDG_CONFIG_HOME": str(tmp_path),
