@@ -194,7 +194,6 @@ def test_every_engine_module_of_some_size_has_its_test_file():
     missing = [
         str(p.relative_to(ROOT))
         for p in _sources("model")
-        if len(p.read_text(encoding="utf-8").splitlines()) > 100
-        and not (_test_names(p) | {p.parent.name}) & tests
+        if len(p.read_text(encoding="utf-8").splitlines()) > 100 and not (_test_names(p) | {p.parent.name}) & tests
     ]
     assert not missing, f"no tests/test_<module>.py: {missing}"
