@@ -27,7 +27,8 @@ from model.io.snapshots import (  # torch-free; still importable from here
 from model.session.data import SplitName, whole_words
 from model.session.decoding import GENERATE_TOKENS, DecodeSession
 from model.session.files import VERSION, SessionFiles, check_family
-from model.session.inspection import SessionInspection, attention_masks, explain, notes_example
+from model.session.inspection import attention_masks, explain, notes_example
+from model.session.interpret import SessionInterpret
 from model.session.state import SessionState
 from model.session.training import TrainStep
 
@@ -56,5 +57,5 @@ __all__ = [
 ]
 
 
-class Session(SessionFiles, SessionInspection):
+class Session(SessionFiles, SessionInterpret):
     """A model with its tokenizers, data and training state."""
