@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -21,6 +21,7 @@ from model.core.config import ModelConfig
 from model.data import DataSpec
 from model.data.stream import ProgressDetail
 from model.data.tokenization import TokenizerSpec
+from model.interpret.results import AblationDiff, Attribution, Head, HeadImportance, LensTable
 from model.io.snapshots import (
     AttentionExplanation,
     DecodeView,
@@ -281,6 +282,45 @@ class PositionalReady:
 
 
 @dataclass(frozen=True)
+class Attributed:
+    request_id: int
+    attribution: Attribution
+    ablated: tuple[Head, ...] = ()  # heads switched off while it was computed
+
+
+@dataclass(frozen=True)
+class LensReady:
+    request_id: int
+    table: LensTable
+    ablated: tuple[Head, ...] = ()
+
+
+@dataclass(frozen=True)
+class AblationChanged:
+    """The heads now switched off for every view, and what that changed for the sentence given (None: none)."""
+
+    request_id: int
+    heads: tuple[Head, ...]
+    mode: str
+    diff: AblationDiff | None
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """The head-importance sweep: ``done`` of ``total`` heads."""
+
+    request_id: int
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class ImportanceReady:
+    request_id: int
+    importance: HeadImportance
+
+
+@dataclass(frozen=True)
 class ProbeSnapshot:
     """Attention of the probe sentence at one training step (attention over training)."""
 
@@ -290,3 +330,6 @@ class ProbeSnapshot:
     target: str | None  # teacher-forced target; None: the model's own greedy output
     inspection: Inspection
     entropy: dict[str, np.ndarray]  # per kind: [layers, heads] mean attention entropy of the rows (nats)
+    # per kind, per known head function that applies to it: [layers, heads] scores in [0, 1]
+    # (model.interpret.head_functions; NaN where undefined, e.g. induction without a repeated token)
+    functions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)

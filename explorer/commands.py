@@ -188,6 +188,53 @@ class FillMask(Command):
     top_k: int = 5
 
 
+# -- why the model says what it says (model/interpret) -------------------------------------------------------------
+AttributionMethod = Literal["integrated_gradients", "gradient_x_input", "attention_rollout"]
+
+
+@dataclass(frozen=True)
+class Attribute(Command):
+    """How much each source token (and each output token read before) contributed to each target token of
+    ``source`` → ``target_ids`` (None: the model's own output); ``contrast_id``: why the last target rather than it."""
+
+    source: str
+    method: AttributionMethod = "integrated_gradients"
+    target_ids: tuple[int, ...] | None = None
+    contrast_id: int | None = None
+    steps: int = 64
+
+
+@dataclass(frozen=True)
+class LogitLensOf(Command):
+    """What each layer would predict for ``source`` → ``target_ids`` (None: the model's own output)."""
+
+    source: str
+    target_ids: tuple[int, ...] | None = None
+    top_k: int = 5
+
+
+HeadKind = Literal["encoder", "decoder", "cross"]
+
+
+@dataclass(frozen=True)
+class SetAblation(Command):
+    """Switch ``heads`` — (kind, layer, head), 0-based — off for every view of the model from now on (training is
+    never ablated); none: all on again. ``source``: the sentence whose output is compared before and after."""
+
+    heads: tuple[tuple[HeadKind, int, int], ...] = ()
+    mode: Literal["zero", "mean"] = "zero"
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class HeadImportanceOf(Command):
+    """Ablate each head in turn on ``sentences`` held-out sentences: Δloss and Δaccuracy per head (progress as it
+    goes; :meth:`explorer.worker.Engine.cancel_sweep` stops it)."""
+
+    sentences: int = 100
+    mode: Literal["zero", "mean"] = "zero"
+
+
 @dataclass(frozen=True)
 class SetProbe(Command):
     """The probe sentence (and target) of attention over training, and how often it is re-run (0: never).
@@ -227,4 +274,4 @@ class Shutdown(Command):
 
 
 # A newer request of one of these kinds replaces an older one still queued: only the newest view is shown.
-LATEST_ONLY: tuple[type[Command], ...] = (Inspect, Explain, Positional, FillMask)
+LATEST_ONLY: tuple[type[Command], ...] = (Inspect, Explain, Positional, FillMask, Attribute, LogitLensOf)

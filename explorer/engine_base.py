@@ -11,6 +11,7 @@ the engine thread, but for :meth:`EngineBase._on_failure_named`, which words a f
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ from PySide6.QtCore import QThread, Signal
 
 from explorer.answers import (
     IDLE,
+    AblationChanged,
+    Attributed,
     CorpusSummary,
     DecodeStepped,
     EngineFailure,
@@ -30,7 +33,9 @@ from explorer.answers import (
     Evaluation,
     Explained,
     FollowStatus,
+    ImportanceReady,
     InspectionReady,
+    LensReady,
     LoadProgress,
     MaskFilled,
     MetricsBatch,
@@ -41,11 +46,14 @@ from explorer.answers import (
     RunData,
     RunInfo,
     SentenceSampled,
+    SweepProgress,
 )
 from explorer.failures import NO_MODEL, RefusedRequest, failure_text
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.data.tokenization import Encoded
 from model.decoding.stepping import DecodeDriver
+from model.interpret.head_functions import head_functions
+from model.interpret.results import Head
 from model.io.snapshots import StepColumns
 
 if TYPE_CHECKING:
@@ -141,6 +149,11 @@ class EngineBase(QThread):
     failure_named = Signal(EngineFailure)  # the same failure as the engine thread names it (untranslated)
     load_progressed = Signal(LoadProgress)  # a model folder being opened: what is being read, how far
     follow_changed = Signal(FollowStatus)  # the run being followed: how fresh it is (about once a second)
+    attributed = Signal(Attributed)  # how much each input token contributed to each output token
+    lens_ready = Signal(LensReady)  # what each layer would predict
+    ablation_changed = Signal(AblationChanged)  # the heads switched off for every view, and what that changed
+    sweep_progressed = Signal(SweepProgress)  # the head-importance sweep, head by head
+    importance_ready = Signal(ImportanceReady)  # Δloss / Δaccuracy per head
 
     _device: torch.device  # where the model runs (set as the engine thread begins)
 
@@ -155,6 +168,9 @@ class EngineBase(QThread):
         self._pending_evals: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._decoder: DecodeDriver | None = None
+        self._ablation: tuple[Head, ...] = ()  # heads switched off for every view of the model (never training)
+        self._ablation_mode = "zero"
+        self._sweep_cancel = threading.Event()  # set from the window's thread: stop the head-importance sweep
         self._rng = random.Random()  # random sentences of the corpus
         self._later: list[Callable[[], None]] = []  # done once commands stop coming (see explorer.worker.QUIET_S)
         self._probe_step = -1  # step of the last probe snapshot
@@ -262,5 +278,7 @@ class EngineBase(QThread):
         entropy = {name: attention_entropy(getattr(inspection, name)) for name in ("encoder", "decoder_self", "cross")}
         self._probe_step = s.step
         self.probe_recorded.emit(
-            ProbeSnapshot(self._run_id, s.step, probe["source"], probe["target"], inspection, entropy)
+            ProbeSnapshot(
+                self._run_id, s.step, probe["source"], probe["target"], inspection, entropy, head_functions(inspection)
+            )
         )

@@ -24,6 +24,7 @@ import time
 from explorer.answers import TRAINING, EngineFailure, EngineMessage
 from explorer.commands import (
     LATEST_ONLY,
+    Attribute,
     ChangeData,
     ChangeTraining,
     Command,
@@ -33,8 +34,10 @@ from explorer.commands import (
     FailOnPurpose,
     FillMask,
     Follow,
+    HeadImportanceOf,
     Inspect,
     Load,
+    LogitLensOf,
     NewModel,
     Pause,
     PauseAt,
@@ -42,6 +45,7 @@ from explorer.commands import (
     Resume,
     SampleSentence,
     Save,
+    SetAblation,
     SetProbe,
     Shutdown,
     Start,
@@ -49,6 +53,7 @@ from explorer.commands import (
     Stop,
 )
 from explorer.engine_following import FollowingHandlers
+from explorer.engine_interpret import InterpretHandlers
 from explorer.engine_loading import LIVE_ENGINES, favour_the_window, load_engine, prepare_optimizers_aside
 from explorer.engine_training import TrainingHandlers
 from explorer.engine_views import ViewHandlers
@@ -62,7 +67,7 @@ ENDS_FOLLOWING = (NewModel, Load, Start, Resume, Step, ChangeData)
 QUIET_S = 0.5
 
 
-class Engine(TrainingHandlers, ViewHandlers, FollowingHandlers):
+class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandlers):
     """Owns one :class:`~model.session.Session` and runs it on its own thread: the loop, the queue of commands and
     the one dispatch (the handlers and the signals are those of the classes it is made of)."""
 
@@ -88,6 +93,10 @@ class Engine(TrainingHandlers, ViewHandlers, FollowingHandlers):
         self._queue.put(command)
         return command.request_id
 
+    def cancel_sweep(self) -> None:
+        """Stop the head-importance sweep after the head it is on (any thread); what it found so far comes back."""
+        self._sweep_cancel.set()
+
     def release(self) -> None:
         """Let an engine made with ``wait_for_window`` begin (the window is on screen)."""
         self._released.set()
@@ -95,6 +104,7 @@ class Engine(TrainingHandlers, ViewHandlers, FollowingHandlers):
     def shutdown(self, autosave_path: str | None = None, timeout_ms: int = 2000) -> bool:
         """Stop within one step, save unsaved work to ``autosave_path``, and join the thread."""
         self._stop = True
+        self._sweep_cancel.set()
         self._released.set()
         self._queue.put(Shutdown(autosave=autosave_path))
         return self.wait(timeout_ms)
@@ -164,7 +174,8 @@ class Engine(TrainingHandlers, ViewHandlers, FollowingHandlers):
 
     def _handle(self, c: Command) -> None:
         try:
-            self._dispatch(c)
+            with self._ablated_for(c):  # the heads the person switched off, for the views of the model
+                self._dispatch(c)
         except Exception as exc:  # noqa: BLE001
             self._fail(c.request_id, exc)
 
@@ -213,6 +224,14 @@ class Engine(TrainingHandlers, ViewHandlers, FollowingHandlers):
                 self._sample_sentence(c)
             case FillMask():
                 self._fill_mask(c)
+            case Attribute():
+                self._attribute(c)
+            case LogitLensOf():
+                self._logit_lens(c)
+            case SetAblation():
+                self._set_ablation(c)
+            case HeadImportanceOf():
+                self._head_importance(c)
             case FailOnPurpose(in_training=True):
                 self._fail_next_step = c.message
             case FailOnPurpose():

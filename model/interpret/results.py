@@ -60,6 +60,15 @@ class LogitLens:
     probs: np.ndarray  # [n_layers, T, vocab]
     step: int = 0
 
+    def top(self, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` most likely ids per layer and position and their probabilities, each ``[n_layers, T, k]``."""
+        ids = np.argsort(-self.probs, axis=-1, kind="stable")[..., :k]
+        return ids, np.take_along_axis(self.probs, ids, -1)
+
+    def target_probs(self) -> np.ndarray:
+        """``[n_layers, T]``: each layer's probability of the token the model outputs at each position."""
+        return self.probs[:, np.arange(len(self.target_ids)), list(self.target_ids)]
+
     def first_layer(self) -> np.ndarray:
         """Per position ``[T]``: the first layer (0-based) from which the final layer's top token stays the top one."""
         top = self.probs.argmax(-1)  # [L, T]
@@ -81,3 +90,36 @@ class HeadImportance:
     step: int = 0
     mode: str = "zero"
     complete: bool = True  # False: cancelled part-way (the heads not reached are NaN)
+
+
+@dataclass(frozen=True)
+class LensTable:
+    """The logit lens as the window draws it: the top tokens of each layer at each position, each layer's
+    probability of the model's output there, and where that output first becomes (and stays) the top token."""
+
+    source: str
+    positions: tuple[str, ...]  # [T] the tokens read
+    targets: tuple[str, ...]  # [T] what the model outputs
+    top_tokens: tuple[tuple[tuple[str, ...], ...], ...]  # [n_layers][T][k]
+    top_probs: np.ndarray  # [n_layers, T, k]
+    target_probs: np.ndarray  # [n_layers, T]
+    first_layer: np.ndarray  # [T], 0-based
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class AblationDiff:
+    """What switching heads off changed for one input: the model's own output before and after, and the
+    probability of each of the former output's tokens (teacher-forced) before and after."""
+
+    source: str
+    heads: tuple[Head, ...]
+    mode: str
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    before_probs: np.ndarray  # [len(before)]
+    after_probs: np.ndarray  # [len(before)]: the same tokens with the heads off (NaN: not among the top guesses)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after

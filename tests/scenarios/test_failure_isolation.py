@@ -46,6 +46,10 @@ FAILING: dict[type, tuple[cmd.Command, str | None]] = {  # command → (the requ
     cmd.FillMask: (cmd.FillMask(text="1 <mask> 3"), None),  # an encoder–decoder has no masked-LM head
     cmd.SetProbe: (cmd.SetProbe(source="1 2 3"), "_set_probe"),
     cmd.SampleSentence: (cmd.SampleSentence(), "_sample_sentence"),
+    cmd.Attribute: (cmd.Attribute(source="1 2 3", steps=0), None),  # no integration steps
+    cmd.LogitLensOf: (cmd.LogitLensOf(source="1 2 3"), "_logit_lens"),
+    cmd.SetAblation: (cmd.SetAblation(heads=(("cross", 99, 0),)), None),  # no such layer
+    cmd.HeadImportanceOf: (cmd.HeadImportanceOf(sentences=4), "_head_importance"),
     cmd.FailOnPurpose: (cmd.FailOnPurpose(message="a deliberate failure"), None),
 }
 

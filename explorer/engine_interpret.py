@@ -1,0 +1,122 @@
+"""The engine's handlers that ask the current model *why*: attribution, the logit lens, heads switched off for
+every view, and the head-importance sweep (:mod:`model.interpret`, through the session). Engine thread only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from explorer.answers import AblationChanged, Attributed, ImportanceReady, LensReady, SweepProgress
+from explorer.commands import (
+    Attribute,
+    Command,
+    Decode,
+    Explain,
+    FillMask,
+    HeadImportanceOf,
+    Inspect,
+    LogitLensOf,
+    SetAblation,
+)
+from explorer.engine_base import EngineBase
+from model.interpret.results import AblationDiff, Head, LensTable
+
+if TYPE_CHECKING:
+    from model.session import Session
+
+# the views of the model that the heads switched off apply to
+ABLATED_VIEWS = (Inspect, Explain, Decode, FillMask, Attribute, LogitLensOf)
+
+
+class InterpretHandlers(EngineBase):
+    """Attribution, the logit lens, ablation and head importance, asked for by the panels (engine thread)."""
+
+    @contextmanager
+    def _ablated_for(self, c: Command) -> Iterator[None]:
+        """The heads the person switched off stay off for every view of the model (never for training)."""
+        if not self._ablation or self.session is None or not isinstance(c, ABLATED_VIEWS):
+            yield
+            return
+        with self.session.ablated(self._ablation, self._ablation_mode):
+            yield
+
+    def _attribute(self, c: Attribute) -> None:
+        s = self._need_session()
+        target = None if c.target_ids is None else list(c.target_ids)
+        found = s.attribute(c.source, c.method, target, c.contrast_id, c.steps)
+        self.attributed.emit(Attributed(c.request_id, found, self._ablation))
+
+    def _logit_lens(self, c: LogitLensOf) -> None:
+        s = self._need_session()
+        target = None if c.target_ids is None else list(c.target_ids)
+        lens = s.logit_lens(c.source, target)
+        ids, probs = lens.top(c.top_k)
+        show = s.tgt_tok.display_token
+        tokens = tuple(tuple(tuple(show(int(i)) for i in row) for row in layer) for layer in ids)
+        table = LensTable(
+            lens.source, lens.positions, lens.targets, tokens, probs, lens.target_probs(), lens.first_layer(), lens.step
+        )
+        self.lens_ready.emit(LensReady(c.request_id, table, self._ablation))
+
+    def _set_ablation(self, c: SetAblation) -> None:
+        """Switch heads off (checked against the model first); compare the sentence's output before and after."""
+        s = self._need_session()
+        heads: tuple[Head, ...] = tuple((str(k), int(layer), int(h)) for k, layer, h in c.heads)
+        with s.ablated(heads, c.mode):  # a head the model lacks is refused here, before anything changes
+            pass
+        diff = self._ablation_diff(s, c.source, heads, c.mode) if c.source.strip() else None
+        self._ablation, self._ablation_mode = heads, c.mode
+        self._decoder = None  # a decoding stepped with other heads is not continued: the panel starts it again
+        self.ablation_changed.emit(AblationChanged(c.request_id, heads, c.mode, diff))
+
+    def _ablation_diff(self, s: Session, source: str, heads: tuple[Head, ...], mode: str) -> AblationDiff:
+        """The model's own output for ``source`` with every head on, and with ``heads`` off; the first's tokens'
+        probabilities (teacher-forced) both ways."""
+        if "fill_mask" in s.model_cfg.family.decoding:
+            return self._fill_mask_diff(s, source, heads, mode)
+        before = s.inspect(source)
+        with s.ablated(heads, mode) if heads else nullcontext():
+            after = s.inspect(source)
+            same_tokens = s.inspect(source, tgt_ids=list(before.target_ids))
+        cut = len(before.out_tokens) - len(before.target_probs)  # a GPT's rows cover the prompt too
+        return AblationDiff(
+            source,
+            heads,
+            mode,
+            tuple(before.out_tokens),
+            tuple(after.out_tokens),
+            before.target_probs[max(0, cut) :].copy(),
+            same_tokens.target_probs[max(0, cut) :].copy(),
+        )
+
+    def _fill_mask_diff(self, s: Session, text: str, heads: tuple[Head, ...], mode: str) -> AblationDiff:
+        before = s.fill_mask(text)
+        with s.ablated(heads, mode) if heads else nullcontext():
+            after = s.fill_mask(text)
+        kept = []
+        for b, a in zip(before.predictions, after.predictions):
+            kept.append(a.probs[a.tokens.index(b.tokens[0])] if b.tokens[0] in a.tokens else np.nan)
+        return AblationDiff(
+            text,
+            heads,
+            mode,
+            tuple(p.tokens[0] for p in before.predictions),
+            tuple(p.tokens[0] for p in after.predictions),
+            np.array([p.probs[0] for p in before.predictions], np.float32),
+            np.array(kept, np.float32),
+        )
+
+    def _head_importance(self, c: HeadImportanceOf) -> None:
+        """Each head ablated in turn; progress after each, and the window's Cancel (or closing) stops it."""
+        s = self._need_session()
+        self._sweep_cancel.clear()
+
+        def progress(done: int, total: int) -> bool:
+            self.sweep_progressed.emit(SweepProgress(c.request_id, done, total))
+            return not self._sweep_cancel.is_set()  # Cancel, or the window closing
+
+        importance = s.head_importance(c.sentences, "loss", c.mode, progress)
+        self.importance_ready.emit(ImportanceReady(c.request_id, importance))
