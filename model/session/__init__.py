@@ -9,6 +9,7 @@ A session is one object made of parts, one module each, all over the fields of :
 - :mod:`~model.session.training`: the trainer, updates (:class:`TrainStep`), evaluations;
 - :mod:`~model.session.decoding`: translating and decoding step by step;
 - :mod:`~model.session.inspection`: attention maps, routing, filled masks, one head spelled out, positions;
+- :mod:`~model.session.interpret`: attribution, the logit lens, heads switched off, head importance;
 - :mod:`~model.session.files`: building one for data, opening a checkpoint or a Hugging Face folder, saving
   (:mod:`~model.session.saved_state` checks what a checkpoint holds).
 """
