@@ -57,17 +57,21 @@ class SessionInterpret(SessionData, SessionInspection):
         )
 
     def _translation(self, ids: list[int], target: Target) -> list[int]:
-        """The output explained: target ids (text encoded), or the greedy translation; EOS last."""
+        """The output explained: the greedy translation or the text given, EOS last; or the ids given, as they are
+        (a decoding's prefix up to its current step)."""
         cfg = self.model_cfg
+        if target is not None and not isinstance(target, str):
+            y = list(target)[: cfg.max_len]
+            if not y:
+                raise ValueError("There is no output token to explain yet: take a decoding step first.")
+            return y
         if target is None:
             with torch.inference_mode():
-                y = greedy_decode(self.model, torch.tensor([ids], device=self.device), self.default_max_len(len(ids)))[
-                    0
-                ]
+                src = torch.tensor([ids], device=self.device)
+                y = greedy_decode(self.model, src, self.default_max_len(len(ids)))[0]
         else:
-            y = self.tgt_tok.encode_ids(target) if isinstance(target, str) else list(target)
-        y = [t for t in y if t != cfg.eos_id][: cfg.max_len - 1]
-        return [*y, cfg.eos_id] if target is None or isinstance(target, str) else y or [cfg.eos_id]
+            y = self.tgt_tok.encode_ids(target)
+        return [*[t for t in y if t != cfg.eos_id][: cfg.max_len - 1], cfg.eos_id]
 
     def _continuation(self, ids: list[int], target: Target) -> list[int]:
         """A GPT's continuation explained: given (text or ids), or its own greedy one (at least one token)."""
