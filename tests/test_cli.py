@@ -278,3 +278,97 @@ def test_a_diverged_run_can_be_resumed_with_a_lower_rate(tmp_path, capsys):
     resumed = Session.load(ckpt, device="cpu")
     assert resumed.step == 8 and all(math.isfinite(x) for x in resumed.history.train["loss"])
     assert _training_steps(out / "metrics.jsonl") == list(range(1, 9))  # the ruinous step 1 was dropped
+
+
+# -- python -m model.explain -------------------------------------------------------------------------------------
+BUNDLED = "resources/models/grammar-en-zh-small.ckpt"
+
+
+def _csv_matrix(path):
+    import csv
+
+    import numpy as np
+
+    rows = list(csv.reader(open(path, encoding="utf-8")))
+    assert rows[0][0] == "target"
+    return rows[0][1:], [r[0] for r in rows[1:]], np.array([[float(v) for v in r[1:]] for r in rows[1:]])
+
+
+def _expected(found, n_prefix):
+    import numpy as np
+
+    return np.concatenate([found.scores, found.prefix_scores[:, :n_prefix]], 1)
+
+
+def test_explain_csv_equals_session_attribute_on_the_bundled_model(tmp_path, capsys):
+    from model.cli import explain
+
+    sentence, out = "I read a book yesterday.", tmp_path / "why.csv"
+    args = ["--checkpoint", BUNDLED, sentence, "--steps", "16", "--csv", str(out), "--threads", "1"]
+    assert explain.main(args) == 0
+    printed = capsys.readouterr().out.splitlines()
+    found = Session.load(BUNDLED, device="cpu").attribute(sentence, steps=16)
+    columns, targets, values = _csv_matrix(out)
+    assert columns == [*found.source_tokens, *found.prefix_tokens] and targets == list(found.target_tokens)
+    assert abs(values - _expected(found, len(found.prefix_tokens))).max() < 1e-4
+    assert printed[0].startswith("integrated gradients (16 steps)")
+    header, rows = printed[1], printed[2 : 2 + len(targets)]
+    assert header.split() == [*found.source_tokens, "│", *found.prefix_tokens]
+    for target, line, expected in zip(targets, rows, values):
+        cells = line.split()
+        assert cells[0] == target and cells[1 + len(found.source_tokens)] == "│"
+        assert [float(c) for c in cells[1 : 1 + len(found.source_tokens)]] == pytest.approx(
+            expected[: len(found.source_tokens)], abs=1e-3
+        )
+    assert len({explain.width(line.split("│")[0]) for line in [header, *rows]}) == 1  # aligned
+    assert explain.width(header) == explain.width(rows[-1])  # the Chinese columns too: a full last row
+
+
+def test_explain_a_tiny_trained_checkpoint_with_the_lens_and_ablation(tmp_path, capsys):
+    from model.cli import explain
+
+    train.main([*COPY, "--steps", "5", "--eval-every", "0", "--out", str(tmp_path / "run")])
+    capsys.readouterr()
+    ckpt, out = str(tmp_path / "run" / "model.ckpt"), tmp_path / "why.csv"
+    args = ["--checkpoint", ckpt, "1 2 3", "--target", "1 2 3", "--method", "gradient_x_input", "--lens"]
+    assert explain.main([*args, "--csv", str(out), "--ablate", "cross:0:1", "encoder:1:0"]) == 0
+    printed = capsys.readouterr().out
+    session = Session.load(ckpt, device="cpu")
+    with session.ablated([("cross", 0, 1), ("encoder", 1, 0)]):
+        found = session.attribute("1 2 3", "gradient_x_input", target="1 2 3")
+    _, targets, values = _csv_matrix(out)
+    assert targets == ["1", "2", "3", "<eos>"]
+    assert abs(values - _expected(found, len(found.prefix_tokens))).max() < 1e-4
+    assert "heads switched off: cross:0:1, encoder:1:0" in printed
+    lens = printed.split("logit lens")[1].splitlines()
+    assert [line.split()[:2] for line in lens[2:4]] == [["layer", "1"], ["layer", "2"]]
+    assert lens[4].split() == ["output", *targets] and "*" in "".join(lens[2:4])
+
+
+def test_explain_errors_are_one_line_and_no_traceback(tmp_path, capsys):
+    from model.cli import explain
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "model.explain", "--checkpoint", BUNDLED, "--ablate", "cross-0-1", "--", "I read."],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "error: --ablate 'cross-0-1' is not KIND:LAYER:HEAD (kind encoder, decoder, cross; layer and head counted "
+        "from 0, e.g. cross:0:1)"
+    ]
+    assert explain.main(["--checkpoint", BUNDLED, "I read.", "--ablate", "cross:9:0", "--threads", "1"]) == 2
+    assert capsys.readouterr().err == "error: no cross layer 9: the model has 3 (counted from 0)\n"
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(b"garbage")
+    assert explain.main(["--checkpoint", str(bad), "x"]) == 2
+    assert "truncated or corrupt" in capsys.readouterr().err
+    run = tmp_path / "bert"
+    bert = ["--arch", "encoder_only", "--task", "text-grammar-en", "--preset", "tiny", "--threads", "1"]
+    assert train.main([*bert, "--steps", "1", "--eval-every", "0", "--eval-sentences", "4", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert explain.main(["--checkpoint", str(run / "model.ckpt"), "the cat sat on the mat ."]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Write <mask>") and len(err.splitlines()) == 1
