@@ -13,6 +13,7 @@ from explorer.engine_base import attention_entropy
 from explorer.engine_files import FileHandlers
 from explorer.engine_loading import prepare_optimizers_aside
 from explorer.run_following import RunFollowing
+from model.interpret.head_functions import head_functions
 from model.io.follow import RunWatcher, run_ending
 from model.io.snapshots import StepColumns
 
@@ -106,5 +107,13 @@ class FollowingHandlers(FileHandlers):
             entropy = {k: attention_entropy(getattr(inspection, k)) for k in ("encoder", "decoder_self", "cross")}
             target = None if not inspection.teacher_forced else "".join(inspection.out_tokens[:-1])
             self.probe_recorded.emit(
-                ProbeSnapshot(self._run_id, inspection.step, inspection.source, target, inspection, entropy)
+                ProbeSnapshot(
+                    self._run_id,
+                    inspection.step,
+                    inspection.source,
+                    target,
+                    inspection,
+                    entropy,
+                    head_functions(inspection),
+                )
             )

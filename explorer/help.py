@@ -111,7 +111,13 @@ which mixes them back into one d<sub>model</sub>-wide vector. Many rows put much
 (the end of every source) or &lt;bos&gt;: a row must spend all its weight somewhere, and a token that every
 sentence has is a harmless place for a head that has nothing to fetch. <b>Attention over training</b> plots each
 head's entropy, −Σ w ln w averaged over the rows, in nats: 0 when a row puts all its weight on one key, ln n when
-it spreads evenly over n keys (ln 10 ≈ 2.3). The Q·K explainer works one row out with real numbers.</p>
+it spreads evenly over n keys (ln 10 ≈ 2.3). Beside it, <b>Head functions</b> plots how strongly each head does a
+known job, as a mean weight between 0 and 1: <b>previous token</b>, the weight row i puts on key i − 1; <b>diagonal
+alignment</b> (cross-attention), the weight within one key of the diagonal i·S/T, which a copy or translation model
+learns (1 for a perfectly diagonal map); <b>attention to the first token</b> and <b>to &lt;eos&gt;</b>, the weight on
+those keys; <b>induction</b> (causal self-attention, GPT's), at a token seen before, the weight on the token that
+followed it then (“A B … A → look at B”), undefined when no token of the probe repeats. The Q·K explainer works one
+row out with real numbers.</p>
 <p>Which kinds of attention there are depends on the model's <b>family</b>. The button at the right end of the
 Layer and Head row names it and says what GPT (decoder-only), BERT (encoder-only) and T5 change from the paper's
 model. A model with experts has a
@@ -127,7 +133,11 @@ model. A model with experts has a
 各头的输出拼接后乘以 W<sup>O</sup>，重新混合成一个 d<sub>model</sub> 维的向量。很多行把大量权重放在 &lt;eos&gt;
 （每个原文的结尾）或 &lt;bos&gt; 上：一行的权重必须全部分配出去，而每句都有的词元，正好是没有东西可取的头安放权重的无害之处。
 <b>训练过程中的注意力</b>标签页画出每个头的熵：−Σ w ln w 在各行上的平均，单位为奈特；一行把全部权重放在一个键上时为 0，
-在 n 个键上平均分配时为 ln n（ln 10 ≈ 2.3）。Q·K 讲解器用真实数字把一行完整算一遍。</p>
+在 n 个键上平均分配时为 ln n（ln 10 ≈ 2.3）。旁边的<b>各注意力头的功能</b>图画出每个头做某种已知工作的程度，
+即 0 到 1 之间的平均权重：<b>前一个词元</b>，第 i 行放在键 i − 1 上的权重；<b>对角对齐</b>（交叉注意力），落在对角线 i·S/T
+前后一个键以内的权重，复制或翻译模型会学会它（完全对角的图为 1）；<b>关注第一个词元</b>和<b>关注 &lt;eos&gt;</b>，
+放在这些键上的权重；<b>归纳</b>（带因果掩码的自注意力，即 GPT 的），在一个之前出现过的词元处，
+放在它上次出现时后面那个词元上的权重（“A B … A → 看 B”），探针句中没有重复的词元时没有定义。Q·K 讲解器用真实数字把一行完整算一遍。</p>
 <p>有哪几种注意力取决于模型的<b>家族</b>。“层”和“头”那一行右端的按钮写着模型的家族，并说明 GPT（仅解码器）、BERT（仅编码器）和 T5 相对论文的模型改了什么。带专家的模型还有一个<b>路由器</b>标签页：每个词元被送往哪里。</p>""",
     },
     "positional": {

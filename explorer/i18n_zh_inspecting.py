@@ -89,4 +89,18 @@ ZH_INSPECTING: dict[str, str] = {
     ),
     "T5: each head's learned bias, per offset key − query": "T5：每个注意力头学到的偏置，按偏移 键 − 查询",
     "bias": "偏置",
+    # the head functions beside the entropy over training
+    "Head functions of the probe over training": "训练过程中探针句上各注意力头的功能",
+    "score": "得分",
+    "Function": "功能",
+    "previous token": "前一个词元",
+    "diagonal alignment": "对角对齐",
+    "attention to the first token": "关注第一个词元",
+    "attention to <eos>": "关注 <eos>",
+    "induction": "归纳",
+    "No repeated token in the probe: induction needs a token that appears twice, not side by side.": (
+        "探针句中没有重复的词元：归纳需要一个出现两次、且两次不相邻的词元。"
+    ),
+    "No <eos> among the keys of the probe.": "探针句的键中没有 <eos>。",
+    "Not defined for this probe.": "对这个探针句没有定义。",
 }

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from explorer.answers import ProbeSnapshot
 from explorer.commands import SetProbe
 from explorer.i18n import N_, tr
+from explorer.panels.attention_functions import HeadFunctionPlot
 from explorer.widgets import named
 from explorer.widgets.export import export_button, render_widget, write_rows
 from explorer.widgets.metric_plot import MetricPlot
@@ -118,7 +119,8 @@ def number(x: float) -> str:
 
 class ProbeTimeline(QWidget):
     """The "Attention over training" tab: the probe sentence (set here, re-run by the engine while the
-    model trains) and the entropy of each head's attention over training.
+    model trains), the entropy of each head's attention over training and, beside it, each head's score of a
+    known function (:class:`HeadFunctionPlot`).
 
     It keeps the probe's snapshots and owns the timeline slider that picks one of them; the panel
     places that slider (:meth:`timeline_bar`) above its tabs, because it scrubs every view.
@@ -160,12 +162,15 @@ class ProbeTimeline(QWidget):
         )
         self.entropy_marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff7f0e", width=1.5))
         self.entropy.plot.addItem(self.entropy_marker)
+        self.functions = HeadFunctionPlot()
+        self._drawn_at: tuple[str, int] | None = None  # the kind and layer the plots show (0-based layer)
 
     def _connect(self) -> None:
         self._absorb_timer.timeout.connect(self._absorb)
         self.timeline.valueChanged.connect(self._on_timeline)
         self.probe_button.clicked.connect(self._on_set_probe)
         self.probe_every.valueChanged.connect(self._on_set_probe)
+        self.functions.function_chosen.connect(self._draw_functions)
 
     def _lay_out(self) -> None:
         self.labels = {key: QLabel() for key in ("probe", "every")}
@@ -181,7 +186,10 @@ class ProbeTimeline(QWidget):
         probe.addWidget(self.probe_button)
         layout = QVBoxLayout(self)
         layout.addLayout(probe)
-        layout.addWidget(self.entropy, 1)
+        plots = QSplitter(Qt.Orientation.Horizontal)  # the entropy and the head functions side by side
+        plots.addWidget(self.entropy)
+        plots.addWidget(self.functions)
+        layout.addWidget(plots, 1)
 
     def timeline_bar(self) -> QHBoxLayout:
         """The timeline's row, for the panel to place: its title, the slider, and the step shown."""
@@ -206,6 +214,7 @@ class ProbeTimeline(QWidget):
         self.probe_button.setText(tr("Set probe"))
         self.timeline_title.setText(tr("Training snapshots"))
         self.entropy.retranslate()
+        self.functions.retranslate()
 
     # -- snapshots ---------------------------------------------------------------------------------
     def reset(self, run_id: int) -> None:
@@ -214,6 +223,7 @@ class ProbeTimeline(QWidget):
         self.snapshots = []
         self._incoming = [s for s in self._incoming if s.run_id == run_id]
         self.entropy.remove(1)
+        self.functions.clear()
         self.timeline.blockSignals(True)
         self.timeline.setRange(0, 0)
         self.timeline.blockSignals(False)
@@ -239,6 +249,7 @@ class ProbeTimeline(QWidget):
             if last is not None and (last.source, last.target) != (snapshot.source, snapshot.target):
                 self.snapshots = []  # another probe sentence: a new timeline, not a mixture
                 self.entropy.remove(1)
+                self.functions.clear()
             self.snapshots.append(snapshot)
             if len(self.snapshots) > self.MAX_SNAPSHOTS:  # a long run: keep every other one, evenly spread
                 self.snapshots = self.snapshots[:-1:2] + self.snapshots[-1:]
@@ -274,7 +285,8 @@ class ProbeTimeline(QWidget):
 
     # -- the entropy plot --------------------------------------------------------------------------
     def draw_entropy(self, kind: str, layer: int) -> None:
-        """Each head's entropy over training, for one kind and layer (0-based; clipped to the model's)."""
+        """Each head's entropy over training, for one kind and layer (0-based; clipped to the model's); and each
+        head's score of the function chosen beside it."""
         if not self.snapshots or not self.snapshots[-1].entropy[kind].size:  # a kind this family lacks
             return
         layer = min(layer, self.snapshots[-1].entropy[kind].shape[0] - 1)
@@ -284,12 +296,19 @@ class ProbeTimeline(QWidget):
             self.entropy.replace(1, f"head{h}", steps, np.array([s.entropy[kind][layer, h] for s in self.snapshots]))
         self.entropy.set_runs(1, {1})
         self.entropy.redraw()
+        self._drawn_at = (kind, layer)
+        self._draw_functions()
+
+    def _draw_functions(self) -> None:
+        if self.snapshots and self._drawn_at is not None:
+            self.functions.draw(self.snapshots, *self._drawn_at)
 
     def mark_step(self, step: int) -> None:
         """Mark the training step shown on the entropy plot (−1: none)."""
         self.entropy_marker.setVisible(step >= 0)
         if step >= 0:
             self.entropy_marker.setValue(step)
+        self.functions.mark_step(step)
 
 
 class QkExplainer(QWidget):

@@ -41,20 +41,18 @@ EOS_TEXTS = frozenset({"<eos>", "</s>", "[SEP]", "<|endoftext|>"})  # end tokens
 
 @dataclass(frozen=True)
 class HeadFunction:
-    """One known function of a head: its id, its English name (the window translates it) and the kinds of
-    attention it is scored on."""
+    """One known function of a head: its id and the kinds of attention it is scored on (the window names it)."""
 
     id: str
-    name: str
     kinds: tuple[str, ...]
 
 
 HEAD_FUNCTIONS = (
-    HeadFunction("previous_token", "previous token", ("encoder", "decoder_self")),
-    HeadFunction("alignment", "diagonal alignment", ("cross",)),
-    HeadFunction("first_token", "first token", KINDS),
-    HeadFunction("eos", "<eos>", ("encoder", "cross")),
-    HeadFunction("induction", "induction", ("decoder_self",)),
+    HeadFunction("previous_token", ("encoder", "decoder_self")),
+    HeadFunction("alignment", ("cross",)),
+    HeadFunction("first_token", KINDS),
+    HeadFunction("eos", ("encoder", "cross")),
+    HeadFunction("induction", ("decoder_self",)),
 )
 
 
