@@ -1,0 +1,201 @@
+"""Attribution, head importance and the logit lens: what asking the model "why" costs, as ratios to what it does anyway.
+
+- Integrated gradients (64 steps) for one target token of a 20-token copy-task sentence, against one training
+  step of the same model at batch 64 (``Session.train_steps(1)``: batching, forward, loss, backward, Adam).
+  Goal: ≤ 1.5×.
+- The head-importance sweep (each head of each attention kind ablated alone, ``ablation.head_importance``) on 100
+  held-out sentences, against one teacher-forced evaluation pass over the same sentences (``ablation.scores``
+  with nothing ablated). Goal: ≤ 1.2 × the number of heads.
+- ``Session.logit_lens`` against ``Session.inspect`` (all attention maps, what the window asks at a decoding step)
+  for the same sentence and target. Goal: ≤ 1.10×. A plain teacher-forced pass and the lens's own read-out (the
+  final norm and output layer applied to every layer's stream) are timed beside them.
+
+The model is the small preset on the copy task (random weights after the few training steps timed); each
+comparison is timed side by side, interleaved, medians taken. The last lines are the figures with their goals.
+
+    python -m bench.interpret [--repeats 10] [--threads 2] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from bench.common import interleaved_medians, report
+from model.data import DataSpec
+from model.data.tokenization import TokenizerSpec
+from model.interpret import ablation, attribution, lens
+from model.session import Session
+from model.training.trainer import train_config_for
+
+IG, TRAIN = "integrated gradients, one target", "training step"
+SWEEP, EVAL = "head-importance sweep", "evaluation pass"
+LENS, INSPECT, PASS, READ_OUT = "Session.logit_lens", "Session.inspect", "teacher-forced pass", "lens read-out alone"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What the three comparisons measure; ``--quick`` shrinks every size (for the tests)."""
+
+    preset: str = "small"
+    length: int = 20  # tokens of the explained sentence (and of every copy-task sentence)
+    batch: int = 64
+    steps: int = 64  # integration steps
+    sentences: int = 100
+    repeats: int = 10
+    warmup: int = 2
+
+
+QUICK = Sizes(preset="tiny", length=8, batch=8, steps=8, sentences=16, repeats=2, warmup=1)
+
+
+def make_session(sizes: Sizes) -> Session:
+    torch.manual_seed(0)
+    data = DataSpec(
+        task="copy", length=sizes.length, min_length=sizes.length, n_train=2000, n_valid=sizes.sentences, n_test=10
+    )
+    train = train_config_for(sizes.preset, eval_every=0, batch_size=sizes.batch)
+    return Session.create(data, sizes.preset, train, TokenizerSpec("word"), device="cpu")
+
+
+def first_sentence(session: Session) -> str:
+    """The first held-out source sentence (``length`` tokens)."""
+    return session.corpus.valid[0][0]
+
+
+def compare_attribution(session: Session, sizes: Sizes) -> dict[str, float]:
+    """Integrated gradients for the middle target token of one sentence, against one training step."""
+    sentence = first_sentence(session)
+    readout = session.readout(sentence, sentence)  # the copy: the target is the sentence itself
+    row = len(readout.targets) // 2
+
+    def explain() -> None:
+        session.model.eval()
+        attribution.integrated_gradients(session.model, readout, sizes.steps, rows=[row])
+
+    runs = {IG: explain, TRAIN: lambda: session.train_steps(1)}
+    return interleaved_medians(runs, repeats=sizes.repeats, warmup=sizes.warmup)
+
+
+def heads_of(session: Session) -> int:
+    model = session.model
+    layers = {"encoder": len(model.encoder_layers), "decoder": len(model.decoder_layers)}
+    return sum(layers["encoder" if k == "encoder" else "decoder"] for k in ablation.kinds_of(model)) * model.cfg.n_heads
+
+
+def compare_importance(session: Session, sizes: Sizes) -> dict[str, float]:
+    """The sweep over every head against one evaluation pass, both on the first ``sentences`` held-out pairs."""
+    session.model.eval()
+    batches = ablation.first_batches(session.encoded("valid"), sizes.sentences, "", {})
+    runs: dict[str, Callable[[], Any]] = {
+        SWEEP: lambda: ablation.head_importance(session.model, batches),
+        EVAL: lambda: ablation.scores(session.model, batches),
+    }
+    return interleaved_medians(runs, repeats=max(2, sizes.repeats // 3), warmup=1)
+
+
+def compare_lens(session: Session, sizes: Sizes) -> dict[str, float]:
+    """The logit lens against inspecting the same sentence and target; a plain pass and the read-out beside."""
+    sentence = first_sentence(session)
+    session.model.eval()
+    readout = session.readout(sentence, sentence)
+    streams = torch.randn(len(session.model.decoder_layers), len(readout.rows), session.model_cfg.d_model)
+
+    @torch.inference_mode()
+    def plain() -> None:
+        session.model(*readout.inputs)
+
+    @torch.inference_mode()
+    def read_out() -> None:
+        lens.read_out(session.model, streams).float().softmax(-1)
+
+    runs = {
+        LENS: lambda: session.logit_lens(sentence, sentence),
+        INSPECT: lambda: session.inspect(sentence, sentence),
+        PASS: plain,
+        READ_OUT: read_out,
+    }
+    return interleaved_medians(runs, repeats=sizes.repeats * 5, warmup=sizes.warmup)
+
+
+def figure(label: str, value: float, goal: str, holds: bool) -> str:
+    """One README line: ``label: 0.93× (goal ≤ 1.5×): holds``."""
+    ok = "holds" if math.isfinite(value) and holds else "FAILS"
+    return f"{label}: {value:.2f}× ({goal}): {ok}"
+
+
+def figures(
+    sizes: Sizes, heads: int, ig: dict[str, float], imp: dict[str, float], lens_: dict[str, float]
+) -> list[str]:
+    """The three figures, each with its goal and whether it holds."""
+    ig_ratio = ig[IG] / ig[TRAIN]
+    per_head = imp[SWEEP] / (heads * imp[EVAL])
+    lens_ratio = lens_[LENS] / lens_[INSPECT]
+    return [
+        figure(
+            f"integrated gradients ({sizes.steps} steps), one target of one {sizes.length}-token sentence / one "
+            f"training step at batch {sizes.batch}, {sizes.preset}",
+            ig_ratio,
+            "goal ≤ 1.5×",
+            ig_ratio <= 1.5,
+        ),
+        figure(
+            f"head-importance sweep of {heads} heads on {sizes.sentences} sentences / ({heads} × one evaluation "
+            f"pass), {sizes.preset}",
+            per_head,
+            "goal ≤ 1.2×",
+            per_head <= 1.2,
+        ),
+        figure(
+            f"Session.logit_lens / Session.inspect, same {sizes.length}-token sentence, {sizes.preset}",
+            lens_ratio,
+            "goal ≤ 1.1×",
+            lens_ratio <= 1.1,
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=Sizes.repeats)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes and two repeats (a smoke test, not a figure)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    sizes = QUICK if args.quick else Sizes(repeats=args.repeats)
+    session = make_session(sizes)
+    heads = heads_of(session)
+    cfg = session.model_cfg
+    print(
+        f"{sizes.preset} preset (d_model {cfg.d_model}, {cfg.n_heads} heads, {cfg.n_encoder_layers}+"
+        f"{cfg.n_decoder_layers} layers, {heads} heads in all), copy task of {sizes.length}-token sentences; cpu, "
+        f"{args.threads} threads, {sizes.repeats} repeats"
+    )
+    ig = compare_attribution(session, sizes)
+    report("integrated gradients against a training step", ig, [("IG / training step (goal ≤ 1.5)", IG, TRAIN)])
+    imp = compare_importance(session, sizes)
+    report(
+        "head importance against an evaluation pass", imp, [(f"sweep / pass (goal ≤ {1.2 * heads:.1f})", SWEEP, EVAL)]
+    )
+    seen = compare_lens(session, sizes)
+    report(
+        "logit lens against inspecting",
+        seen,
+        [
+            ("lens / inspect (goal ≤ 1.1)", LENS, INSPECT),
+            ("lens / plain pass", LENS, PASS),
+            ("read-out / pass", READ_OUT, PASS),
+        ],
+    )
+    print("== figures")
+    for line in figures(sizes, heads, ig, imp, seen):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
