@@ -23,7 +23,7 @@ def read_out(model: Transformer, hidden: Tensor) -> Tensor:
     return model.generator(hidden)
 
 
-@torch.no_grad()
+@torch.inference_mode()  # as Session.inspect: no autograd bookkeeping at all, ~10% quicker than no_grad
 def layer_probs(
     model: Transformer, inputs: Sequence[Tensor], rows: Sequence[int], never: Sequence[int] = ()
 ) -> np.ndarray:
