@@ -219,6 +219,14 @@ def test_timeline_scrubs_through_training_snapshots(make_window, qtbot):
     row = a.over_training.snapshots[0].inspection.cross[0, 0]
     expected = float(np.mean(-(row * np.log(np.clip(row, 1e-12, 1))).sum(-1)))
     assert entropy_y[0] == pytest.approx(expected, abs=1e-5)
+    # beside it, each snapshot's head-function scores, as the engine recorded them with the probe
+    from model.interpret.head_functions import head_functions
+
+    a.over_training.functions.choose("alignment")
+    function_x, function_y = a.over_training.functions.plot.data(1, "head0")
+    assert list(function_x) == steps
+    recomputed = [head_functions(s.inspection)["cross"]["alignment"][0, 0] for s in a.over_training.snapshots]
+    assert function_y == pytest.approx(recomputed, abs=1e-6)
 
 
 def test_qk_explainer_worked_example_and_a_real_head(trained_window, qtbot):
