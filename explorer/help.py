@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.help_ablation import ABLATION_HELP
 from explorer.help_families import FAMILY_HELP, MAP_USE
 from explorer.i18n import language, tr
 
@@ -331,8 +332,34 @@ text again. <b>Beam</b> search keeps the k most probable continuations, as for t
 <b>top-p</b>（核采样）只保留概率之和达到 p 的最小的一组最可能词元。灰色的条是被这些截断去掉的词元，不可能被抽到；带框的条是抽中的那个。
 同一个<b>种子</b>会再次抽出同一段文字。<b>束搜索</b>与翻译时一样，保留概率最高的 k 个续写。</p>""",
 }
+# the Why panel (explorer/panels/interpret.py): attribution and the logit lens
+HELP["why"] = {
+    "en": """<p>Why did the model say that? This panel follows the Decoding panel: the sentence and the output up to
+the current step. <b>Attribution</b> gives every cell a number: how much that input token (a source word, or an
+output token read before) pushed the row's output token up (red) or down (blue). <b>Integrated gradients</b>
+walks from a blank input (all embeddings zero) to the real one and adds up the gradients on the way: a row sums
+to log P(token) − log P(token | blank). <b>Gradient × input</b> is the first step of that walk alone: quick, but
+only local. <b>Attention rollout</b> multiplies the attention of all layers together: where information could
+flow, not what it did. Attention is not explanation: compare them.</p>
+<p><b>Rather than</b>: click a candidate's bar in the Decoding panel (or choose it here) and the last row explains
+log P(the chosen token) − log P(that one): what made the model prefer its token to the other (Yin &amp; Neubig
+2022). With “Show on the source words” the Decoding panel's chips take the colours of the current step's row.</p>
+<p>The <b>logit lens</b> (nostalgebraist 2020) reads the residual stream after each layer through the final norm
+and the output layer: what the model would say if it stopped there. The final answer's cells are orange; ★ marks
+the layer from which it stays on top. The last layer is the model's own distribution.</p>""",
+    "zh": """<p>模型为什么这样说？这个面板跟随“解码”面板：当前的句子，以及到当前这一步为止的输出。<b>归因</b>给每个格子一个数：
+那个输入词元（原文中的词，或之前已读入的输出词元）把这一行的输出词元推高（红色）或压低（蓝色）了多少。<b>积分梯度</b>从空白输入
+（所有嵌入为零）一路走到真实输入，把沿途的梯度加起来：一行之和等于 log P(词元) − log P(词元 | 空白输入)。<b>梯度 × 输入</b>
+只走这条路的第一步：快，但只反映局部。<b>注意力展开</b>把所有层的注意力相乘：信息可能从哪里流过来，而不是它实际起了什么作用。
+注意力不等于解释：把它们对照着看。</p>
+<p><b>而不是</b>：在“解码”面板里点击一个候选词的条（或在这里选择），最后一行就解释 log P(选中的词元) − log P(那个词元)：
+是什么让模型选了它的词元而不是另一个（Yin 和 Neubig，2022）。勾选“在原文词上显示”时，“解码”面板的小方块会染上当前这一步那一行的颜色。</p>
+<p><b>逻辑透镜</b>（nostalgebraist，2020）把每一层之后的残差流经过最终归一化和输出层读出来：模型如果在那一层就停下，会说什么。
+最终答案所在的格子是橙色的；★ 标出从哪一层起它一直排第一。最后一层就是模型自己的分布。</p>""",
+}
 HELP.update(TOPIC_HELP)
 HELP.update(FAMILY_HELP)
+HELP.update(ABLATION_HELP)
 # a line break of the source between two Chinese characters (or full-width marks) would show as a space
 WIDE = "[\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”‘’—…]"
 CHINESE_BREAK = re.compile(f"({WIDE}(?:</?\\w+>)*)\n((?:</?\\w+>)*{WIDE})")  # tags such as <b> may stand between

@@ -428,7 +428,7 @@ ZH = {
     "Opening the bundled model replaces the current model.": "打开自带的模型将替换当前模型。",
     "Esc leaves": "按 Esc 退出",
     "{n} steps/s": "每秒 {n} 步",
-    "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–6: views · P: auto-play · + −: its speed · Esc: leave presenter mode": "PgDn、→ 或空格：单步 · PgUp 或 ←：后退 · Home：从头开始 · 1–6：切换视图 · P：自动播放 · + −：播放速度 · Esc：退出演示模式",
+    "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–7: views · P: auto-play · + −: its speed · Esc: leave presenter mode": "PgDn、→ 或空格：单步 · PgUp 或 ←：后退 · Home：从头开始 · 1–7：切换视图 · P：自动播放 · + −：播放速度 · Esc：退出演示模式",
     "Q·K explainer": "Q·K 讲解",
     "Save the current scene": "保存当前场景",
     "Save the current scene…": "保存当前场景…",
@@ -497,8 +497,10 @@ ZH = {
 }
 
 # the strings of the model families' views, kept in files of their own
+from explorer.i18n_zh_ablation import ZH_ABLATION  # noqa: E402
 from explorer.i18n_zh_decoding import ZH_DECODING  # noqa: E402
 from explorer.i18n_zh_inspecting import ZH_INSPECTING  # noqa: E402
+from explorer.i18n_zh_interpret import ZH_INTERPRET  # noqa: E402
 from explorer.i18n_zh_settings import ZH_SETTINGS  # noqa: E402
 from explorer.i18n_zh_training import ZH_TRAINING  # noqa: E402
 
@@ -506,3 +508,5 @@ ZH.update(ZH_TRAINING)
 ZH.update(ZH_DECODING)
 ZH.update(ZH_INSPECTING)
 ZH.update(ZH_SETTINGS)
+ZH.update(ZH_INTERPRET)
+ZH.update(ZH_ABLATION)

@@ -28,6 +28,7 @@ from explorer.model_files import is_model_path as is_model_path  # where explore
 from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
+from explorer.panels.interpret import WhyPanel
 from explorer.panels.model_info import ModelPanel
 from explorer.panels.model_map import ModelMapPanel, ModelPart
 from explorer.panels.positional import PositionalPanel
@@ -42,7 +43,9 @@ from explorer.worker import Engine
 from model.core.config import ModelConfig
 from resources import resource_path
 
-Panel = TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel
+Panel = (
+    TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel | WhyPanel
+)
 ATTENTION_OF_PART = {
     "encoder_self_attention": "encoder",
     "decoder_self_attention": "decoder_self",
@@ -58,6 +61,7 @@ PANELS = (
     ("model", N_("Model")),
     ("data", N_("Data")),
     ("map", N_("Model map")),
+    ("why", N_("Why?")),
 )
 
 
@@ -123,15 +127,9 @@ class MainWindow(QMainWindow):
         self.model_panel = ModelPanel()
         self.data_panel = DataPanel()
         self.model_map = ModelMapPanel()
-        self.panels: dict[str, Panel] = {
-            "training": self.training,
-            "decoding": self.decoding,
-            "attention": self.attention,
-            "positional": self.positional,
-            "model": self.model_panel,
-            "data": self.data_panel,
-            "map": self.model_map,
-        }
+        self.why = WhyPanel()
+        shown = (self.training, self.decoding, self.attention, self.positional, self.model_panel, self.data_panel)
+        self.panels: dict[str, Panel] = dict(zip((key for key, _ in PANELS), (*shown, self.model_map, self.why)))
 
     def _create_docks(self) -> None:
         """Each panel in a dock, under its help box; then the default layout."""
@@ -198,6 +196,7 @@ class MainWindow(QMainWindow):
         self.decoding.sentence_asked.connect(self.first_launch.welcome_done)
         self.attention.attach(self.client, self.decoding)
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
+        self.why.attach(self.client, self.decoding)
         self.model_map.part_chosen.connect(self._on_part_chosen)
 
     def _on_part_chosen(self, part: ModelPart) -> None:
@@ -274,14 +273,14 @@ class MainWindow(QMainWindow):
     # -- layout -------------------------------------------------------------------------------------
     def _default_layout(self) -> None:
         """The decoding views beside the attention map; training, model and data tabbed behind the
-        decoding panel, the positional lab and the model map behind the attention map. On a screen
+        decoding panel, the positional lab, the model map and the Why panel behind the attention map. On a screen
         narrower than both side by side need, everything shares one area as tabs."""
         d = self.docks
         for dock in d.values():
             dock.setFloating(False)
             dock.show()
         left = ("decoding", "training", "model", "data")
-        right = ("attention", "positional", *(("map",) if "map" in d else ()))
+        right = ("attention", "positional", *(("map",) if "map" in d else ()), *(("why",) if "why" in d else ()))
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["decoding"])
         if self._screen_size()[0] >= SIDE_BY_SIDE_WIDTH:
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["attention"])
@@ -410,6 +409,7 @@ class MainWindow(QMainWindow):
         self.model_panel.on_run(info)
         self.data_panel.on_run(info)
         self.model_map.on_run(info)
+        self.why.on_run(info)
         self.autosave.arrived(info)
         if automatic:
             self.first_launch.arrived(info)

@@ -1,8 +1,8 @@
 """Presenter mode: full screen, one view at a time in large type, driven by a clicker's keys; and scenes.
 
 A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
-back — the decoding (views 1–3) or the Q·K explainer's query (view 6). Home starts the decoding over,
-1–6 choose the view, P plays the decoding by itself, + and − step its speed through
+back — the decoding (views 1–3 and 7) or the Q·K explainer's query (view 6). Home starts the decoding over,
+1–7 choose the view, P plays the decoding by itself, + and − step its speed through
 :data:`explorer.panels.decoding_state.SPEEDS`, Esc leaves (auto-play stops with it). A scene
 is the view with its sentence, decoding mode and attention layer/head, saved under a name and
 recalled during a lecture; scenes persist in the settings.
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from explorer.first_launch import FirstLaunch
     from explorer.panels.attention import AttentionPanel
     from explorer.panels.decoding import DecodingPanel
+    from explorer.panels.interpret import WhyPanel
     from explorer.panels.training import TrainingPanel
 
 
@@ -58,6 +59,7 @@ VIEWS = (
     View("positional", N_("Positional encoding"), "positional"),
     View("training", N_("Training curves"), "training"),
     View("explainer", N_("Q·K explainer"), "attention", "explainer"),
+    View("why", N_("Why?"), "why"),
 )
 VIEW_KEYS = tuple(v.key for v in VIEWS)
 STEP_KEYS = ("PgDown", "Right", "Space")
@@ -225,7 +227,7 @@ class PresenterBar(QWidget):
         self.keys.setText(tr("Esc leaves"))
         self.keys.setToolTip(
             tr(
-                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–6: views · "
+                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–7: views · "
                 "P: auto-play · + −: its speed · Esc: leave presenter mode"
             )
         )
@@ -252,6 +254,7 @@ class PresentedWindow(Protocol):
     training: TrainingPanel
     decoding: DecodingPanel
     attention: AttentionPanel
+    why: WhyPanel
     docks: dict[str, QDockWidget]  # by panel key
     menu_bar: QMenuBar
     first_launch: FirstLaunch
@@ -337,6 +340,7 @@ class Presenter(QObject):
         w.training.set_presenting(on)
         w.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
         w.attention.set_presenting(on)
+        w.why.set_presenting(on)
 
     def _leave(self) -> None:
         w = self.window
@@ -379,17 +383,17 @@ class Presenter(QObject):
     def step(self) -> None:
         if self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
             self.window.attention.step_explainer(1)
-        elif self.view in ("decoding", "tree", "attention"):
+        elif self.view in ("decoding", "tree", "attention", "why"):
             self.window.decoding.press("step")
 
     def back(self) -> None:
         if self.view == "explainer":
             self.window.attention.step_explainer(-1)
-        elif self.view in ("decoding", "tree", "attention"):
+        elif self.view in ("decoding", "tree", "attention", "why"):
             self.window.decoding.press("back")
 
     def reset(self) -> None:
-        if self.view in ("decoding", "tree", "attention"):
+        if self.view in ("decoding", "tree", "attention", "why"):
             self.window.decoding.press("reset")
 
     def toggle_play(self) -> None:

@@ -37,7 +37,7 @@ from explorer.panels.fill_mask import FillMaskPanel
 from model.io.snapshots import DecodeSettings, DecodeView, Inspection
 
 if TYPE_CHECKING:
-    from explorer.answers import RunInfo, SentenceSampled
+    from explorer.answers import AblationChanged, RunInfo, SentenceSampled
     from explorer.engine_client import EngineClient
     from model.families.registry import FamilySpec
 
@@ -59,6 +59,7 @@ class DecodingPanel(QWidget):
     sentence_asked = Signal()  # the person asked for a sentence of their own to be decoded
     sentence_edited = Signal(bool)  # the sentence was edited; True: what is shown is the previous sentence's
     play_changed = Signal()  # auto-play was switched on or off, or its speed changed
+    candidate_clicked = Signal(int, str)  # a bar of the next-token candidates: its index and token (the Why panel)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -109,6 +110,7 @@ class DecodingPanel(QWidget):
         page.sentence.sample_button.clicked.connect(self.sample_test_sentence)
         page.controls.play_button.toggled.connect(self.play_changed)
         page.controls.speed.valueChanged.connect(self.play_changed)
+        page.views.candidates.candidate_clicked.connect(self.candidate_clicked)
         self.fill_view.inspection_shown.connect(self.inspection_shown)
         self.fill_view.sentence_edited.connect(self.sentence_edited)
         self.fill_view.sentence_asked.connect(self.sentence_asked)
@@ -161,6 +163,17 @@ class DecodingPanel(QWidget):
         """Show a decoding step (the engine client has dropped answers to requests made stale since)."""
         self.decoding_page.show_view(view)
 
+    def show_source_weights(self, values: list[float] | None, legend: str = "") -> None:
+        """Tint the input's chips by a value each (the Why panel: each source token's attribution to the token of the
+        step shown), ``legend`` saying what the tint means; None: plain chips again."""
+        chips = self.fill_view.chips if self.pages.currentWidget() is self.fill_view else self.chips
+        if values is not None:  # one per token the model read, aligned at the end (a GPT's <bos> has no chip)
+            n = len(chips.tokens)
+            values = list(values[len(values) - n :]) if len(values) >= n else list(values)
+            values += [float("nan")] * (n - len(values))
+        for strip in (self.chips, self.fill_view.chips):
+            strip.set_weights(values if strip is chips else None, legend)
+
     # -- the person's and the presenter's requests --------------------------------------------------------------
     def start(self) -> None:
         """Decode the sentence in the box from the beginning."""
@@ -201,6 +214,22 @@ class DecodingPanel(QWidget):
         self.decoding_page.attach(client)  # Decode → decode_stepped
         self.fill_view.attach(client)  # FillMask → mask_filled, Inspect → inspection_ready, engine_failed
         client.engine.sentence_sampled.connect(self._on_sentence_sampled)
+        client.engine.ablation_changed.connect(self.on_ablation)
+
+    def sentence_shown(self) -> str:
+        """The sentence (a prompt, a masked text) whose results are shown, else the one in the box."""
+        if self.pages.currentWidget() is self.fill_view:
+            return self.fill_view.input.text()
+        return self.view.settings.text if self.view is not None else self.input.text()
+
+    def on_ablation(self, reply: AblationChanged) -> None:
+        """Heads were switched off or on (the engine dropped its decoding): the step shown is decoded again with
+        the same settings, and the step label says how many heads are off."""
+        self.decoding_page.heads_off = len(reply.heads)
+        if self.pages.currentWidget() is self.fill_view:
+            self.fill_view.redo()
+        else:
+            self.decoding_page.decode_again()
 
     def on_failed(self) -> None:
         """The engine refused a request: nothing is waited for, and auto-play must not keep hitting it."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsSimpleTextItem, QLabel, QWidget
 
@@ -37,6 +37,8 @@ class CandidateBars(QWidget):
     """Top-k next tokens, most probable on top; the ones the search kept are highlighted, the ones a sampling cut
     removed are grey, and the one drawn at random is outlined and labelled."""
 
+    candidate_clicked = Signal(int, str)  # a bar was clicked: its index and its token (e.g. "why not this one?")
+
     def __init__(self, object_name: str = "candidates_plot", parent=None):
         super().__init__(parent)
         self.setObjectName(object_name)
@@ -56,6 +58,7 @@ class CandidateBars(QWidget):
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.plot.addItem(self.bars)
         self.plot.getViewBox().sigResized.connect(self._label_values)  # where a label fits depends on the width
+        self.plot.scene().sigMouseClicked.connect(self._on_click)
         # plain text items that keep their size when the plot scales: made once and reused (pyqtgraph's
         # TextItem re-lays itself out while painting, which costs a second paint of the plot every step)
         self.value_labels: list[QGraphicsSimpleTextItem] = []
@@ -116,6 +119,19 @@ class CandidateBars(QWidget):
             self.value_labels.append(label)
         self._label_values()
         self.plot.setYRange(-0.6, max(n, 5) - 0.4, padding=0)
+
+    def bar_at(self, scene_pos: QPointF) -> int | None:
+        """The index of the bar at ``scene_pos`` (its row, anywhere across the plot), if any."""
+        box = self.plot.getViewBox()
+        if not self.tokens or not box.sceneBoundingRect().contains(scene_pos):
+            return None
+        i = int(round(box.mapSceneToView(scene_pos).y()))
+        return i if 0 <= i < len(self.tokens) else None
+
+    def _on_click(self, event) -> None:
+        i = self.bar_at(event.scenePos())
+        if i is not None:
+            self.candidate_clicked.emit(i, self.tokens[i])
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802
         super().changeEvent(event)

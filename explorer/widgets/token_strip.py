@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+import numpy as np
 from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
@@ -19,6 +20,9 @@ UNKNOWN_BORDER = QColor("#d9534f")
 SPECIAL = QColor("#eeeeee")
 MARKED = QColor("#ffe7b8")  # e.g. a masked position
 MARKED_BORDER = QColor("#e08a00")
+PUSHES = (214, 96, 77)  # a chip's tint for a positive weight (it pushed towards the output): red, as the heatmaps
+HOLDS = (67, 147, 195)  # … for a negative one (it pushed against it): blue
+STRONGEST = 0.8  # the largest weight's share of the tint in its chip's fill: the dark text stays readable
 
 
 # characters a piece may hold that would print as nothing (or break the line): each written as a visible sign —
@@ -53,6 +57,8 @@ class TokenStrip(QWidget):
         self.tips: dict[int, str] = {}  # a chip's own tooltip (plain text)
         self.clickable = False
         self.faded = False  # the chips of a sentence no longer in the box (edited, not decoded yet): drawn faint
+        self.weights: list[float] | None = None  # a value per chip, drawn as a tint (set_weights)
+        self.legend = ""  # a line under the chips saying what the tint means
         self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
         self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
@@ -77,6 +83,28 @@ class TokenStrip(QWidget):
         """Draw the ``marked`` chips as marked; ``tips``: a tooltip of a chip's own (plain text)."""
         self.marked, self.tips = set(marked), dict(tips or {})
         self.update()
+
+    def set_weights(self, values: Sequence[float] | None, legend: str = "") -> None:
+        """Tint each chip by its value (red: positive, blue: negative, the strongest at full tint; a chip without a
+        value untinted), with ``legend`` on a line under the chips; None: no tint and no legend."""
+        weights = None if values is None else [float(v) for v in values]
+        legend = legend if weights is not None else ""
+        if (weights, legend) == (self.weights, self.legend):
+            return
+        grows = bool(legend) != bool(self.legend)
+        self.weights, self.legend = weights, legend
+        if grows:
+            self.updateGeometry()
+        self.update()
+
+    def tint(self, i: int) -> QColor | None:
+        """The fill of chip ``i`` for its weight (None: it has none)."""
+        if self.weights is None or i >= len(self.weights) or not np.isfinite(self.weights[i]):
+            return None
+        top = max((abs(w) for w in self.weights if np.isfinite(w)), default=0.0)
+        share = STRONGEST * abs(self.weights[i]) / top if top > 0 else 0.0
+        colour = PUSHES if self.weights[i] >= 0 else HOLDS
+        return QColor(*(round(255 + share * (c - 255)) for c in colour))
 
     def set_faded(self, on: bool) -> None:
         """Draw the chips faint, with dashed borders: they are the previous sentence's."""
@@ -137,6 +165,10 @@ class TokenStrip(QWidget):
                 text = tr("“{word}” is not in the model's vocabulary: it reads <unk>").format(word=self.tokens[i])
                 QToolTip.showText(event.globalPos(), plain_tooltip(text), self)
                 return True
+            if i is not None and self.weights is not None and i < len(self.weights):
+                text = f"“{self.tokens[i]}”: {self.weights[i]:+.4f}" + (f"\n{self.legend}" if self.legend else "")
+                QToolTip.showText(event.globalPos(), plain_tooltip(text), self)
+                return True
             if i is not None and i in self.tips:
                 QToolTip.showText(event.globalPos(), plain_tooltip(self.tips[i]), self)
                 return True
@@ -151,7 +183,11 @@ class TokenStrip(QWidget):
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802
         rects = self._layout(max(1, width))
-        return int(rects[-1].bottom()) + 2 if rects else QFontMetrics(self.font()).height() + 6
+        legend = self._legend_height()
+        return (int(rects[-1].bottom()) + 2 if rects else QFontMetrics(self.font()).height() + 6) + legend
+
+    def _legend_height(self) -> int:
+        return QFontMetrics(self.font()).height() + self.GAP + 5 if self.legend else 0  # room for a Chinese glyph
 
     def sizeHint(self) -> QSize:  # noqa: N802
         return QSize(300, self.heightForWidth(300))
@@ -177,8 +213,16 @@ class TokenStrip(QWidget):
             if self.faded:
                 pen.setStyle(Qt.PenStyle.DashLine)
             p.setPen(pen)
-            p.setBrush(fill)
+            p.setBrush(self.tint(i) or fill)
             p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
             p.setPen(QColor("#202020"))
             p.drawText(r, Qt.AlignmentFlag.AlignCenter, self._shown(t))
+        if self.legend:
+            p.setOpacity(1.0)
+            p.setPen(self.palette().windowText().color())
+            rects = self._layout(self.width())
+            fm = QFontMetrics(self.font())
+            top = (rects[-1].bottom() + 2 if rects else 0.0) + self.GAP
+            text = fm.elidedText(self.legend, Qt.TextElideMode.ElideRight, self.width())
+            p.drawText(QRectF(0, top, self.width(), fm.height() + 5), Qt.AlignmentFlag.AlignLeft, text)
         p.end()
