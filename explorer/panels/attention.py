@@ -42,6 +42,7 @@ from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 from explorer.answers import EngineStatus, Explained, InspectionReady, ProbeSnapshot, RunInfo
 from explorer.commands import Command, Explain, ExplainWorkedExample, Inspect, SetProbe
 from explorer.i18n import N_, tr
+from explorer.panels.attention_ablation import HeadsOff
 from explorer.panels.attention_caption import MapCaption, MapPlace, empty_hint, map_notes, rows_caption
 from explorer.panels.attention_choices import AttentionChoices
 from explorer.panels.attention_parts import ProbeTimeline, QkExplainer, head_title
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
     from explorer.panels.decoding import DecodingPanel
 
 # the tabs' names, short enough for the panel's width beside the decoding panel (what the explainer does: its tip)
-TABS = (N_("Map"), N_("Attention over training"), N_("Q·K explainer"), N_("Router (experts)"))
+TABS = (N_("Map"), N_("Attention over training"), N_("Q·K explainer"), N_("Router (experts)"), N_("Head importance"))
+TAB_KEYS = ("map", "over_training", "explainer", "router", "importance")  # show_tab's keys, in the tabs' order
 EXPLAINER_TIP = N_("Q·K explainer: one head, one query, step by step")
 
 
@@ -130,6 +132,7 @@ class AttentionPanel(QWidget):
     def _create_views(self) -> None:
         self.heatmap = Heatmap("attention_heatmap")
         self.grid = HeatmapGrid("attention_grid")
+        self.heads_off = HeadsOff(self.grid, self.all_heads)  # heads switched off, and the Head importance tab
         self.stack = QStackedWidget()
         self.stack.addWidget(self.heatmap)
         self.stack.addWidget(self.grid)
@@ -158,9 +161,10 @@ class AttentionPanel(QWidget):
         map_page = QWidget()
         map_layout = QVBoxLayout(map_page)
         map_layout.setContentsMargins(0, 0, 0, 0)
+        map_layout.addWidget(self.heads_off)
         map_layout.addWidget(self.stack, 1)
         map_layout.addWidget(self.map_caption)
-        for page in (map_page, self.over_training, self.explainer, self.router):
+        for page in (map_page, self.over_training, self.explainer, self.router, self.heads_off.importance):
             self.tabs.addTab(page, "")
         self.tabs.setTabVisible(self.tabs.indexOf(self.router), False)
         self.controls = QWidget()  # what chooses the map: presenter mode gives its height to the views
@@ -178,6 +182,7 @@ class AttentionPanel(QWidget):
         """Presenter mode: the rows that choose what is shown leave their height to the map and the explainer (the
         map's title names its kind, layer and head; a scene sets them)."""
         self.controls.setVisible(not on)
+        self.heads_off.set_presenting(on)
 
     def retranslate(self) -> None:
         self.choices.retranslate()
@@ -186,6 +191,7 @@ class AttentionPanel(QWidget):
         self.tabs.setTabToolTip(self.tabs.indexOf(self.explainer), tr(EXPLAINER_TIP))
         for part in (self.heatmap, self.grid, self.map_caption, self.over_training, self.explainer, self.router):
             part.retranslate()
+        self.heads_off.retranslate()
         self.refresh()
 
     def _set_family(self, family: FamilySpec) -> None:
@@ -219,6 +225,7 @@ class AttentionPanel(QWidget):
         decoding.view_shown.connect(self.on_decode)
         decoding.inspection_shown.connect(self.on_inspection)
         decoding.sentence_edited.connect(self.on_sentence_edited)
+        self.heads_off.attach(client, decoding)
 
     def follow_cross_attention(self, layer: int) -> None:
         """Show the decoder's cross-attention of ``layer`` (1-based), averaged over heads, as decoding goes (a
@@ -286,6 +293,7 @@ class AttentionPanel(QWidget):
         self._set_family(m.family)  # after the last model's maps have gone: they would bring back its family
         self.tabs.setTabVisible(self.tabs.indexOf(self.router), m.moe)
         self.choices.set_model(m.n_encoder_layers, m.n_decoder_layers, m.n_heads)
+        self.heads_off.on_run(info)
         self.refresh()
 
     def on_decode(self, view: DecodeView) -> None:
@@ -389,6 +397,7 @@ class AttentionPanel(QWidget):
         layer, head = self.layer.value() - 1, self.head.value() - 1
         if self.all_heads.isChecked():  # every head, whatever "Average over heads" says: the columns are heads
             self.grid.set_data(maps, mask)
+            self.heads_off.mark(kind)
             self.stack.setCurrentWidget(self.grid)
             return
         # the row that predicted the token chosen at the decoding panel's current step: "… → <that token>"
@@ -420,7 +429,9 @@ class AttentionPanel(QWidget):
         self.map_caption.show_caption(rows_caption(kind, self.family), notes, inspection.step, now)
 
     def _on_grid_click(self, layer: int, head: int) -> None:
-        """A map of the grid shown alone: that layer, and that head unless the heads are averaged."""
+        """A map of the grid shown alone: that layer, and that head unless the heads are averaged (or heads off)."""
+        if self.heads_off.take_click(self.kind.currentData(), layer, head):
+            return
         view = self.view()
         head_shown = view.head if view.average else head + 1
         self.show_view(replace(view, layer=layer + 1, head=head_shown, all_heads=False))
@@ -429,10 +440,9 @@ class AttentionPanel(QWidget):
         self._ask_pair(Inspect(source=self.pair_src.text(), target=self.pair_tgt.text() or None))
 
     def show_tab(self, key: str) -> None:
-        """Raise the map (``"map"``), the attention over training, the Q·K explainer (``"explainer"``) or the
-        router (``"router"``, a model with experts)."""
-        pages = {"map": 0, "over_training": 1, "explainer": 2, "router": 3}
-        self.tabs.setCurrentIndex(pages[key])
+        """Raise the map (``"map"``), the attention over training, the Q·K explainer (``"explainer"``), the
+        router (``"router"``, a model with experts) or the head importance (``"importance"``)."""
+        self.tabs.setCurrentIndex(TAB_KEYS.index(key))
 
     def _on_tab(self, _index: int) -> None:
         self.choices.enable(self.tabs.currentWidget() is not self.router)  # the Router tab has its own layer choice

@@ -175,6 +175,7 @@ class SteppingPage(QWidget):
         self.autoplay_on_start = False  # presenter mode: a new sentence plays by itself
         self.requested: DecodeSettings | None = None  # the sentence and settings of the last start sent
         self.sample_split = "test"  # the split the last random sentence came from
+        self.heads_off = 0  # heads switched off in the model (the attention panel's): the step label says so
         self.sentence = SentenceBox()
         self.controls = SteppingControls(self)
         self.sampling = SamplingBox()
@@ -339,6 +340,17 @@ class SteppingPage(QWidget):
         if self.view is not None and not self.waiting:
             self.act("show", restart=False)
 
+    def decode_again(self) -> None:
+        """The sentence shown started again with its settings and taken to the step it was at, or to its end if it
+        had finished (the engine dropped its decoding: heads were switched off or on)."""
+        v = self.view
+        if v is None:
+            self._describe_step()
+            return
+        self.requested, self.waiting = v.settings, True
+        self._send(Decode(action="start", settings=v.settings))
+        self._send(Decode(action="run") if v.at_end else Decode(action="goto", position=v.position))
+
     def on_failed(self) -> None:
         """The engine refused a request: nothing is waited for, and auto-play must not keep hitting it."""
         self.waiting = False
@@ -415,6 +427,9 @@ class SteppingPage(QWidget):
             text = (tr("Step {n}, finished") if v.at_end else tr("Step {n}")).format(n=len(v.steps))
         if self.previous and v is not None:
             text += " · " + tr("previous sentence")
+        if self.heads_off:
+            off = tr("1 head off") if self.heads_off == 1 else tr("{n} heads off").format(n=self.heads_off)
+            text = f"{text} · {off}" if text else off
         self.controls.step_label.setText(text)
         self.controls.step_label.setToolTip(
             tr("The sentence in the box is not decoded yet: Decode or Step ▶ starts it.") if self.previous else ""
@@ -433,6 +448,7 @@ class SteppingPage(QWidget):
             self.views.cross_layer.setRange(1, max(1, info.model_config.n_decoder_layers))
             self.views.cross_layer.setValue(info.model_config.n_decoder_layers)
             self.controls.play_button.setChecked(False)
+            self.heads_off = 0  # a new model has every head on
             self.views.pieces = tuple(shown_piece(p) for p in info.tgt_pieces)
             self._apply_family()
             self.clear()

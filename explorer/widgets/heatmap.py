@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QHBoxLayout,
 
 from explorer.i18n import N_, tr
 from explorer.widgets import named
+from explorer.widgets.crossed import CrossedOut
 from explorer.widgets.export import export_button, render_scene, titled_view, write_numbers
 
 ATTENTION_MAP = pg.colormap.get("viridis")
@@ -331,6 +332,9 @@ class HeatmapGrid(QWidget):
         self.view, self.plot, self.image = image_plot()
         self.overlay = pg.ImageItem(axisOrder="row-major")  # the masked cells of every map, hatched
         self.plot.addItem(self.overlay)
+        self.crossed_out = CrossedOut()  # the maps of heads switched off (cross_out)
+        self.plot.addItem(self.crossed_out)
+        self.crossed: set[tuple[int, int]] = set()
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.plot.getAxis("bottom").setStyle(tickLength=0)
         self.view.scene().sigMouseClicked.connect(self._on_click)
@@ -344,6 +348,7 @@ class HeatmapGrid(QWidget):
         layout.addLayout(head)
         layout.addWidget(self.view, 1)
         self._shape = (0, 0, 0, 0)
+        self._gap = 1
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -360,6 +365,7 @@ class HeatmapGrid(QWidget):
             self._shape = (0, 0, 0, 0)
             self.plot.getAxis("left").setTicks([[]])
             self.plot.getAxis("bottom").setTicks([[]])
+            self.cross_out(self.crossed)
             return
         gap = max(1, min(q, k) // 12)
         mosaic = np.full((L * (q + gap) - gap, H * (k + gap) - gap), np.nan, dtype=np.float32)
@@ -381,6 +387,22 @@ class HeatmapGrid(QWidget):
             self.plot.setXRange(0, mosaic.shape[1], padding=0.01)
             self.plot.setYRange(0, mosaic.shape[0], padding=0.01)
         self._gap = gap
+        self.cross_out(self.crossed)
+
+    def cross_out(self, cells: set[tuple[int, int]]) -> None:
+        """Draw the maps of ``cells`` — (layer, head), 0-based: heads switched off — greyed and crossed out (those
+        the grid does not show are kept for when it does)."""
+        self.crossed = set(cells)
+        L, H, q, k = self._shape
+        g = self._gap
+        shown = sorted((layer, head) for layer, head in self.crossed if layer < L and head < H)
+        self.crossed_out.show_rects(QRectF(h * (k + g), layer * (q + g), k, q) for layer, h in shown)
+
+    def crossed_cells(self) -> set[tuple[int, int]]:
+        """The (layer, head) maps drawn crossed out now."""
+        L, H, q, k = self._shape
+        g = self._gap
+        return {(round(r.y() / (q + g)), round(r.x() / (k + g))) for r in self.crossed_out.rects}
 
     def _hatch(self, hidden: np.ndarray) -> None:
         """Hatch the masked cells of the mosaic ``hidden [rows, cols]`` (True: masked, gaps excluded) as the single
