@@ -112,6 +112,8 @@ class WhyPanel(QWidget):
         self.steps.setValue(WhyView().steps)
         self.contrast = named(QComboBox(), "why_contrast_combo")
         self.contrast.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        for combo, width in ((self.method, 110), (self.contrast, 60)):  # as wide as their texts where there is room,
+            combo.setMinimumWidth(width)  # narrower where the panel stands beside the Decoding panel on 1024 px
         self.clear_button = named(QPushButton(), "why_clear_button")
         self.on_source = named(QCheckBox(), "why_on_source_check")
         self.on_source.setChecked(True)
