@@ -16,7 +16,13 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QObject, QPoint, Qt, QTimer, Signal  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 
-from explorer.answers import DecodeStepped, InspectionReady, MaskFilled, SentenceSampled  # noqa: E402
+from explorer.answers import (  # noqa: E402
+    AblationChanged,
+    DecodeStepped,
+    InspectionReady,
+    MaskFilled,
+    SentenceSampled,
+)
 from explorer.commands import Decode, FillMask, Inspect, Load, SampleSentence  # noqa: E402
 from explorer.engine_client import EngineClient  # noqa: E402
 from explorer.panels.decoding import DecodingPanel, joined, prompt_of  # noqa: E402
@@ -58,6 +64,7 @@ class SyncEngine(QObject):
     inspection_ready = Signal(InspectionReady)
     sentence_sampled = Signal(SentenceSampled)
     engine_failed = Signal(int, str)
+    ablation_changed = Signal(AblationChanged)  # heads switched off (the decoding panel decodes again)
 
     def __init__(self, session: Session) -> None:
         super().__init__()
