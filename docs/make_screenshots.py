@@ -1,6 +1,7 @@
 """Screenshots of the real window for the README, taken on an X display (run under Xvfb).
 
     xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python docs/make_screenshots.py [--seconds 40]
+    xvfb-run -a -s "-screen 0 1366x768x24" .venv/bin/python docs/make_screenshots.py --why
 
 Opens the window, trains the small preset on the English→Chinese grammar for a
 while (so the curves are real), and saves PNGs of the window and of each panel
@@ -52,6 +53,12 @@ def main() -> None:
         help="the window following a run that python -m model.train writes in "
         "another process (small preset, grammar, with a probe sentence); TAG names the file",
     )
+    ap.add_argument(
+        "--why",
+        action="store_true",
+        help="the Why? panel at this X screen's size (run it on 1366x768): attribution and the logit lens on the "
+        "bundled model, attribution on a small random Marian folder",
+    )
     args = ap.parse_args()
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -81,6 +88,10 @@ def main() -> None:
         return
     if args.follow:
         following(app, folder, args.follow, args.seconds)
+        return
+    if args.why:
+        why_bundled(app, folder, args.sentence)
+        why_marian(app, folder)
         return
     window = MainWindow(
         engine=Engine("cpu"),
@@ -300,6 +311,71 @@ def real_model(app, folder: Path, tag: str) -> None:
     d.run_button.click()
     wait_for(app, lambda: d.view.at_end and not d.waiting, 120)
     window.grab().save(str(OUT / f"real-model-beam-{tag}.png"))
+    window.close()
+
+
+def why_window(app, folder: Path, name: str):
+    """A window on this screen, without the welcome bar, the Why panel in front beside the Decoding panel."""
+    from PySide6.QtCore import QSettings
+
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    window = MainWindow(
+        engine=Engine("cpu"),
+        settings=QSettings(str(folder / f"{name}.ini"), QSettings.IniFormat),
+        data_dir=folder / name,
+        start_default=name == "why",
+    )
+    window.show()
+    window.docks["why"].raise_()
+    return window
+
+
+def why_steps(app, window, sentence: str, steps: int) -> None:
+    """``sentence`` decoded greedily ``steps`` steps, the Why panel's answer to the last one on screen."""
+    d, why = window.decoding, window.why
+    d.mode.setCurrentIndex(d.mode.findData("greedy"))
+    d.input.setText(sentence)
+    d.translate_button.click()
+    wait_for(app, lambda: d.view is not None and d.view.settings.text == sentence and not d.waiting, 60)
+    for _ in range(steps):
+        d.step_button.click()
+        wait_for(app, lambda: not d.waiting, 60)
+    wait_for(app, lambda: why.attribution is not None and len(why.attribution.target_tokens) == steps, 120)
+
+
+def why_bundled(app, folder: Path, sentence: str) -> None:
+    """The bundled model five steps into ``sentence``: the attribution matrix and the logit lens."""
+    window = why_window(app, folder, "why")
+    wait_for(app, lambda: window.decoding.view is not None, 60)
+    window.message_bar.hide()
+    why_steps(app, window, sentence, 5)
+    window.grab().save(str(OUT / "why-attribution.png"))
+    window.why.tabs.setCurrentIndex(1)
+    pump(app, 1.0)
+    window.grab().save(str(OUT / "why-logit-lens.png"))
+    window.close()
+
+
+def why_marian(app, folder: Path) -> None:
+    """A small random opus-mt-style Marian folder (tests/hf_folders.py) opened in the window: its attribution, the
+    last row against the step's second candidate."""
+    from tests.hf_folders import marian_folder
+
+    hf = marian_folder(folder, spread=0.5)
+    window = why_window(app, folder, "why-marian")
+    wait_for(app, lambda: window.status.device != "")
+    window.open_model_folder(str(hf))
+    wait_for(app, lambda: window.model_panel.info is not None and window.model_panel.info.model_origin is not None, 120)
+    window.docks["decoding"].raise_()
+    window.docks["why"].raise_()
+    why_steps(app, window, "My cat is cute.", 4)
+    why = window.why  # "why this token rather than the second candidate?"
+    why.contrast.setCurrentIndex(1)
+    why.refresh()
+    wait_for(app, lambda: why.attribution is not None and why.attribution.contrast is not None, 120)
+    window.grab().save(str(OUT / "why-marian.png"))
     window.close()
 
 
