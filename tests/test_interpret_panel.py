@@ -28,9 +28,23 @@ from tests.test_worker import _copy_spec  # noqa: E402
 SENTENCE = "1 2 3 4"
 
 
+def family_spec(arch):
+    """A tiny GPT or BERT on the English teaching grammar's text."""
+    from explorer.commands import NewModelSpec
+    from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
+
+    data = DataSpec(task="text-grammar-en", n_train=300, n_valid=20, n_test=20)
+    train = train_config_for("tiny", eval_every=0, batch_size=16)
+    return NewModelSpec(data, "tiny", {"arch": arch}, train, TokenizerSpec("word"))
+
+
 @pytest.fixture
-def panels(qtbot):
-    """A Decoding panel and a Why panel on screen, following an engine whose copy model trained 60 steps."""
+def panels(qtbot, request):
+    """A Decoding panel and a Why panel on screen, following an engine whose copy model (or the model of
+    ``request.param``) trained 60 steps."""
+    spec = _copy_spec() if not hasattr(request, "param") else family_spec(request.param)
     engine = Engine("cpu", threads=1)
     got: list[object] = []
     engine.run_described.connect(got.append)
@@ -44,7 +58,7 @@ def panels(qtbot):
     decoding.attach(client)
     why.attach(client, decoding)
     engine.start()
-    engine.submit(cmd.NewModel(_copy_spec()))
+    engine.submit(cmd.NewModel(spec))
     engine.submit(cmd.Step(n=60))
     done = [lambda s: s.step == 60, lambda s: s.step == 60 and s.state == "paused"]
     for ok in done:
@@ -202,3 +216,39 @@ def test_a_stale_answer_is_not_drawn_and_the_view_state_round_trips(qtbot, panel
 def test_the_state_module_imports_no_qt():
     code = "import sys, explorer.panels.interpret_state; sys.exit(any(m.startswith('PySide6') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("panels", ["decoder_only"], indirect=True)
+def test_a_gpts_continuation_is_explained_by_its_prompt(qtbot, panels):
+    engine, decoding, why = panels
+    decoding.mode.setCurrentIndex(decoding.mode.findData("greedy"))
+    decoding.input.setText("I read")
+    decoding.start()
+    qtbot.waitUntil(lambda: decoding.view is not None and not decoding.waiting, timeout=10000)
+    for _ in range(2):
+        decoding.press("step")
+        qtbot.waitUntil(lambda: not decoding.waiting, timeout=10000)
+    wait_answer(qtbot, why, 2)
+    view = decoding.view
+    want = engine.session.attribute(view.settings.text, target=list(view.focus_tokens), steps=32)
+    np.testing.assert_allclose(why.attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
+    assert why.attribution.source_tokens[0] == "<bos>"  # the prompt, <bos> first: the chips have no <bos>
+    np.testing.assert_allclose(decoding.chips.weights, want.scores[-1][-len(decoding.chips.tokens) :], rtol=1e-6)
+
+
+@pytest.mark.parametrize("panels", ["encoder_only"], indirect=True)
+def test_a_berts_masked_position_is_explained_by_its_sentence(qtbot, panels):
+    engine, decoding, why = panels
+    fill = decoding.fill_view
+    fill.input.setText("I read a book .")  # nothing masked: no question (the engine would refuse it)
+    fill.ask()
+    qtbot.waitUntil(lambda: len(fill.tokens) > 2, timeout=10000)
+    assert why.question is None and why.asked is None
+    fill.input.setText("I read a <mask> .")
+    fill.ask()
+    qtbot.waitUntil(lambda: why.attribution is not None and not why.state.text(), timeout=30000)
+    source = why.question.source
+    want = engine.session.attribute(source, steps=32)
+    np.testing.assert_allclose(why.attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
+    assert why.map.values.shape == want.scores.shape  # no prefix columns
+    np.testing.assert_allclose(fill.chips.weights, want.scores[-1], rtol=1e-6)

@@ -95,6 +95,7 @@ class WhyPanel(QWidget):
         self.question: Question | None = None
         self.asked: tuple | None = None  # the question and choices last asked (the same again is not asked)
         self.attribution: Attribution | None = None
+        self.waiting: int | None = None  # the id of the attribution asked for and not answered yet
         self.on_screen = False  # True while the panel is looked at (set_on_screen): nothing is computed before
         self.pieces: tuple[str, ...] = ()
         self.eos_id = 2
@@ -202,6 +203,7 @@ class WhyPanel(QWidget):
         self.client, self.decoding = client, decoding
         client.engine.attributed.connect(self._on_attributed)
         client.engine.lens_ready.connect(self._on_lens)
+        client.engine.engine_failed.connect(self._on_failed)
         decoding.view_shown.connect(self.on_decode)
         decoding.inspection_shown.connect(self.on_inspection)
         decoding.candidate_clicked.connect(self.on_candidate)
@@ -229,7 +231,8 @@ class WhyPanel(QWidget):
 
     def on_inspection(self, inspection: Inspection) -> None:
         """An encoder-only model's fill-mask text: its masked positions are explained."""
-        if self.info is not None and "fill_mask" in self.info.model_config.family.decoding and inspection.source:
+        fills = self.info is not None and "fill_mask" in self.info.model_config.family.decoding
+        if fills and any(is_mask(t) for t in inspection.src_tokens):  # a sentence with nothing masked: no question
             self._follow(Question(inspection.source, None, None, ()))
 
     @property
@@ -280,7 +283,7 @@ class WhyPanel(QWidget):
         if self.asked is None or self.asked[0] != q:
             self.client.ask(LogitLensOf(source=q.source, target_ids=q.target_ids, top_k=5))
         self.asked = key
-        self.client.ask(Attribute(q.source, method, q.target_ids, contrast, steps))  # type: ignore[arg-type]
+        self.waiting = self.client.ask(Attribute(q.source, method, q.target_ids, contrast, steps))  # type: ignore[arg-type]
         self.state.setText(tr("Computing…"))
 
     def _on_method(self) -> None:
@@ -290,11 +293,17 @@ class WhyPanel(QWidget):
     def _on_attributed(self, reply: Attributed) -> None:
         if self.client is None or not self.client.fresh(Attribute, reply.request_id):
             return
-        self.attribution = reply.attribution
+        self.attribution, self.waiting = reply.attribution, None
         self.map.draw(reply.attribution, reply.attribution.scores.shape[0] - 1)
         self.state.setText("")
         self._describe()
         self._tint_source()
+
+    def _on_failed(self, request_id: int, _message: str) -> None:
+        """The engine could not explain it (the window says why): nothing is computing any more."""
+        if request_id == self.waiting:
+            self.waiting = None
+            self.state.setText("")
 
     def _on_lens(self, reply: LensReady) -> None:
         if self.client is not None and self.client.fresh(LogitLensOf, reply.request_id):
@@ -340,6 +349,11 @@ class WhyPanel(QWidget):
             return
         legend = tr("Tint: each source token's attribution to “{token}” (red: for it, blue: against it)")
         self.decoding.show_source_weights(list(row), legend.format(token=shown_piece(a.target_tokens[-1])))
+
+
+def is_mask(token: str) -> bool:
+    """A masked position's token as the tokenizers write it (``<mask>``, a BERT folder's ``[MASK]``)."""
+    return token.lower() in ("<mask>", "[mask]")
 
 
 def question_of(view: DecodeView, eos_id: int, generating: bool) -> Question | None:
