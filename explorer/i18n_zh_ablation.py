@@ -14,6 +14,7 @@ ZH_ABLATION: dict[str, str] = {
     "mean over held-out sentences, so the layer still gets a typical value, only no information about this input.": "置零：被关闭的头的输出在 W^O "
     "混合各头之前被设为零。均值：用它在留出句子上的平均输出代替，这样这一层仍能得到一个典型的值，只是不再带有关于这条输入的信息。",
     "All heads on": "全部打开",
+    "Rows: layers; columns: heads. Click a map to switch that head off, or on again.": "行：层；列：头。点击一张图即可关闭那个头，再点一次重新打开。",
     "1 head off": "关闭了 1 个头",
     "{n} heads off": "关闭了 {n} 个头",
     "output unchanged: {before}": "输出没有变化：{before}",

@@ -37,6 +37,7 @@ def test_the_state_is_qt_free_and_toggles():
     assert state.cells("cross") == {(1, 0)} and state.cells("decoder_self") == set()
     assert state.toggled(("cross", 1, 0)).heads == (("encoder", 0, 2),)
     assert changed_positions(("a", "b", "c"), ("a", "x", "c", "d")) == [1, 3]
+    assert changed_positions(("我", "的", "朋", "友"), ("我", "们", "的", "朋", "友")) == [1]  # one put in: only it
 
 
 def grid_centre(grid, layer: int, head: int) -> tuple[float, float]:

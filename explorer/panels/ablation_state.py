@@ -8,6 +8,7 @@ A head is ``(kind, layer, head)``, 0-based, with the kind of :data:`model.interp
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -51,8 +52,10 @@ class AblationState:
 
 
 def changed_positions(before: tuple[str, ...], after: tuple[str, ...]) -> list[int]:
-    """The positions of ``after`` whose token differs from ``before``'s there (or that ``before`` lacks)."""
-    return [i for i, token in enumerate(after) if i >= len(before) or before[i] != token]
+    """The positions of ``after`` whose tokens are not ``before``'s, aligned as a diff aligns them: one token put in
+    marks that token, not every token after it."""
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    return [j for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal" for j in range(j1, j2)]
 
 
 def probability_rows(diff: AblationDiff) -> list[tuple[str, float, float]]:

@@ -166,6 +166,7 @@ class HeadsOff(QWidget):
         self.mode.setToolTip(tr(MODE_TIP))
         self.all_on.setText(tr("All heads on"))
         self.importance.retranslate()
+        self._hint_grid()
         self._show_state()
 
     def set_presenting(self, on: bool) -> None:
@@ -218,6 +219,16 @@ class HeadsOff(QWidget):
     def _on_switch(self, on: bool) -> None:
         if on and not self.all_heads.isChecked():
             self.all_heads.setChecked(True)  # heads are switched off in the grid
+        self._hint_grid()
+
+    def _hint_grid(self) -> None:
+        """What a click on the grid does now."""
+        if self.switch.isChecked():
+            self.grid.hint.setText(
+                tr("Rows: layers; columns: heads. Click a map to switch that head off, or on again.")
+            )
+        else:
+            self.grid.retranslate()
 
     def _on_mode(self) -> None:
         mode = str(self.mode.currentData())
@@ -254,6 +265,7 @@ class HeadsOff(QWidget):
         self.grid.cross_out(self.state.cells(self.kind_shown))
         self.importance.show_heads_off(self.state.heads)
         diff = self.diff if n else None
+        self.count.setVisible(diff is None)  # the diff's line begins with the count
         self.diff_label.setVisible(diff is not None)
         self.probs_label.setVisible(diff is not None)
         if diff is not None:

@@ -153,10 +153,10 @@ class HeadImportancePage(QWidget):
         for w in (self.labels["sentences"], self.sentences, self.mode, self.measure_button, self.cancel_button):
             top.addWidget(w)
         top.addWidget(self.progress, 1)
-        top.addWidget(self.help)
         pick = QHBoxLayout()
         pick.addWidget(self.labels["kind"])
         pick.addWidget(self.kind, 1)
+        pick.addWidget(self.help)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addLayout(pick)
@@ -275,6 +275,7 @@ class HeadImportancePage(QWidget):
 
     def _draw(self) -> None:
         kind, found = self.current_kind(), self.importance
+        self.map.setVisible(found is not None)  # before a measurement: the caption says what Measure does
         if found is None or kind not in found.delta_loss:
             self.map.set_data(np.zeros((0, 0)), [], [])
             self.map.set_title("")
