@@ -284,7 +284,7 @@ class WhyPanel(QWidget):
             self.client.ask(LogitLensOf(source=q.source, target_ids=q.target_ids, top_k=5))
         self.asked = key
         self.waiting = self.client.ask(Attribute(q.source, method, q.target_ids, contrast, steps))  # type: ignore[arg-type]
-        self.state.setText(tr("Computing…"))
+        self.say(tr("Computing…"))
 
     def _on_method(self) -> None:
         self._describe()
@@ -295,7 +295,7 @@ class WhyPanel(QWidget):
             return
         self.attribution, self.waiting = reply.attribution, None
         self.map.draw(reply.attribution, reply.attribution.scores.shape[0] - 1)
-        self.state.setText("")
+        self.say("")
         self._describe()
         self._tint_source()
 
@@ -303,7 +303,7 @@ class WhyPanel(QWidget):
         """The engine could not explain it (the window says why): nothing is computing any more."""
         if request_id == self.waiting:
             self.waiting = None
-            self.state.setText("")
+            self.say("")
 
     def _on_lens(self, reply: LensReady) -> None:
         if self.client is not None and self.client.fresh(LogitLensOf, reply.request_id):
@@ -312,6 +312,7 @@ class WhyPanel(QWidget):
     # -- what is said and tinted ---------------------------------------------------------------------------------
     def _describe(self) -> None:
         method = str(self.method.currentData())
+        self.map.set_title(dict(METHODS)[method])
         note = tr(METHOD_NOTES[method]) + " " + tr(COLOURS)
         a = self.attribution
         if a is not None and a.contrast is not None and a.target_tokens:
@@ -319,7 +320,12 @@ class WhyPanel(QWidget):
             note += "\n" + said.format(x=shown_piece(a.target_tokens[-1]), y=shown_piece(a.contrast))
         self.note.setText(note)
         if self.question is None:
-            self.state.setText(tr("Step the decoding (or fill a mask): why the model said each token appears here."))
+            self.say(tr("Step the decoding (or fill a mask): why the model said each token appears here."))
+
+    def say(self, text: str) -> None:
+        """A line above the tabs: computing, or what to do first ("": none, and no empty line either)."""
+        self.state.setText(text)
+        self.state.setVisible(bool(text))
 
     def _fill_contrast(self) -> None:
         """The current step's candidates other than its token, to contrast with (kept if still offered)."""
