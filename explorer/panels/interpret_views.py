@@ -81,6 +81,12 @@ class AttributionMap(Heatmap):
         top = top if top > 0 else 1.0
         self.set_data(values, rows, cols, highlight_row=current, levels=(-top, top))
 
+    def _on_move(self, pos) -> None:
+        super()._on_move(pos)
+        r, c = self._hover
+        if r >= 0 and np.isnan(self.values[r, c]):  # the separator column holds no value
+            self.hover_label.setText("")
+
     def export(self, path: str | Path) -> None:
         path = Path(path)
         a = self.attribution
