@@ -18,6 +18,7 @@ from model.training.config import TrainConfig
 captum_attr = pytest.importorskip("captum.attr")
 
 QUICK = TrainConfig(warmup_steps=20, eval_every=0, batch_size=16)
+BUNDLED = "resources/models/grammar-en-zh-small.ckpt"
 
 
 def _text_session(arch: str, steps: int) -> Session:
@@ -59,14 +60,10 @@ def _cases(copy, gpt, bert):
 
 # -- integrated gradients: completeness ---------------------------------------------------------------------------
 def _assert_complete(a) -> None:
-    """Each row sums to f(input) − f(baseline), within 1% of |f(input) − f(baseline)| or of the row's attribution
-    mass Σ|a|, whichever is larger. (On the Post-LN translator a row with a small difference can be off by a
-    little over 1% of that difference at 64 points; the quadrature error shrinks with more points, as the
-    convergence test shows.)"""
+    """Each row sums to f(input) − f(baseline) within 1% of it (of 0.05 nats for a change smaller than that)."""
     explained = a.logprob - a.baseline_logprob
-    mass = np.abs(a.scores).sum(1) + np.abs(a.prefix_scores).sum(1)
     assert np.all(np.abs(explained) > 1e-3)  # something to explain
-    np.testing.assert_array_less(np.abs(a.total() - explained), 0.01 * np.maximum(mass, np.abs(explained)))
+    np.testing.assert_array_less(np.abs(a.total() - explained), 0.01 * np.maximum(np.abs(explained), 0.05))
 
 
 @pytest.mark.parametrize("arch", ["encoder_decoder", "decoder_only", "encoder_only"])
@@ -88,9 +85,21 @@ def test_integrated_gradients_on_the_trained_translator_converge_with_more_steps
     session, text, _ = copy
     err = []
     for steps in (8, 256):
-        a = session.attribute(text, steps=steps)
+        a = session.attribute(text, steps=steps, refine=False)
         err.append(np.abs(a.total() - (a.logprob - a.baseline_logprob)).max())
     assert err[1] < err[0] and err[1] < 0.01
+
+
+def test_on_the_bundled_model_nearly_hard_attention_needs_the_adaptive_rule():
+    """The bundled model's attention is nearly hard: along the path f steps within a ten-thousandth of it, where
+    64 fixed points miss it; the adaptive rule makes every row add up."""
+    session = Session.load(BUNDLED, device="cpu")
+    plain = session.attribute("I read a book yesterday.", steps=64, refine=False)
+    explained = plain.logprob - plain.baseline_logprob
+    assert np.max(np.abs(plain.total() - explained) / np.abs(explained)) > 0.05
+    refined = session.attribute("I read a book yesterday.", steps=64)
+    _assert_complete(refined)
+    np.testing.assert_array_equal(refined.logprob, plain.logprob)
 
 
 # -- integrated gradients: equal to Captum ------------------------------------------------------------------------
@@ -131,7 +140,7 @@ def _captum(session: Session, readout, row: int, steps: int, contrast: int | Non
 def test_integrated_gradients_equal_captum(copy, gpt, bert, arch):
     session, text, target = _cases(copy, gpt, bert)[arch]
     steps = 16
-    a = session.attribute(text, target=target, steps=steps)
+    a = session.attribute(text, target=target, steps=steps, refine=False)  # Captum's rule alone
     readout = session.readout(text, target)
     session.model.eval()
     for t in range(len(readout.targets)):
@@ -156,8 +165,8 @@ def test_the_contrastive_row_equals_captum_on_the_difference_of_log_probabilitie
     runner_up = int(logits.topk(2).indices[1])
     assert runner_up != plain.targets[-1]
     steps = 16
-    a = session.attribute(text, target=target, contrast=runner_up, steps=steps)
-    b = session.attribute(text, target=target, steps=steps)
+    a = session.attribute(text, target=target, contrast=runner_up, steps=steps, refine=False)
+    b = session.attribute(text, target=target, steps=steps, refine=False)
     assert a.contrast == session.tgt_tok.display_token(runner_up)
     source, prefix = _captum(session, plain, len(plain.targets) - 1, steps, contrast=runner_up)
     np.testing.assert_allclose(a.scores[-1], source, atol=1e-5, rtol=1e-5)

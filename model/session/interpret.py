@@ -122,10 +122,13 @@ class SessionInterpret(SessionData, SessionInspection):
         target: Target = None,
         contrast: str | int | None = None,
         steps: int = 64,
+        refine: bool = True,
     ) -> Attribution:
         """How much each source token (and each token of the output read before) contributed to each target token
         (:class:`~model.interpret.results.Attribution`); ``contrast``: a token Y, and the last target's row
-        explains log P(X) − log P(Y)."""
+        explains log P(X) − log P(Y). Integrated gradients use ``steps`` Gauss–Legendre points (Captum's own rule);
+        with ``refine`` a row that does not add up within 1% is integrated again, adaptively
+        (:func:`~model.interpret.attribution.integrated_gradients`)."""
         if method not in ATTRIBUTION_METHODS:
             raise ValueError(f"unknown attribution method {method!r}; one of {', '.join(ATTRIBUTION_METHODS)}")
         if steps < 1:
@@ -134,7 +137,9 @@ class SessionInterpret(SessionData, SessionInspection):
         self.model.eval()
         logprob = baseline = None
         if method == "integrated_gradients":
-            scores, prefix, logprob, baseline = attribution.integrated_gradients(self.model, readout, steps)
+            scores, prefix, logprob, baseline = attribution.integrated_gradients(
+                self.model, readout, steps, refine=refine
+            )
         elif method == "gradient_x_input":
             scores, prefix, _ = attribution.gradient_x_input(self.model, readout)
         else:
