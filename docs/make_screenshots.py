@@ -376,7 +376,33 @@ def why_marian(app, folder: Path) -> None:
     why.refresh()
     wait_for(app, lambda: why.attribution is not None and why.attribution.contrast is not None, 120)
     window.grab().save(str(OUT / "why-marian.png"))
+    why.tabs.setCurrentIndex(1)  # the logit lens at the same step
+    wait_for(app, lambda: why.lens.table.rowCount() > 0, 60)
+    pump(app, 1.0)
+    window.grab().save(str(OUT / "why-marian-lens.png"))
+    heads_marian(app, window)
     window.close()
+
+
+def heads_marian(app, window) -> None:
+    """The Marian folder with the first layer's cross-attention switched off, then every head's importance."""
+    a = window.attention
+    window.docks["attention"].raise_()
+    a.kind.setCurrentIndex(a.kind.findData("cross"))  # the grid of the heads switched off
+    a.heads_off.switch.setChecked(True)
+    for head in range(window.engine.session.model_cfg.n_heads):
+        a.heads_off.toggle("cross", 0, head)
+    wait_for(app, lambda: a.heads_off.diff_label.text() != "" and not window.decoding.waiting, 120)
+    pump(app, 1.0)
+    window.grab().save(str(OUT / "head-ablation-marian.png"))
+    page = a.heads_off.importance
+    a.show_tab("importance")
+    a.heads_off.all_on.click()  # every head on again while each is measured
+    page.sentences.setValue(20)
+    page.measure_button.click()
+    wait_for(app, lambda: page.importance is not None, 300)
+    pump(app, 1.0)
+    window.grab().save(str(OUT / "head-importance-marian.png"))
 
 
 def inside(app, args, folder: Path, suffix: str) -> None:
