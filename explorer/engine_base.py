@@ -53,7 +53,7 @@ from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.data.tokenization import Encoded
 from model.decoding.stepping import DecodeDriver
 from model.interpret.head_functions import head_functions
-from model.interpret.results import Head
+from model.interpret.results import Attribution, Head
 from model.io.snapshots import StepColumns
 
 if TYPE_CHECKING:
@@ -170,6 +170,7 @@ class EngineBase(QThread):
         self._decoder: DecodeDriver | None = None
         self._ablation: tuple[Head, ...] = ()  # heads switched off for every view of the model (never training)
         self._ablation_mode = "zero"
+        self._attributions: dict[tuple, tuple[tuple[int, ...], Attribution]] = {}  # the last prefix explained
         self._sweep_cancel = threading.Event()  # set from the window's thread: stop the head-importance sweep
         self._rng = random.Random()  # random sentences of the corpus
         self._later: list[Callable[[], None]] = []  # done once commands stop coming (see explorer.worker.QUIET_S)

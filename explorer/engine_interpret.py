@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +23,7 @@ from explorer.commands import (
     SetAblation,
 )
 from explorer.engine_base import EngineBase
-from model.interpret.results import AblationDiff, Head, LensTable
+from model.interpret.results import AblationDiff, Attribution, Head, LensTable
 
 if TYPE_CHECKING:
     from model.session import Session
@@ -44,9 +45,20 @@ class InterpretHandlers(EngineBase):
             yield
 
     def _attribute(self, c: Attribute) -> None:
+        """Integrated gradients of a decoding's prefix reuse the rows already computed for a shorter prefix of it
+        (a target's row never depends on the targets after it): stepping costs one new row per step."""
         s = self._need_session()
         target = None if c.target_ids is None else list(c.target_ids)
-        found = s.attribute(c.source, c.method, target, c.contrast_id, c.steps)
+        key = (self._run_id, s.step, c.source, c.method, c.steps, self._ablation, self._ablation_mode)
+        before = self._attributions.get(key) if c.contrast_id is None and target is not None else None
+        rows = None
+        if before is not None and target is not None and list(before[0]) == target[: len(before[0])]:
+            rows = list(range(len(before[0]), len(target)))
+        found = s.attribute(c.source, c.method, target, c.contrast_id, c.steps, rows=rows)
+        if rows is not None and before is not None:
+            found = _with_rows_of(found, before[1])
+        if c.contrast_id is None and target is not None and c.method == "integrated_gradients":
+            self._attributions = {key: (tuple(target), found)}
         self.attributed.emit(Attributed(c.request_id, found, self._ablation))
 
     def _logit_lens(self, c: LogitLensOf) -> None:
@@ -120,3 +132,12 @@ class InterpretHandlers(EngineBase):
 
         importance = s.head_importance(c.sentences, "loss", c.mode, progress)
         self.importance_ready.emit(ImportanceReady(c.request_id, importance))
+
+
+def _with_rows_of(found: Attribution, earlier: Attribution) -> Attribution:
+    """``found`` with the first rows taken from ``earlier`` (the same explanation of a shorter prefix)."""
+    n = len(earlier.target_tokens)
+    scores, prefix = found.scores.copy(), found.prefix_scores.copy()
+    scores[:n] = earlier.scores
+    prefix[:n, :n] = earlier.prefix_scores
+    return replace(found, scores=scores, prefix_scores=prefix)

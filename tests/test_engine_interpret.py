@@ -122,3 +122,28 @@ def test_the_sweep_reports_progress_and_stops_on_cancel(qtbot, engine):
     if len(progress) < total:  # cancelled part-way: the heads not reached are NaN
         assert not found.complete
         assert sum(int(np.isnan(m).sum()) for m in found.delta_loss.values()) == total - len(progress)
+
+
+def test_a_longer_prefix_reuses_the_rows_already_explained(qtbot, engine, monkeypatch):
+    """Stepping on costs one new row: the rows of the shorter prefix are kept, and the whole equals a computation
+    from scratch."""
+    engine, seen = engine
+    from model.session import Session
+
+    asked: list[object] = []
+    original = Session.attribute
+
+    def counting(self, *args, **kwargs):
+        asked.append(kwargs.get("rows"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "attribute", counting)
+    ids = engine.session.readout("1 2 3 4 5").targets  # the greedy output and <eos>
+    assert len(ids) >= 4
+    first = ask(qtbot, engine, seen, cmd.Attribute("1 2 3 4 5", target_ids=tuple(ids[:2]), steps=16), Attributed)
+    longer = ask(qtbot, engine, seen, cmd.Attribute("1 2 3 4 5", target_ids=tuple(ids[:4]), steps=16), Attributed)
+    assert asked == [None, [2, 3]]
+    want = original(engine.session, "1 2 3 4 5", target=list(ids[:4]), steps=16)
+    np.testing.assert_allclose(longer.attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(longer.attribution.prefix_scores, want.prefix_scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(longer.attribution.scores[:2], first.attribution.scores)

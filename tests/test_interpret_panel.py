@@ -150,7 +150,7 @@ def test_a_clicked_candidate_is_the_contrast_of_the_last_row(qtbot, panels):
     finally:
         engine.submit = submit
     assert asked and asked[-1].contrast_id == contrast_id and why.contrast.currentData() == contrast_id
-    want = engine.session.attribute(SENTENCE, target=list(view.focus_tokens), contrast=contrast_id, steps=32)
+    want = engine.session.attribute(SENTENCE, target=list(view.focus_tokens), contrast=contrast_id, steps=64)
     got = why.attribution
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got.scores[:-1], plain.scores[:-1], rtol=1e-5, atol=1e-6)  # only the last row
@@ -230,7 +230,7 @@ def test_a_gpts_continuation_is_explained_by_its_prompt(qtbot, panels):
         qtbot.waitUntil(lambda: not decoding.waiting, timeout=10000)
     wait_answer(qtbot, why, 2)
     view = decoding.view
-    want = engine.session.attribute(view.settings.text, target=list(view.focus_tokens), steps=32)
+    want = engine.session.attribute(view.settings.text, target=list(view.focus_tokens), steps=64)
     np.testing.assert_allclose(why.attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
     assert why.attribution.source_tokens[0] == "<bos>"  # the prompt, <bos> first: the chips have no <bos>
     np.testing.assert_allclose(decoding.chips.weights, want.scores[-1][-len(decoding.chips.tokens) :], rtol=1e-6)
@@ -248,7 +248,7 @@ def test_a_berts_masked_position_is_explained_by_its_sentence(qtbot, panels):
     fill.ask()
     qtbot.waitUntil(lambda: why.attribution is not None and not why.state.text(), timeout=30000)
     source = why.question.source
-    want = engine.session.attribute(source, steps=32)
+    want = engine.session.attribute(source, steps=64)
     np.testing.assert_allclose(why.attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
     assert why.map.values.shape == want.scores.shape  # no prefix columns
     np.testing.assert_allclose(fill.chips.weights, want.scores[-1], rtol=1e-6)

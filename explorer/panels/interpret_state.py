@@ -11,6 +11,6 @@ TABS = ("attribution", "lens")
 class WhyView:
     tab: str = "attribution"  # "attribution" or "lens"
     method: str = "integrated_gradients"  # one of model.interpret.results.ATTRIBUTION_METHODS
-    steps: int = 32  # integrated gradients' steps (the engine's default is 64; 32 keeps stepping brisk on a CPU)
+    steps: int = 64  # integrated gradients' steps (a decoding's earlier rows are kept: a step costs its own row)
     contrast: int | None = None  # the token Y of "why X rather than Y" (an id of the current step's candidates)
     on_source: bool = True  # the source chips of the Decoding panel tinted by the current step's row

@@ -123,12 +123,14 @@ class SessionInterpret(SessionData, SessionInspection):
         contrast: str | int | None = None,
         steps: int = 64,
         refine: bool = True,
+        rows: Sequence[int] | None = None,
     ) -> Attribution:
         """How much each source token (and each token of the output read before) contributed to each target token
         (:class:`~model.interpret.results.Attribution`); ``contrast``: a token Y, and the last target's row
         explains log P(X) − log P(Y). Integrated gradients use ``steps`` Gauss–Legendre points (Captum's own rule);
         with ``refine`` a row that does not add up within 1% is integrated again, adaptively
-        (:func:`~model.interpret.attribution.integrated_gradients`)."""
+        (:func:`~model.interpret.attribution.integrated_gradients`). ``rows``: integrated gradients of these
+        targets only (the others' rows stay zero; a target's row never depends on the targets after it)."""
         if method not in ATTRIBUTION_METHODS:
             raise ValueError(f"unknown attribution method {method!r}; one of {', '.join(ATTRIBUTION_METHODS)}")
         if steps < 1:
@@ -138,7 +140,7 @@ class SessionInterpret(SessionData, SessionInspection):
         logprob = baseline = None
         if method == "integrated_gradients":
             scores, prefix, logprob, baseline = attribution.integrated_gradients(
-                self.model, readout, steps, refine=refine
+                self.model, readout, steps, rows, refine
             )
         elif method == "gradient_x_input":
             scores, prefix, _ = attribution.gradient_x_input(self.model, readout)
