@@ -137,6 +137,7 @@ def integrated_gradients(
     return source, prefix, logprob, baseline
 
 
+PIECES = 16  # the adaptive rule's first pieces of the path
 TOLERANCE = 0.01  # a row adds up within 1% of what it explains (or 5·10⁻⁴ nats, for a change of almost nothing)
 
 
@@ -172,12 +173,13 @@ def _refined_row(
     path is cut into pieces; on each, 4 Gauss–Legendre points give the gradients' integral, checked against f's
     change over the piece (f at its ends, no gradients needed); a piece that disagrees is cut in four, until the
     pieces agree or ``8·steps`` gradient points are spent."""
-    edges = np.linspace(0.0, 1.0, 17)
+    edges = np.linspace(0.0, 1.0, PIECES + 1)
     f_edges = _scan(model, readout, x, t, edges)
-    pending = [(edges[i], edges[i + 1], f_edges[i + 1] - f_edges[i]) for i in range(16)]
+    pending = [(edges[i], edges[i + 1], f_edges[i + 1] - f_edges[i]) for i in range(PIECES)]
     nodes, node_w = gauss_legendre(4)
     total = [torch.zeros_like(e[0]) for e in x]
-    spent, budget, allowed = 0, 8 * steps, 0.002 * max(abs(float(f_edges[-1] - f_edges[0])), 0.05)
+    explained = float(f_edges[-1] - f_edges[0])
+    spent, budget, allowed = 0, 8 * steps, 0.002 * max(abs(explained), 0.05)
     while pending:
         a = np.concatenate([lo + (hi - lo) * nodes for lo, hi, _ in pending])
         w = np.concatenate([(hi - lo) * node_w for lo, hi, _ in pending])
