@@ -1,7 +1,9 @@
-"""Shared helpers for the benchmarks: interleaved timing with medians."""
+"""Shared helpers for the benchmarks: interleaved timing with medians, a figure's line, the common arguments."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -29,3 +31,22 @@ def report(title: str, medians: dict[str, float], ratios: list[tuple[str, str, s
         print(f"  {name:<40} {t * 1e3:9.2f} ms (median)")
     for label, num, den in ratios:
         print(f"  {label:<40} {medians[num] / medians[den]:9.2f}")
+
+
+def figure(label: str, value: float, goal: str, holds: bool) -> str:
+    """One figure's line: ``label: 0.93× (goal ≤ 1.5×): holds``."""
+    ok = "holds" if math.isfinite(value) and holds else "FAILS"
+    return f"{label}: {value:.2f}× ({goal}): {ok}"
+
+
+def quick_arguments(description: str, repeats: int, argv: list[str] | None) -> argparse.Namespace:
+    """``--repeats``, ``--threads`` (set for torch here) and ``--quick``, as the benchmarks of figures take them."""
+    import torch
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--repeats", type=int, default=repeats)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes and two repeats (a smoke test, not a figure)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    return args

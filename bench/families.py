@@ -17,15 +17,13 @@ The last lines are the figures, with their goals, ready to paste into the README
 
 from __future__ import annotations
 
-import argparse
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from bench.common import interleaved_medians, report
+from bench.common import figure, interleaved_medians, quick_arguments, report
 from model.core.config import ModelConfig
 from model.core.transformer import Transformer
 from model.decoding.search import generate
@@ -150,12 +148,6 @@ def compare_moe(sizes: Sizes) -> dict[str, float]:
     return interleaved_medians(steps, repeats=sizes.repeats, warmup=sizes.warmup)
 
 
-def figure(label: str, value: float, goal: str, holds: bool) -> str:
-    """One README line: ``label: 0.93× (goal ≤ 1.0): holds``."""
-    ok = "holds" if math.isfinite(value) and holds else "FAILS"
-    return f"{label}: {value:.2f}× ({goal}): {ok}"
-
-
 def figures(sizes: Sizes, train: dict[str, float], gen: dict[str, float], moe: dict[str, float]) -> list[str]:
     """The three figures, each with its goal and whether it holds."""
     shape = f"{sizes.preset}, batch {sizes.batch} × {sizes.length}"
@@ -180,12 +172,7 @@ def figures(sizes: Sizes, train: dict[str, float], gen: dict[str, float], moe: d
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=Sizes.repeats)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="tiny sizes and two repeats (a smoke test, not a figure)")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = quick_arguments(__doc__.splitlines()[0], Sizes.repeats, argv)
     sizes = QUICK if args.quick else Sizes(repeats=args.repeats)
     print(
         f"{sizes.preset} preset, decoder-only; vocabulary {sizes.vocab}, training batch {sizes.batch} × "

@@ -19,15 +19,13 @@ comparison is timed side by side, interleaved, medians taken. The last lines are
 
 from __future__ import annotations
 
-import argparse
-import math
 import statistics
 import time
 from dataclasses import dataclass
 
 import torch
 
-from bench.common import interleaved_medians, report
+from bench.common import figure, interleaved_medians, quick_arguments, report
 from model.data import DataSpec
 from model.data.tokenization import TokenizerSpec
 from model.interpret import ablation, attribution, lens
@@ -141,12 +139,6 @@ def compare_lens(session: Session, sizes: Sizes) -> dict[str, float]:
     return interleaved_medians(runs, repeats=sizes.repeats * 5, warmup=sizes.warmup)
 
 
-def figure(label: str, value: float, goal: str, holds: bool) -> str:
-    """One README line: ``label: 0.93× (goal ≤ 1.5×): holds``."""
-    ok = "holds" if math.isfinite(value) and holds else "FAILS"
-    return f"{label}: {value:.2f}× ({goal}): {ok}"
-
-
 def figures(
     sizes: Sizes, heads: int, ig: dict[str, float], imp: dict[str, float], lens_: dict[str, float]
 ) -> list[str]:
@@ -179,12 +171,7 @@ def figures(
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=Sizes.repeats)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="tiny sizes and two repeats (a smoke test, not a figure)")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = quick_arguments(__doc__.splitlines()[0], Sizes.repeats, argv)
     sizes = QUICK if args.quick else Sizes(repeats=args.repeats)
     session = make_session(sizes)
     heads = heads_of(session)
