@@ -342,3 +342,48 @@ def assert_same_search(session, settings, end):
         cut = {"top_k": settings.sample_top_k or None, "top_p": settings.top_p if settings.top_p < 1 else None}
         found = generate(session.model, ids, settings.max_len, temperature=temperature, seed=settings.seed, **cut)
         assert list(end.hypotheses[0][3]) == found
+
+
+# -- the logit lens, read from the steps' own decoder calls ------------------------------------------------------
+def assert_lens_of_the_focus(session, view, source):
+    """The view's lens equals Session.logit_lens of the same prefix (a teacher-forced pass of its own)."""
+    lens = view.lens
+    assert lens is not None and len(lens.targets) == len(view.focus_tokens)
+    want = session.logit_lens(source, list(view.focus_tokens))
+    ids, probs = want.top(lens.top_probs.shape[-1])
+    show = session.tgt_tok.display_token
+    assert lens.top_tokens == tuple(tuple(tuple(show(int(i)) for i in row) for row in layer) for layer in ids)
+    np.testing.assert_allclose(lens.top_probs, probs, atol=2e-5)
+    np.testing.assert_allclose(lens.target_probs, want.target_probs(), atol=2e-5)
+    np.testing.assert_array_equal(lens.first_layer, want.first_layer())
+    assert lens.positions == want.positions and lens.targets == want.targets
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_lens_of_a_translation_comes_from_its_steps(trained, beam):
+    driver = DecodeDriver(trained)
+    driver.start(DecodeSettings("2 7 1 8", beam_size=beam))
+    driver.act("step")
+    view = driver.act("step")
+    assert_lens_of_the_focus(trained, view, "2 7 1 8")
+    end = driver.act("run")
+    assert_lens_of_the_focus(trained, end, "2 7 1 8")
+
+
+def test_the_lens_of_a_continuation_comes_from_its_steps():
+    session = text_session("decoder_only")
+    driver = DecodeDriver(session)
+    driver.start(DecodeSettings(PROMPT, max_len=6))
+    driver.act("step")
+    view = driver.act("step")
+    assert_lens_of_the_focus(session, view, PROMPT)
+
+
+def test_recording_the_lens_adds_no_pass(trained, monkeypatch):
+    """A step's lens is a read-out of the decoder call it makes anyway: still one decoder call per step."""
+    driver = DecodeDriver(trained)
+    driver.start(DecodeSettings("2 7 1 8"))
+    calls = Calls(trained.model, monkeypatch)
+    view = driver.act("step")
+    assert view.lens is not None
+    assert calls.take() == passes(decode_step=1)
