@@ -181,18 +181,6 @@ def test_the_lens_table_holds_the_lens_top_tokens_of_the_current_step(qtbot, pan
     assert f"layer {first + 1}" in why.lens.caption.text()
 
 
-def test_a_decoding_steps_lens_costs_no_pass_of_its_own(qtbot, panels):
-    """The lens the step read out of its own decoder call is drawn; no LogitLensOf goes to the engine."""
-    engine, decoding, why = panels
-    sent: list[object] = []
-    submit = engine.submit
-    engine.submit = lambda command: (sent.append(command), submit(command))[1]
-    view = step_to(qtbot, decoding, why, 2)
-    assert any(isinstance(c, cmd.Attribute) for c in sent)  # the panel did ask the engine, for the attribution
-    assert view.lens is not None and not any(isinstance(c, cmd.LogitLensOf) for c in sent)
-    assert why.lens.table_data is view.lens
-
-
 def test_the_source_chips_follow_the_current_steps_row(qtbot, panels):
     engine, decoding, why = panels
     for steps in (1, 2):

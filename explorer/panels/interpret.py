@@ -42,7 +42,6 @@ from explorer.panels.interpret_state import TABS, WhyView
 from explorer.panels.interpret_views import AttributionMap, LensView
 from explorer.widgets import named
 from explorer.widgets.token_strip import shown_piece
-from model.interpret.results import LensTable
 from model.io.snapshots import DecodeView, Inspection
 
 if TYPE_CHECKING:
@@ -94,7 +93,6 @@ class WhyPanel(QWidget):
         self.decoding: DecodingPanel | None = None
         self.info: RunInfo | None = None
         self.question: Question | None = None
-        self.step_lens: LensTable | None = None  # the logit lens the decoding step brought
         self.asked: tuple | None = None  # the question and choices last asked (the same again is not asked)
         self.attribution: Attribution | None = None
         self.waiting: int | None = None  # the id of the attribution asked for and not answered yet
@@ -228,9 +226,7 @@ class WhyPanel(QWidget):
         return self.pieces[token] if 0 <= token < len(self.pieces) else f"#{token}"
 
     def on_decode(self, view: DecodeView) -> None:
-        """A decoding step was shown: explain its output so far (nothing before the first step). Its logit lens
-        came with it, read from the step's own decoder calls."""
-        self.step_lens = view.lens
+        """A decoding step was shown: explain its output so far (nothing before the first step)."""
         self._follow(question_of(view, self.eos_id, self._generating))
 
     def on_inspection(self, inspection: Inspection) -> None:
@@ -285,11 +281,7 @@ class WhyPanel(QWidget):
         if key == self.asked:
             return
         if self.asked is None or self.asked[0] != q:
-            lens = self.step_lens
-            if lens is not None and lens.source == q.source and len(lens.targets) == len(q.target_ids or ()):
-                self.lens.show_table(lens)  # the decoding step read it out already: no pass of its own
-            else:
-                self.client.ask(LogitLensOf(source=q.source, target_ids=q.target_ids, top_k=5))
+            self.client.ask(LogitLensOf(source=q.source, target_ids=q.target_ids, top_k=5))
         self.asked = key
         self.waiting = self.client.ask(Attribute(q.source, method, q.target_ids, contrast, steps))  # type: ignore[arg-type]
         self.say(tr("Computing…"))

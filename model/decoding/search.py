@@ -101,23 +101,6 @@ class DecoderRows:
     cross_attention: np.ndarray  # [n_live, layers, heads, S]
     eos_probs: np.ndarray  # [n_live] P(EOS | prefix, source)
     routing: tuple[RoutingRows, ...] = ()  # per decoder layer with experts (none in a dense model)
-    lens: LensRows | None = None  # the logit lens of this position (each layer's read-out)
-
-
-@dataclass(frozen=True)
-class LensRows:
-    """The logit lens at one position for every live prefix, read from the decoder call's own residual stream
-    (:func:`model.interpret.lens.read_out`): each layer's top tokens, and each layer's probability of the last
-    layer's top ``LENS_FINAL`` tokens (among which the token chosen at this position is, unless sampled from
-    further down)."""
-
-    top_ids: np.ndarray  # [n_live, layers, k]
-    top_probs: np.ndarray  # [n_live, layers, k]
-    final_ids: np.ndarray  # [n_live, LENS_FINAL] the last layer's best tokens
-    final_probs: np.ndarray  # [n_live, layers, LENS_FINAL] each layer's probability of them
-
-
-LENS_TOP, LENS_FINAL = 5, 16
 
 
 def output_budget(n_source: int, max_len: int) -> int:
@@ -324,9 +307,9 @@ class BeamStepper:
             if not self.record:
                 model.decode_step(tokens, self._state)
                 continue
-            logits, self_w, _, routing, lens = _recorded_step(model, tokens, self._state)
+            logits, self_w, _, routing = _recorded_step(model, tokens, self._state)
             log_probs = (logits + self._forbid).log_softmax(-1)  # [1, V]
-            self.prompt_rows.append(_rows(log_probs, self_w, [], model.cfg.eos_id, routing, lens))
+            self.prompt_rows.append(_rows(log_probs, self_w, [], model.cfg.eos_id, routing))
             follows.append(log_probs[0, following])
         if follows:  # one copy off the device for the whole prompt
             self.prompt_probs = torch.stack(follows).exp().float().cpu().numpy()
@@ -393,9 +376,9 @@ class BeamStepper:
         made once per position (recording appends its rows to :attr:`rows`)."""
         if self._pending is None:
             if self.record:
-                logits, self_w, cross_w, routing, lens = _recorded_step(self.model, self._last, self._state)
+                logits, self_w, cross_w, routing = _recorded_step(self.model, self._last, self._state)
                 self._pending = (logits + self._forbid).log_softmax(-1)
-                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id, routing, lens))
+                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id, routing))
             else:
                 logits = self.model.decode_step(self._last, self._state)[0]
                 self._pending = (logits + self._forbid).log_softmax(-1)
@@ -513,7 +496,7 @@ class RouterReport(Protocol):
 
 def _recorded_step(
     model: Transformer, tokens: Tensor, state: DecoderState
-) -> tuple[Tensor, list[Tensor], list[Tensor], list[RouterReport], LensRows]:
+) -> tuple[Tensor, list[Tensor], list[Tensor], list[RouterReport]]:
     """``model.decode_step`` with its attention rows, and what the router of each decoder layer with experts
     did: caught as that sublayer returns it (its output and its routing; a dense one has no routing, and a
     step calls it as plain tensors), since the step itself keeps only the attention."""
@@ -524,39 +507,16 @@ def _recorded_step(
             caught.append(output[1])
 
     hooks = [layer.get_submodule("ffn").register_forward_hook(catch) for layer in model.decoder_layers]
-    residuals: list[Tensor] = []
     try:
-        logits, self_w, cross_w = model.decode_step(tokens, state, need_weights=True, residuals=residuals)
+        logits, self_w, cross_w = model.decode_step(tokens, state, need_weights=True)
     finally:
         for hook in hooks:
             hook.remove()
-    return logits, self_w, cross_w, caught, _lens_rows(model, residuals)
-
-
-def _lens_rows(model: Transformer, residuals: list[Tensor]) -> LensRows:
-    """Each layer's read-out of this position through the final norm and the output layer (PAD and BOS masked
-    as decoding masks them): a few rows of the output layer, not another pass."""
-    from model.interpret.lens import read_out
-
-    stream = torch.cat(residuals, dim=1)  # [n, layers, d]
-    logits = read_out(model, stream).float()
-    logits[..., model.cfg.never_emitted] = float("-inf")
-    probs = logits.softmax(-1)  # [n, layers, V]
-    vocab = probs.shape[-1]
-    top_probs, top_ids = probs.topk(min(LENS_TOP, vocab), dim=-1)
-    final_ids = probs[:, -1].topk(min(LENS_FINAL, vocab), dim=-1).indices  # [n, K]
-    final_probs = probs.gather(-1, final_ids[:, None, :].expand(-1, probs.shape[1], -1))
-    numpy = lambda t: t.cpu().numpy()  # noqa: E731
-    return LensRows(numpy(top_ids), numpy(top_probs), numpy(final_ids), numpy(final_probs))
+    return logits, self_w, cross_w, caught
 
 
 def _rows(
-    log_probs: Tensor,
-    self_w: list[Tensor],
-    cross_w: list[Tensor],
-    eos_id: int,
-    routing: list[RouterReport],
-    lens: LensRows | None = None,
+    log_probs: Tensor, self_w: list[Tensor], cross_w: list[Tensor], eos_id: int, routing: list[RouterReport]
 ) -> DecoderRows:
     """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, P(EOS) per prefix, and
     each router's ``[n, 1, ·]`` → ``[n, ·]``. A decoder-only model has no cross-attention: ``[n, 0, H, 0]``."""
@@ -565,7 +525,7 @@ def _rows(
     n, heads = self_w[0].shape[:2]
     cross = stack(cross_w) if cross_w else np.zeros((n, 0, heads, 0), np.float32)
     routers = tuple(RoutingRows(row(r.probs), row(r.chosen), row(r.weights)) for r in routing)
-    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy(), routers, lens)
+    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy(), routers)
 
 
 def _draw_from(stepper: BeamStepper, log_probs: Tensor) -> Tensor:

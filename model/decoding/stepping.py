@@ -16,12 +16,10 @@ No PyTorch is imported here (the session does the computing), so the window may 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from model.interpret.results import LensTable
 from model.io.snapshots import (
     Candidate,
     DecodeSettings,
@@ -33,7 +31,7 @@ from model.io.snapshots import (
 )
 
 if TYPE_CHECKING:
-    from model.decoding.search import DecoderRows, LensRows
+    from model.decoding.search import DecoderRows
     from model.session import DecodeSession, Session
 
 ACTIONS = ("step", "back", "run", "reset", "goto", "show")
@@ -181,24 +179,6 @@ class DecodeDriver:
             inspection=self._inspection(focus, end),
             weights_step=session.step,
             source_typed=_typed(d, eos=not generating),
-            lens=self._lens(focus, end),
-        )
-
-    def _lens(self, focus: list[int], end: tuple[int, int] | None) -> LensTable | None:
-        """The logit lens of ``focus`` from the rows its steps recorded (each layer's read-out of the decoder calls
-        already made): position t reads the token before ``focus[t]`` and predicts it."""
-        d, session = self._sentence, self.session
-        stepper = d.stepper
-        if end is None or not focus:
-            return None
-        path = _back_pointers(stepper.history, end)[: len(focus)]
-        records = [(row.lens, r) for row, r in zip(stepper.rows, path)]
-        if len(records) < len(focus) or any(lens is None for lens, _ in records):
-            return None
-        first = d.source_ids[-1] if self._generating else session.model_cfg.bos_id  # what position 0 reads
-        show = session.tgt_tok.display_token
-        return lens_table(
-            records, focus, [show(t) for t in [first, *focus[:-1]]], show, self._settings.text, session.step
         )
 
     def _inspection(self, focus: list[int], end: tuple[int, int] | None) -> Inspection:
@@ -246,31 +226,6 @@ class DecodeDriver:
             routing=_routing(rows, path, tokens) if generating else (),  # a translation's steps show no routing
             arch=cfg.arch,
         )
-
-
-def lens_table(
-    records: list[tuple[LensRows | None, int]],
-    focus: list[int],
-    positions: list[str],
-    show: Callable[[int], str],
-    source: str,
-    step: int,
-) -> LensTable:
-    """A :class:`LensTable` from each position's recorded lens rows (``records``: the rows and the prefix's row in
-    them); each layer's probability of the token chosen there is known when the last layer had it among its best
-    (NaN otherwise: a token sampled from further down)."""
-    rows = [(lens.top_ids[r], lens.top_probs[r], lens.final_ids[r], lens.final_probs[r]) for lens, r in records if lens]
-    top_ids = np.stack([ids for ids, _, _, _ in rows], 1)  # [layers, T, k]
-    top_probs = np.stack([probs for _, probs, _, _ in rows], 1)
-    chosen = np.full((top_ids.shape[0], len(focus)), np.nan, dtype=np.float32)
-    for t, (_, _, final_ids, final_probs) in enumerate(rows):
-        where = np.flatnonzero(final_ids == focus[t])
-        if where.size:
-            chosen[:, t] = final_probs[:, where[0]]
-    same = top_ids[:, :, 0] == top_ids[-1:, :, 0]
-    first = np.flip(np.logical_and.accumulate(np.flip(same, 0), 0), 0).argmax(0)
-    tokens = tuple(tuple(tuple(show(int(i)) for i in row) for row in layer) for layer in top_ids)
-    return LensTable(source, tuple(positions), tuple(show(t) for t in focus), tokens, top_probs, chosen, first, step)
 
 
 def _typed(d: DecodeSession, eos: bool = True) -> tuple[str, ...]:

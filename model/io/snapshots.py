@@ -16,7 +16,6 @@ import numpy as np
 if TYPE_CHECKING:
     from model.core.config import Positional
     from model.data.tokenization import Encoded
-    from model.interpret.results import LensTable
 
 
 # -- decoding ----------------------------------------------------------------------------------------------------
@@ -218,8 +217,6 @@ class DecodeView:
     weights_step: int  # training step of the weights used
     # per source piece, the text typed for it (an unknown piece reads <unk>, the person typed e.g. "cat"); EOS: "<eos>"
     source_typed: tuple[str, ...] = ()
-    # the logit lens of the prefix in focus, read from the steps' own decoder calls (None: not recorded)
-    lens: LensTable | None = None
 
 
 @dataclass(frozen=True)
