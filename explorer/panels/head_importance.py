@@ -162,6 +162,7 @@ class HeadImportancePage(QWidget):
         layout.addLayout(pick)
         layout.addWidget(self.map, 1)
         layout.addWidget(self.caption)
+        layout.addStretch(0)  # before a measurement (no map): the rows stay at the top
 
     def retranslate(self) -> None:
         self.labels["sentences"].setText(tr("Sentences"))
