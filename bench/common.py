@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -31,6 +32,9 @@ def report(title: str, medians: dict[str, float], ratios: list[tuple[str, str, s
         print(f"  {name:<40} {t * 1e3:9.2f} ms (median)")
     for label, num, den in ratios:
         print(f"  {label:<40} {medians[num] / medians[den]:9.2f}")
+
+
+FIGURE_LINE = re.compile(r"^(.+): (\S+)× \((goal [≤≥] [\d.]+×?)\): (holds|FAILS)$")  # a line figure() prints
 
 
 def figure(label: str, value: float, goal: str, holds: bool) -> str:

@@ -1,19 +1,17 @@
 """The decoder-only and MoE benchmark runs end to end in its quick mode and prints its three figures."""
 
 import math
-import re
 
 import torch
 
 from bench import families
-
-FIGURE = re.compile(r"^(.+): (\S+)× \((goal [≤≥] [\d.]+×?)\): (holds|FAILS)$")
+from bench.common import FIGURE_LINE
 
 
 def test_quick_run_prints_three_finite_positive_figures(capsys):
     families.main(["--quick", "--threads", str(torch.get_num_threads())])  # the session's thread count stays
     lines = capsys.readouterr().out.splitlines()
-    found = [m for m in map(FIGURE.match, lines) if m]
+    found = [m for m in map(FIGURE_LINE.match, lines) if m]
     labels = [m.group(1) for m in found]
     assert len(found) == 3, lines
     assert labels[0].startswith("decoder-only train step vs nn.TransformerEncoder (causal)")

@@ -2,19 +2,17 @@
 three figures."""
 
 import math
-import re
 
 import torch
 
 from bench import interpret
-
-FIGURE = re.compile(r"^(.+): (\S+)× \((goal [≤≥] [\d.]+×?)\): (holds|FAILS)$")
+from bench.common import FIGURE_LINE
 
 
 def test_quick_run_prints_three_finite_positive_figures(capsys):
     interpret.main(["--quick", "--threads", str(torch.get_num_threads())])  # the session's thread count stays
     lines = capsys.readouterr().out.splitlines()
-    found = [m for m in map(FIGURE.match, lines) if m]
+    found = [m for m in map(FIGURE_LINE.match, lines) if m]
     labels = [m.group(1) for m in found]
     assert len(found) == 3, lines
     assert labels[0].startswith(
