@@ -77,7 +77,7 @@ class InterpretHandlers(EngineBase):
         """Switch heads off (checked against the model first); compare the sentence's output before and after."""
         s = self._need_session()
         heads: tuple[Head, ...] = tuple((str(k), int(layer), int(h)) for k, layer, h in c.heads)
-        with s.ablated(heads, c.mode):  # a head the model lacks is refused here, before anything changes
+        with s.ablated(heads):  # a head the model lacks is refused here, before anything changes
             pass
         diff = self._ablation_diff(s, c.source, heads, c.mode) if c.source.strip() else None
         self._ablation, self._ablation_mode = heads, c.mode

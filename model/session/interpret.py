@@ -223,11 +223,19 @@ class SessionInterpret(SessionData, SessionInspection):
     def ablated(self, heads: Iterable[Head], mode: str = "zero", sentences: int = 100) -> Iterator[None]:
         """Inside, every computation of this session's model runs with ``heads`` — ``(kind, layer, head)``, kind
         "encoder", "decoder" or "cross", 0-based — switched off: their outputs zeroed before W^O (``mode="mean"``:
-        replaced by their mean over ``sentences`` held-out sentences)."""
+        replaced by their mean over ``sentences`` held-out sentences, computed once for these weights)."""
         heads = list(heads)
-        means = ablation.head_means(self.model, self._held_out(sentences)) if mode == "mean" and heads else None
+        means = self._head_means(sentences) if mode == "mean" and heads else None
         with ablation.ablated(self.model, heads, mode, means):
             yield
+
+    def _head_means(self, sentences: int) -> ablation.Means:
+        """The heads' mean outputs, kept while the weights stay (every view of a mean ablation asks for them)."""
+        key = (self.step, sentences)
+        kept = self._means_kept
+        if kept is None or kept[0] != key:
+            kept = self._means_kept = (key, ablation.head_means(self.model, self._held_out(sentences)))
+        return kept[1]
 
     def head_importance(
         self,

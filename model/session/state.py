@@ -54,6 +54,7 @@ class SessionState:
         self._trainer: Trainer | None = None
         self._pending: dict[str, Any] | None = None  # optimizer/stream state from a checkpoint
         self._clock: float | None = None
+        self._means_kept: tuple[tuple[int, int], Any] | None = None  # heads' mean outputs for mean ablation
 
     @property
     def shared_tokenizer(self) -> bool:
