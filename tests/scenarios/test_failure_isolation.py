@@ -132,7 +132,8 @@ def test_only_a_failing_training_step_pauses_training_and_resume_continues(qtbot
     engine, seen = training
     qtbot.waitUntil(lambda: seen.steps >= 3, timeout=30000)
     engine.submit(cmd.FailOnPurpose(message="the step broke", in_training=True))
-    qtbot.waitUntil(lambda: seen.states[-1].state == "error", timeout=30000)
+    # the status may come straight from the engine thread, the message by way of the window's: wait for both
+    qtbot.waitUntil(lambda: seen.states[-1].state == "error" and 0 in seen.failed, timeout=30000)
     message = seen.failed[0]  # a training failure answers no request
     assert "the step broke" in message and "Training is paused" in message and "Traceback" not in message
     step = seen.states[-1].step
