@@ -7,9 +7,11 @@
 - The head-importance sweep (each head of each attention kind ablated alone, ``ablation.head_importance``) on 100
   held-out sentences, against one teacher-forced evaluation pass over the same sentences (``ablation.scores``
   with nothing ablated, timed between the sweep's heads). Goal: ≤ 1.2 × the number of heads.
-- ``Session.logit_lens`` against ``Session.inspect`` (all attention maps, what the window asks at a decoding step)
-  for the same sentence and target. Goal: ≤ 1.10×. A plain teacher-forced pass and the lens's own read-out (the
-  final norm and output layer applied to every layer's stream) are timed beside them.
+- A step-through decoding as the window drives it (start, then a step and its view at a time to the end) with the
+  logit lens watched (each step reads it out of its own decoder call, each view carries the focus's table),
+  against the same unwatched. Goal: ≤ 1.10×. Beside it, ``Session.logit_lens`` (a teacher-forced pass of its
+  own, what the window asks for a prefix not being stepped through) against ``Session.inspect``, a plain
+  teacher-forced pass and the lens's read-out alone.
 
 The model is the small preset on the copy task (random weights after the few training steps timed); each
 comparison is timed side by side, interleaved, medians taken. The last lines are the figures with their goals.
@@ -28,7 +30,9 @@ import torch
 from bench.common import figure, interleaved_medians, quick_arguments, report
 from model.data import DataSpec
 from model.data.tokenization import TokenizerSpec
+from model.decoding.stepping import DecodeDriver
 from model.interpret import ablation, attribution, lens
+from model.io.snapshots import DecodeSettings
 from model.session import Session
 from model.training.trainer import train_config_for
 
@@ -36,6 +40,7 @@ IG, TRAIN = "integrated gradients, one target", "training step"
 IG_REFINED = "the same, adaptive where it must"
 SWEEP, EVAL = "head-importance sweep", "evaluation pass"
 LENS, INSPECT, PASS, READ_OUT = "Session.logit_lens", "Session.inspect", "teacher-forced pass", "lens read-out alone"
+STEPS_LENS, STEPS_PLAIN = "step-through with the lens watched", "step-through unwatched"
 
 
 @dataclass(frozen=True)
@@ -135,8 +140,19 @@ def compare_lens(session: Session, sizes: Sizes) -> dict[str, float]:
         INSPECT: lambda: session.inspect(sentence, sentence),
         PASS: plain,
         READ_OUT: read_out,
+        STEPS_LENS: lambda: stepped(session, sentence, True),
+        STEPS_PLAIN: lambda: stepped(session, sentence, False),
     }
     return interleaved_medians(runs, repeats=sizes.repeats * 5, warmup=sizes.warmup)
+
+
+def stepped(session: Session, sentence: str, watched: bool) -> None:
+    """A step-through decoding as the window drives it: start, then a step and its view at a time to the end,
+    with the logit lens watched or not."""
+    driver = DecodeDriver(session, lens=watched)
+    view = driver.start(DecodeSettings(sentence))
+    while not view.at_end:
+        view = driver.act("step")
 
 
 def figures(
@@ -145,7 +161,7 @@ def figures(
     """The three figures, each with its goal and whether it holds."""
     ig_ratio = ig[IG] / ig[TRAIN]
     per_head = imp[SWEEP] / (heads * imp[EVAL])
-    lens_ratio = lens_[LENS] / lens_[INSPECT]
+    lens_ratio = lens_[STEPS_LENS] / lens_[STEPS_PLAIN]
     return [
         figure(
             f"integrated gradients ({sizes.steps} steps), one target of one {sizes.length}-token sentence / one "
@@ -162,7 +178,8 @@ def figures(
             per_head <= 1.2,
         ),
         figure(
-            f"Session.logit_lens / Session.inspect, same {sizes.length}-token sentence, {sizes.preset}",
+            f"step-through decoding of a {sizes.length}-token sentence with the logit lens watched / unwatched, "
+            f"{sizes.preset}",
             lens_ratio,
             "goal ≤ 1.1×",
             lens_ratio <= 1.1,
@@ -196,7 +213,8 @@ def main(argv: list[str] | None = None) -> None:
         "logit lens against inspecting",
         seen,
         [
-            ("lens / inspect (goal ≤ 1.1)", LENS, INSPECT),
+            ("step-through watched / unwatched (goal ≤ 1.1)", STEPS_LENS, STEPS_PLAIN),
+            ("lens / inspect", LENS, INSPECT),
             ("lens / plain pass", LENS, PASS),
             ("read-out / pass", READ_OUT, PASS),
         ],

@@ -19,7 +19,7 @@ def test_quick_run_prints_three_finite_positive_figures(capsys):
         "integrated gradients (8 steps), one target of one 8-token sentence / one training step"
     )
     assert labels[1].startswith("head-importance sweep of 24 heads on 16 sentences / (24 × one evaluation pass)")
-    assert labels[2].startswith("Session.logit_lens / Session.inspect")
+    assert labels[2].startswith("step-through decoding of a 8-token sentence with the logit lens watched / unwatched")
     assert [m.group(3) for m in found] == ["goal ≤ 1.5×", "goal ≤ 1.2×", "goal ≤ 1.1×"]
     for m in found:  # only that each figure is a number; never how fast anything ran
         value = float(m.group(2))

@@ -342,3 +342,78 @@ def assert_same_search(session, settings, end):
         cut = {"top_k": settings.sample_top_k or None, "top_p": settings.top_p if settings.top_p < 1 else None}
         found = generate(session.model, ids, settings.max_len, temperature=temperature, seed=settings.seed, **cut)
         assert list(end.hypotheses[0][3]) == found
+
+
+# -- the logit lens, read out of the steps' own decoder calls -----------------------------------------------------
+def assert_lens_of_the_focus(session, view, source):
+    """The view's lens is the current step's: the last position of Session.logit_lens of the same prefix (a
+    teacher-forced pass of its own)."""
+    lens = view.lens
+    assert lens is not None and len(lens.targets) == 1
+    want = session.logit_lens(source, list(view.focus_tokens))
+    ids, probs = want.top(lens.top_probs.shape[-1])
+    show = session.tgt_tok.display_token
+    assert lens.top_tokens == tuple((tuple(show(int(i)) for i in layer[-1]),) for layer in ids)
+    np.testing.assert_allclose(lens.top_probs, probs[:, -1:], atol=2e-5)
+    np.testing.assert_allclose(lens.target_probs, want.target_probs()[:, -1:], atol=2e-5)
+    np.testing.assert_array_equal(lens.first_layer, want.first_layer()[-1:])
+    assert lens.positions == want.positions[-1:] and lens.targets == want.targets[-1:]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        DecodeSettings("2 7 1 8"),
+        DecodeSettings("2 7 1 8", beam_size=3),
+        DecodeSettings("2 7 1 8", temperature=1.5, seed=3),  # drawn tokens, often not the top ones
+    ],
+)
+def test_the_lens_of_a_translation_comes_from_its_steps(trained, settings):
+    driver = DecodeDriver(trained, lens=True)
+    driver.start(settings)
+    driver.act("step")
+    view = driver.act("step")
+    assert_lens_of_the_focus(trained, view, "2 7 1 8")
+    end = driver.act("run")
+    assert_lens_of_the_focus(trained, end, "2 7 1 8")
+
+
+def test_the_lens_of_a_continuation_comes_from_its_steps():
+    session = text_session("decoder_only")
+    driver = DecodeDriver(session, lens=True)
+    driver.start(DecodeSettings(PROMPT, max_len=6))
+    driver.act("step")
+    view = driver.act("step")
+    assert_lens_of_the_focus(session, view, PROMPT)
+
+
+def test_the_lens_is_read_out_only_while_watched(trained):
+    """Unwatched, no step reads the lens out; watched from the middle of a sentence, the sentence is replayed
+    once to the same position and every view has it from then on; unwatched again, new steps stop reading it."""
+    driver = DecodeDriver(trained)
+    driver.start(DecodeSettings("2 7 1 8", beam_size=2))
+    driver.act("step")
+    view = driver.act("step")
+    assert view.lens is None and all(row.residuals is None for row in driver._decode.stepper.rows)
+    driver.watch_lens(True)
+    shown = driver.act("show")
+    assert shown.position == 2 and shown.focus_tokens == view.focus_tokens
+    assert_lens_of_the_focus(trained, shown, "2 7 1 8")
+    assert_lens_of_the_focus(trained, driver.act("step"), "2 7 1 8")
+    driver.watch_lens(False)
+    rows = driver._decode.stepper.rows
+    read = len(rows)  # the last of them may have been read ahead, while watched
+    assert driver.act("step").lens is None
+    assert all(row.residuals is None for row in rows[read + 1 :])
+    driver.start(DecodeSettings("7 1 8", beam_size=2))  # a new sentence, unwatched
+    assert driver.act("step").lens is None and all(row.residuals is None for row in driver._decode.stepper.rows)
+
+
+def test_reading_the_lens_adds_no_decoder_call(trained, monkeypatch):
+    """A step's lens is a read-out of the decoder call it makes anyway: still one decoder call per step."""
+    driver = DecodeDriver(trained, lens=True)
+    driver.start(DecodeSettings("2 7 1 8"))
+    calls = Calls(trained.model, monkeypatch)
+    view = driver.act("step")
+    assert view.lens is not None
+    assert calls.take() == passes(decode_step=1)

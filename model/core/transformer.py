@@ -404,24 +404,29 @@ class Transformer(nn.Module):
 
     @overload
     def decode_step(
-        self, tokens: Tensor, state: DecoderState, need_weights: Literal[False] = False
+        self,
+        tokens: Tensor,
+        state: DecoderState,
+        need_weights: Literal[False] = False,
+        residuals: list[Tensor] | None = None,
     ) -> tuple[Tensor, None, None]: ...
     @overload
     def decode_step(
-        self, tokens: Tensor, state: DecoderState, need_weights: Literal[True]
+        self, tokens: Tensor, state: DecoderState, need_weights: Literal[True], residuals: list[Tensor] | None = None
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]: ...
     @overload
     def decode_step(
-        self, tokens: Tensor, state: DecoderState, need_weights: bool = False
+        self, tokens: Tensor, state: DecoderState, need_weights: bool = False, residuals: list[Tensor] | None = None
     ) -> tuple[Tensor, list[Tensor] | None, list[Tensor] | None]: ...
     def decode_step(
-        self, tokens: Tensor, state: DecoderState, need_weights: bool = False
+        self, tokens: Tensor, state: DecoderState, need_weights: bool = False, residuals: list[Tensor] | None = None
     ) -> tuple[Tensor, list[Tensor] | None, list[Tensor] | None]:
         """Feed one token per prefix ``tokens [B]`` at position ``state.length``.
 
         → next-token logits ``[B, V]``; with ``need_weights`` the per-layer self
         ``[B, H, 1, t+1]`` and cross ``[B, H, 1, S]`` attention rows of this position (no cross rows: an
-        empty list, for a decoder-only model).
+        empty list, for a decoder-only model). ``residuals``: a list that receives each layer's output at this
+        position ``[B, 1, d]`` (the residual stream the logit lens reads).
         """
         t, B = state.length, tokens.shape[0]
         if t >= state.capacity:
@@ -444,6 +449,8 @@ class Transformer(nn.Module):
             x, self_w, cross_w = decoder_step(
                 w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights, bias
             )
+            if residuals is not None:
+                residuals.append(x)
             if need_weights:
                 assert self_w is not None  # asked for, so it came back
                 self_maps.append(self_w)

@@ -26,10 +26,12 @@ from typing import Literal, Protocol, overload
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.masks import padding_mask
 from model.core.transformer import AttentionMaps, DecoderState, Transformer
+from model.interpret.lens import final_states
 from model.io.snapshots import Candidate, DecodeStep, Hypothesis  # torch-free; still importable from here
 
 
@@ -101,6 +103,10 @@ class DecoderRows:
     cross_attention: np.ndarray  # [n_live, layers, heads, S]
     eos_probs: np.ndarray  # [n_live] P(EOS | prefix, source)
     routing: tuple[RoutingRows, ...] = ()  # per decoder layer with experts (none in a dense model)
+    residuals: Tensor | None = None  # [n_live, layers, d] each layer's output here, while the lens is watched
+
+
+LENS_TOP = 5
 
 
 def output_budget(n_source: int, max_len: int) -> int:
@@ -214,6 +220,8 @@ class BeamStepper:
         length_penalty: α of the GNMT score.
         top_k: candidates recorded per prefix for display.
         record: keep per-step candidates and attention (off for plain beam search).
+        lens: when recording, also keep each decoder call's residual stream, which the logit lens reads out
+            (:meth:`lens_at`).
     """
 
     def __init__(
@@ -226,6 +234,7 @@ class BeamStepper:
         top_k: int = 10,
         record: bool = True,
         sampling: Sampling | None = None,
+        lens: bool = False,
     ) -> None:
         if beam_size < 1:
             raise ValueError(f"beam_size must be at least 1 (got {beam_size})")
@@ -236,6 +245,8 @@ class BeamStepper:
         _check_max_len(max_len)
         self.model, self.beam_size = model, beam_size
         self.length_penalty, self.top_k, self.record, self.sampling = length_penalty, top_k, record, sampling
+        self.lens = lens and record
+        self._lens_bias: Tensor | None = None
         cfg = model.cfg
         model.eval()
         self.encoder_attention: np.ndarray | None = None  # [layers, heads, S, S], when recording
@@ -307,7 +318,7 @@ class BeamStepper:
             if not self.record:
                 model.decode_step(tokens, self._state)
                 continue
-            logits, self_w, _, routing = _recorded_step(model, tokens, self._state)
+            logits, self_w, _, routing, _ = _recorded_step(model, tokens, self._state)
             log_probs = (logits + self._forbid).log_softmax(-1)  # [1, V]
             self.prompt_rows.append(_rows(log_probs, self_w, [], model.cfg.eos_id, routing))
             follows.append(log_probs[0, following])
@@ -371,14 +382,27 @@ class BeamStepper:
         return sorted(self._finished, key=lambda h: h.score, reverse=True)
 
     # -- one step of search --------------------------------------------------------
+    def lens_at(self, position: int, row: int, token: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The logit lens of prefix ``row`` at ``position``, read out of the residual stream that position's
+        decoder call kept: each layer's top ``LENS_TOP`` ids and probabilities ``[layers, k]`` and its probability
+        of ``token`` ``[layers]`` (any token: a sampled one too). None when the call kept none."""
+        residuals = self.rows[position].residuals if position < len(self.rows) else None
+        if residuals is None:
+            return None
+        with torch.inference_mode():
+            if self._lens_bias is None:  # made once: the output layer's bias with decoding's mask folded in
+                bias = self.model.generator.bias
+                self._lens_bias = self._forbid if bias is None else bias + self._forbid
+            return _lens_column(self.model, residuals[row : row + 1], token, self._lens_bias)
+
     def _forward(self) -> Tensor:
         """The decoder call for the prefixes alive now → their next-token log-probabilities ``[n, V]``,
         made once per position (recording appends its rows to :attr:`rows`)."""
         if self._pending is None:
             if self.record:
-                logits, self_w, cross_w, routing = _recorded_step(self.model, self._last, self._state)
+                logits, self_w, cross_w, routing, kept = _recorded_step(self.model, self._last, self._state, self.lens)
                 self._pending = (logits + self._forbid).log_softmax(-1)
-                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id, routing))
+                self.rows.append(_rows(self._pending, self_w, cross_w, self.model.cfg.eos_id, routing, kept))
             else:
                 logits = self.model.decode_step(self._last, self._state)[0]
                 self._pending = (logits + self._forbid).log_softmax(-1)
@@ -495,11 +519,15 @@ class RouterReport(Protocol):
 
 
 def _recorded_step(
-    model: Transformer, tokens: Tensor, state: DecoderState
-) -> tuple[Tensor, list[Tensor], list[Tensor], list[RouterReport]]:
+    model: Transformer,
+    tokens: Tensor,
+    state: DecoderState,
+    keep_residuals: bool = False,
+) -> tuple[Tensor, list[Tensor], list[Tensor], list[RouterReport], Tensor | None]:
     """``model.decode_step`` with its attention rows, and what the router of each decoder layer with experts
     did: caught as that sublayer returns it (its output and its routing; a dense one has no routing, and a
-    step calls it as plain tensors), since the step itself keeps only the attention."""
+    step calls it as plain tensors), since the step itself keeps only the attention. With ``keep_residuals``:
+    each layer's output at this position too, ``[n, layers, d]`` (what the logit lens reads out)."""
     caught: list[RouterReport] = []
 
     def catch(module: nn.Module, inputs: tuple, output: object) -> None:
@@ -507,16 +535,34 @@ def _recorded_step(
             caught.append(output[1])
 
     hooks = [layer.get_submodule("ffn").register_forward_hook(catch) for layer in model.decoder_layers]
+    residuals: list[Tensor] | None = [] if keep_residuals else None
     try:
-        logits, self_w, cross_w = model.decode_step(tokens, state, need_weights=True)
+        logits, self_w, cross_w = model.decode_step(tokens, state, need_weights=True, residuals=residuals)
     finally:
         for hook in hooks:
             hook.remove()
-    return logits, self_w, cross_w, caught
+    return logits, self_w, cross_w, caught, torch.cat(residuals, dim=1) if residuals else None
+
+
+def _lens_column(
+    model: Transformer, residuals: Tensor, token: int, bias: Tensor
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One prefix's residual stream at one position ``[1, layers, d]`` through the final norm and the output
+    layer (``bias``: the output layer's own plus decoding's mask of PAD and BOS) → each layer's top ids and
+    probabilities, and its probability of ``token``. Few operations: a step pays for each."""
+    states = final_states(model, residuals)[0]  # [layers, d]
+    probs = F.linear(states, model.generator.weight, bias).float().softmax(-1)  # [layers, V]
+    top, ids = probs.topk(min(LENS_TOP, probs.shape[-1]), dim=-1)
+    return ids.cpu().numpy(), top.cpu().numpy(), probs[:, token].cpu().numpy()
 
 
 def _rows(
-    log_probs: Tensor, self_w: list[Tensor], cross_w: list[Tensor], eos_id: int, routing: list[RouterReport]
+    log_probs: Tensor,
+    self_w: list[Tensor],
+    cross_w: list[Tensor],
+    eos_id: int,
+    routing: list[RouterReport],
+    residuals: Tensor | None = None,
 ) -> DecoderRows:
     """One decoder call's record: per layer ``[n, H, 1, L]`` → ``[n, layers, H, L]``, P(EOS) per prefix, and
     each router's ``[n, 1, ·]`` → ``[n, ·]``. A decoder-only model has no cross-attention: ``[n, 0, H, 0]``."""
@@ -525,7 +571,7 @@ def _rows(
     n, heads = self_w[0].shape[:2]
     cross = stack(cross_w) if cross_w else np.zeros((n, 0, heads, 0), np.float32)
     routers = tuple(RoutingRows(row(r.probs), row(r.chosen), row(r.weights)) for r in routing)
-    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy(), routers)
+    return DecoderRows(stack(self_w), cross, log_probs[:, eos_id].exp().float().cpu().numpy(), routers, residuals)
 
 
 def _draw_from(stepper: BeamStepper, log_probs: Tensor) -> Tensor:
@@ -554,7 +600,14 @@ class SampleStepper(GreedyStepper):
     with the candidates it was drawn from (``DecodeStep.cut`` marks those top-k / top-p removed)."""
 
     def __init__(
-        self, model: Transformer, src: Tensor, max_len: int, sampling: Sampling, top_k: int = 10, record: bool = True
+        self,
+        model: Transformer,
+        src: Tensor,
+        max_len: int,
+        sampling: Sampling,
+        top_k: int = 10,
+        record: bool = True,
+        lens: bool = False,
     ) -> None:
         BeamStepper.__init__(
             self,
@@ -566,6 +619,7 @@ class SampleStepper(GreedyStepper):
             top_k=top_k,
             record=record,
             sampling=sampling,
+            lens=lens,
         )
 
 

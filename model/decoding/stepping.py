@@ -10,6 +10,10 @@ position already shown compute nothing at all. Every answer is on the weights of
 training has changed them since the stepper was built, it is rebuilt and replayed to the same
 position first.
 
+The logit lens of the current step comes the same way, when it is watched (:meth:`DecodeDriver.watch_lens`): each
+decoder call also keeps its residual stream, and the view reads the row of the prefix in focus out through the
+final norm and the output layer; watching it from the middle of a sentence replays the sentence once.
+
 No PyTorch is imported here (the session does the computing), so the window may import this module.
 """
 
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from model.interpret.results import LensTable
 from model.io.snapshots import (
     Candidate,
     DecodeSettings,
@@ -54,8 +59,9 @@ _decode_ids = itertools.count(1)  # across drivers: a new run's first sentence i
 class DecodeDriver:
     """One sentence decoded step by step (engine thread only)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, lens: bool = False) -> None:
         self.session = session
+        self.lens = lens  # read the logit lens out of each step (only while someone looks at it)
         self.decode_id = 0
         self.settings: DecodeSettings | None = None
         self._decode: DecodeSession | None = None
@@ -104,6 +110,17 @@ class DecodeDriver:
             self._cached_bytes -= _size(self._views.pop(next(iter(self._views))))
         return view
 
+    def watch_lens(self, on: bool) -> None:
+        """Read the logit lens out of each step from now on (``on``), or stop. A sentence stepped without it is
+        replayed once to the same position, so that every position of the focus has its lens."""
+        self.lens = on
+        decode = self._decode
+        if decode is None:
+            return
+        decode.stepper.lens = on
+        if on and not all(row.residuals is not None for row in decode.stepper.rows):
+            self._build(decode.stepper.position)
+
     # -- the stepper ---------------------------------------------------------------------------------------------
     @property
     def _sentence(self) -> DecodeSession:
@@ -130,7 +147,7 @@ class DecodeDriver:
 
             sampling = Sampling(s.temperature, s.sample_top_k or None, s.top_p if s.top_p < 1 else None, s.seed)
         self._decode = decode = self.session.stepper(
-            s.text, s.beam_size, s.max_len, s.length_penalty, s.top_k, sampling=sampling
+            s.text, s.beam_size, s.max_len, s.length_penalty, s.top_k, sampling=sampling, lens=self.lens
         )
         self._built_at = self.session.step
         for _ in range(position):
@@ -179,7 +196,29 @@ class DecodeDriver:
             inspection=self._inspection(focus, end),
             weights_step=session.step,
             source_typed=_typed(d, eos=not generating),
+            lens=self._lens(focus, end),
         )
+
+    def _lens(self, focus: list[int], end: tuple[int, int] | None) -> LensTable | None:
+        """The logit lens of the current step (the last position of ``focus``: it reads the token before the
+        last and predicts the last), read out of the residual stream that step's call kept; None when not
+        watched or not kept."""
+        d, session = self._sentence, self.session
+        if not self.lens or end is None or not focus:
+            return None
+        t = len(focus) - 1
+        column = d.stepper.lens_at(t, _back_pointers(d.stepper.history, end)[t], focus[t])
+        if column is None:
+            return None
+        top_ids, top_probs, chosen = column[0][:, None], column[1][:, None], column[2][:, None]  # [layers, 1, …]
+        tops, first = column[0][:, 0].tolist(), len(column[0]) - 1  # each layer's best; from where it stays
+        while first and tops[first - 1] == tops[-1]:
+            first -= 1
+        show = session.tgt_tok.display_token
+        read = focus[t - 1] if t else (d.source_ids[-1] if self._generating else session.model_cfg.bos_id)
+        tokens = tuple(tuple(tuple(show(int(i)) for i in ids) for ids in layer) for layer in top_ids)
+        said = (show(read),), (show(focus[t]),)
+        return LensTable(self._settings.text, *said, tokens, top_probs, chosen, np.array([first]), session.step)
 
     def _inspection(self, focus: list[int], end: tuple[int, int] | None) -> Inspection:
         """Source → ``focus``, teacher-forced, from the recorded rows; ``end`` = (position, row) of the focus's

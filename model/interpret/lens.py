@@ -16,11 +16,17 @@ from model.families.bert import Heads
 def read_out(model: Transformer, hidden: Tensor) -> Tensor:
     """Logits of a residual stream ``[B, L, d]`` of the last stack: the stack's final norm (Pre-LN models have one),
     the family's heads (BERT's masked-LM transform), the output layer."""
+    return model.generator(final_states(model, hidden))
+
+
+def final_states(model: Transformer, hidden: Tensor) -> Tensor:
+    """A residual stream ``[B, L, d]`` of the last stack as the output layer reads it: through the stack's final
+    norm (Pre-LN models have one) and the family's heads (BERT's masked-LM transform)."""
     stack_norm = model.decoder_norm if model.decoder_layers else model.encoder_norm
     if stack_norm is not None:
         hidden = stack_norm(hidden)
     hidden, _ = model.parts.read_out(hidden, Heads(model.mlm_transform, model.pooler, model.classifier))
-    return model.generator(hidden)
+    return hidden
 
 
 @torch.inference_mode()  # as Session.inspect: no autograd bookkeeping at all, ~10% quicker than no_grad

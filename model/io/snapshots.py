@@ -16,6 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from model.core.config import Positional
     from model.data.tokenization import Encoded
+    from model.interpret.results import LensTable
 
 
 # -- decoding ----------------------------------------------------------------------------------------------------
@@ -217,6 +218,9 @@ class DecodeView:
     weights_step: int  # training step of the weights used
     # per source piece, the text typed for it (an unknown piece reads <unk>, the person typed e.g. "cat"); EOS: "<eos>"
     source_typed: tuple[str, ...] = ()
+    # the logit lens of the current step (the focus's last position), read out of its own decoder call (None: not
+    # watched)
+    lens: LensTable | None = None
 
 
 @dataclass(frozen=True)

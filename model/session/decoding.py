@@ -95,16 +95,19 @@ class SessionDecoding(SessionState):
         length_penalty: float = 0.6,
         top_k: int = 10,
         sampling: Sampling | None = None,
+        lens: bool = False,
     ) -> DecodeSession:
         """Decoding of ``text`` one step at a time (greedy when beam_size is 1; drawn at random with
-        ``sampling``). For a decoder-only model ``text`` is the prompt it continues."""
+        ``sampling``). For a decoder-only model ``text`` is the prompt it continues. ``lens``: each step also reads
+        the logit lens out of its decoder call."""
         encoded, ids, _ = self._source(text)
         max_len = max_len or self.default_max_len(len(ids))
         src = torch.tensor(ids, device=self.device)
         stepper: BeamStepper
         if sampling is not None:
-            stepper = SampleStepper(self.model, src, max_len, sampling, top_k)
+            stepper = SampleStepper(self.model, src, max_len, sampling, top_k, lens=lens)
         else:
-            stepper = BeamStepper(self.model, src, beam_size, max_len, length_penalty if beam_size > 1 else 0.0, top_k)
+            penalty = length_penalty if beam_size > 1 else 0.0
+            stepper = BeamStepper(self.model, src, beam_size, max_len, penalty, top_k, lens=lens)
         tokens = [self.src_tok.display_token(i) for i in ids]
         return DecodeSession(encoded, ids, tokens, stepper, self.reference_for(text))
