@@ -213,6 +213,14 @@ class LogitLensOf(Command):
     top_k: int = 5
 
 
+@dataclass(frozen=True)
+class WatchLens(Command):
+    """The logit lens is looked at (``on``), or no longer: while it is, each step of a step-through decoding keeps
+    what the lens reads, and every decoding view carries its current step's lens (no pass of its own)."""
+
+    on: bool
+
+
 HeadKind = Literal["encoder", "decoder", "cross"]
 
 

@@ -168,6 +168,7 @@ class EngineBase(QThread):
         self._pending_evals: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._decoder: DecodeDriver | None = None
+        self._lens_watched = False  # the Why? panel shows the logit lens: decoding steps keep what it reads
         self._ablation: tuple[Head, ...] = ()  # heads switched off for every view of the model (never training)
         self._ablation_mode = "zero"
         self._attributions: dict[tuple, tuple[tuple[int, ...], Attribution]] = {}  # the last prefix explained

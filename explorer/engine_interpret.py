@@ -21,6 +21,7 @@ from explorer.commands import (
     Inspect,
     LogitLensOf,
     SetAblation,
+    WatchLens,
 )
 from explorer.engine_base import EngineBase
 from model.interpret.results import AblationDiff, Attribution, Head, LensTable
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from model.session import Session
 
 # the views of the model that the heads switched off apply to
-ABLATED_VIEWS = (Inspect, Explain, Decode, FillMask, Attribute, LogitLensOf)
+ABLATED_VIEWS = (Inspect, Explain, Decode, FillMask, Attribute, LogitLensOf, WatchLens)
 
 
 class InterpretHandlers(EngineBase):
@@ -43,6 +44,20 @@ class InterpretHandlers(EngineBase):
             return
         with self.session.ablated(self._ablation, self._ablation_mode):
             yield
+
+    def _interpret(self, c: Attribute | LogitLensOf | WatchLens | SetAblation | HeadImportanceOf) -> None:
+        """The commands that ask the model why, each to its handler."""
+        match c:
+            case Attribute():
+                self._attribute(c)
+            case LogitLensOf():
+                self._logit_lens(c)
+            case WatchLens():
+                self._watch_lens(c)
+            case SetAblation():
+                self._set_ablation(c)
+            case HeadImportanceOf():
+                self._head_importance(c)
 
     def _attribute(self, c: Attribute) -> None:
         """Integrated gradients of a decoding's prefix reuse the rows already computed for a shorter prefix of it
@@ -72,6 +87,13 @@ class InterpretHandlers(EngineBase):
             lens.source, lens.positions, lens.targets, tokens, probs, lens.target_probs(), lens.first_layer(), lens.step
         )
         self.lens_ready.emit(LensReady(c.request_id, table, self._ablation))
+
+    def _watch_lens(self, c: WatchLens) -> None:
+        """The Why? panel shows the logit lens, or no longer: a decoding under way keeps what the lens reads from
+        now on (replayed once to where it is), and so does every decoding started after."""
+        self._lens_watched = c.on
+        if self._decoder is not None:
+            self._decoder.watch_lens(c.on)
 
     def _set_ablation(self, c: SetAblation) -> None:
         """Switch heads off (checked against the model first); compare the sentence's output before and after."""

@@ -42,7 +42,7 @@ class ViewHandlers(EngineBase):
         """Step-through decoding: action start (with settings), step, back, run, reset, goto, show."""
         session = self._need_session()
         if self._decoder is None:  # _install drops the driver of an old session
-            self._decoder = DecodeDriver(session)
+            self._decoder = DecodeDriver(session, lens=self._lens_watched)
         if c.action == "start":
             if c.settings is None:
                 raise ValueError("a decoding start needs its settings")

@@ -51,6 +51,7 @@ from explorer.commands import (
     Start,
     Step,
     Stop,
+    WatchLens,
 )
 from explorer.engine_following import FollowingHandlers
 from explorer.engine_interpret import InterpretHandlers
@@ -224,14 +225,8 @@ class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandler
                 self._sample_sentence(c)
             case FillMask():
                 self._fill_mask(c)
-            case Attribute():
-                self._attribute(c)
-            case LogitLensOf():
-                self._logit_lens(c)
-            case SetAblation():
-                self._set_ablation(c)
-            case HeadImportanceOf():
-                self._head_importance(c)
+            case Attribute() | LogitLensOf() | WatchLens() | SetAblation() | HeadImportanceOf():
+                self._interpret(c)
             case FailOnPurpose(in_training=True):
                 self._fail_next_step = c.message
             case FailOnPurpose():

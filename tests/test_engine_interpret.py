@@ -147,3 +147,27 @@ def test_a_longer_prefix_reuses_the_rows_already_explained(qtbot, engine, monkey
     np.testing.assert_allclose(longer.attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(longer.attribution.prefix_scores, want.prefix_scores, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(longer.attribution.scores[:2], first.attribution.scores)
+
+
+def test_a_lens_watched_mid_sentence_comes_with_the_next_steps_under_switched_off_heads(qtbot, engine):
+    """WatchLens from the middle of a decoding: the views from then on carry the current step's lens, read out
+    of the steps' own calls with the switched-off heads off, equal to Session.logit_lens under the same heads."""
+    from explorer.answers import DecodeStepped
+    from model.io.snapshots import DecodeSettings
+
+    engine, seen = engine
+    engine.decode_stepped.connect(seen.got.append)
+    off = tuple(("cross", 0, h) for h in range(engine.session.model_cfg.n_heads))
+    ask(qtbot, engine, seen, cmd.SetAblation(off), AblationChanged)
+    ask(qtbot, engine, seen, cmd.Decode("start", DecodeSettings("1 2 3 4", beam_size=2)), DecodeStepped)
+    view = ask(qtbot, engine, seen, cmd.Decode("step"), DecodeStepped).view
+    assert view.lens is None
+    engine.submit(cmd.WatchLens(True))
+    for position in (1, 2):
+        view = ask(qtbot, engine, seen, cmd.Decode("show" if position == 1 else "step"), DecodeStepped).view
+        assert view.position == position and view.lens is not None
+        session = engine.session  # paused: nothing else touches it
+        with session.ablated(off):
+            want = session.logit_lens("1 2 3 4", list(view.focus_tokens))
+        np.testing.assert_allclose(view.lens.top_probs[:, 0], want.top(5)[1][:, -1], atol=2e-5)
+        np.testing.assert_allclose(view.lens.target_probs[:, 0], want.target_probs()[:, -1], atol=2e-5)

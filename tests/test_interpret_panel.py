@@ -166,6 +166,33 @@ def test_the_lens_table_holds_the_lens_top_tokens_of_the_current_step(qtbot, pan
     engine, decoding, why = panels
     view = step_to(qtbot, decoding, why, 3)
     qtbot.waitUntil(lambda: why.lens.table_data is not None and len(why.lens.table_data.targets) == 3, timeout=30000)
+    assert_lens_cells(engine, why, view)
+
+
+def test_while_the_lens_is_shown_each_step_brings_it_and_no_lens_pass_is_asked(qtbot, panels):
+    """The lens tab in front: the engine is told, each decoding view carries its step's lens (read out of the
+    step's own decoder call) and the table is that one, equal to Session.logit_lens; no LogitLensOf goes out.
+    The attribution tab in front again: the engine is told, and the steps stop reading the lens."""
+    engine, decoding, why = panels
+    sent: list[object] = []
+    submit = engine.submit
+    engine.submit = lambda command: (sent.append(command), submit(command))[1]
+    why.tabs.setCurrentWidget(why.lens)
+    for steps in (1, 2, 3):
+        view = step_to(qtbot, decoding, why, steps)
+        assert view.lens is not None and why.lens.table_data is view.lens
+        assert_lens_cells(engine, why, view)
+    assert [c.on for c in sent if isinstance(c, cmd.WatchLens)] == [True]
+    assert not any(isinstance(c, cmd.LogitLensOf) for c in sent)
+    why.tabs.setCurrentIndex(0)
+    assert [c.on for c in sent if isinstance(c, cmd.WatchLens)] == [True, False]
+    decoding.press("step")
+    qtbot.waitUntil(lambda: not decoding.waiting and decoding.view.position == 4, timeout=10000)
+    assert decoding.view.lens is None
+
+
+def assert_lens_cells(engine, why, view):
+    """The lens table is Session.logit_lens's at the view's current step (a teacher-forced pass of its own)."""
     lens = engine.session.logit_lens(SENTENCE, list(view.focus_tokens))
     ids, probs = lens.top(5)
     show = engine.session.tgt_tok.display_token

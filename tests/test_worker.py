@@ -119,9 +119,21 @@ def test_the_engine_answers_typed_commands_with_typed_snapshots(qtbot, tmp_path)
 
 def test_every_command_has_its_handler():
     """A command class without a case in the engine's dispatch would only fail when sent."""
-    source = (ROOT / "explorer" / "worker.py").read_text(encoding="utf-8")
-    dispatch = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_dispatch")
-    handled = {c.pattern.cls.id for c in dispatch.body[-1].cases if isinstance(c.pattern, ast.MatchClass)}
+
+    def cases(module: str, function: str) -> dict[str, ast.match_case]:
+        """Each class a match in ``function`` names → its case (a case ``A() | B()`` names both)."""
+        source = (ROOT / "explorer" / module).read_text(encoding="utf-8")
+        body = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == function)
+        named = {}
+        for case in body.body[-1].cases:
+            patterns = case.pattern.patterns if isinstance(case.pattern, ast.MatchOr) else [case.pattern]
+            named.update({p.cls.id: case for p in patterns if isinstance(p, ast.MatchClass)})
+        return named
+
+    dispatched = cases("worker.py", "_dispatch")
+    asking_why = cases("engine_interpret.py", "_interpret")  # the commands that ask why go on to their handlers
+    assert set(asking_why) == {name for name, case in dispatched.items() if isinstance(case.pattern, ast.MatchOr)}
+    handled = set(dispatched)
     defined = {
         name
         for name, obj in vars(cmd).items()

@@ -36,12 +36,13 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.answers import Attributed, LensReady
-from explorer.commands import Attribute, LogitLensOf
+from explorer.commands import Attribute, LogitLensOf, WatchLens
 from explorer.i18n import N_, tr
 from explorer.panels.interpret_state import TABS, WhyView
 from explorer.panels.interpret_views import AttributionMap, LensView
 from explorer.widgets import named
 from explorer.widgets.token_strip import shown_piece
+from model.interpret.results import LensTable
 from model.io.snapshots import DecodeView, Inspection
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ class WhyPanel(QWidget):
         self.attribution: Attribution | None = None
         self.waiting: int | None = None  # the id of the attribution asked for and not answered yet
         self.on_screen = False  # True while the panel is looked at (set_on_screen): nothing is computed before
+        self.lens_watched = False  # the engine was told the lens is looked at (decoding steps then bring it)
+        self.step_lens: tuple[Question | None, LensTable] | None = None  # the last decoding step's, with its question
+        self.lens_asked: int | None = None  # the LogitLensOf awaited (None: the lens shown needs no answer)
         self.pieces: tuple[str, ...] = ()
         self.eos_id = 2
         self._create()
@@ -135,6 +139,7 @@ class WhyPanel(QWidget):
         self.contrast.activated.connect(lambda _: self.refresh())
         self.clear_button.clicked.connect(self.clear_contrast)
         self.on_source.toggled.connect(lambda _: self._tint_source())
+        self.tabs.currentChanged.connect(lambda _: self._watch_lens())
 
     def _lay_out(self) -> None:
         self.controls = QWidget()  # presenter mode hides these rows
@@ -207,12 +212,14 @@ class WhyPanel(QWidget):
         decoding.view_shown.connect(self.on_decode)
         decoding.inspection_shown.connect(self.on_inspection)
         decoding.candidate_clicked.connect(self.on_candidate)
+        self._watch_lens()
 
     def on_run(self, info: RunInfo) -> None:
         self.info = info
         self.eos_id = info.model_config.eos_id
         self.pieces = tuple(shown_piece(p) for p in info.tgt_pieces)
         self.question, self.asked, self.attribution = None, None, None
+        self.step_lens, self.lens_asked = None, None
         self.map.draw(None)
         self.lens.show_table(None)
         self._fill_contrast()
@@ -226,8 +233,11 @@ class WhyPanel(QWidget):
         return self.pieces[token] if 0 <= token < len(self.pieces) else f"#{token}"
 
     def on_decode(self, view: DecodeView) -> None:
-        """A decoding step was shown: explain its output so far (nothing before the first step)."""
-        self._follow(question_of(view, self.eos_id, self._generating))
+        """A decoding step was shown: explain its output so far (nothing before the first step). While the lens
+        is watched, the step's logit lens came with it."""
+        question = question_of(view, self.eos_id, self._generating)
+        self.step_lens = None if view.lens is None else (question, view.lens)
+        self._follow(question)
 
     def on_inspection(self, inspection: Inspection) -> None:
         """An encoder-only model's fill-mask text: its masked positions are explained."""
@@ -264,9 +274,18 @@ class WhyPanel(QWidget):
     def set_on_screen(self, on: bool) -> None:
         """Told by the dock: a tab behind another is not computed for (and tints no chip)."""
         self.on_screen = on
+        self._watch_lens()
         if on:
             self.refresh()
         self._tint_source()
+
+    def _watch_lens(self) -> None:
+        """Tell the engine whether the lens is looked at: while it is, each decoding step reads it out of its own
+        decoder call (a few operations) instead of the lens asking for a pass of its own."""
+        on = self.on_screen and self.tabs.currentWidget() is self.lens
+        if self.client is not None and on != self.lens_watched:
+            self.lens_watched = on
+            self.client.ask(WatchLens(on))
 
     # -- asking ---------------------------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -281,7 +300,11 @@ class WhyPanel(QWidget):
         if key == self.asked:
             return
         if self.asked is None or self.asked[0] != q:
-            self.client.ask(LogitLensOf(source=q.source, target_ids=q.target_ids, top_k=5))
+            if self.step_lens is not None and self.step_lens[0] == q:
+                self.lens_asked = None
+                self.lens.show_table(self.step_lens[1])  # the decoding step read it out already
+            else:
+                self.lens_asked = self.client.ask(LogitLensOf(source=q.source, target_ids=q.target_ids, top_k=5))
         self.asked = key
         self.waiting = self.client.ask(Attribute(q.source, method, q.target_ids, contrast, steps))  # type: ignore[arg-type]
         self.say(tr("Computing…"))
@@ -306,7 +329,7 @@ class WhyPanel(QWidget):
             self.say("")
 
     def _on_lens(self, reply: LensReady) -> None:
-        if self.client is not None and self.client.fresh(LogitLensOf, reply.request_id):
+        if self.client is not None and reply.request_id == self.lens_asked:
             self.lens.show_table(reply.table)
 
     # -- what is said and tinted ---------------------------------------------------------------------------------

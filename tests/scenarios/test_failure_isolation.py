@@ -49,6 +49,7 @@ FAILING: dict[type, tuple[cmd.Command, str | None]] = {  # command → (the requ
     cmd.Attribute: (cmd.Attribute(source="1 2 3", steps=0), None),  # no integration steps
     cmd.LogitLensOf: (cmd.LogitLensOf(source="1 2 3"), "_logit_lens"),
     cmd.SetAblation: (cmd.SetAblation(heads=(("cross", 99, 0),)), None),  # no such layer
+    cmd.WatchLens: (cmd.WatchLens(on=True), "_watch_lens"),
     cmd.HeadImportanceOf: (cmd.HeadImportanceOf(sentences=4), "_head_importance"),
     cmd.FailOnPurpose: (cmd.FailOnPurpose(message="a deliberate failure"), None),
 }
