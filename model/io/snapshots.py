@@ -224,6 +224,28 @@ class DecodeView:
 
 
 @dataclass(frozen=True)
+class Lane:
+    """One way of decoding shown beside others: its settings' name, its own view, the log-probability of its
+    prefix in focus (the model's own, at temperature 1), and where that prefix first differs from the first
+    lane's (None: not so far)."""
+
+    label: str
+    view: DecodeView
+    log_prob: float
+    parted_at: int | None
+
+
+@dataclass(frozen=True)
+class LanesView:
+    """Several decodings of one sentence on one step cursor (greedy, beam, sampling with several seeds)."""
+
+    text: str
+    position: int  # the shared cursor: steps shown (a finished lane stays at its end)
+    lanes: tuple[Lane, ...]
+    at_end: bool  # no lane has a further step
+
+
+@dataclass(frozen=True)
 class StepColumns:
     """Training metrics of consecutive updates, one array per metric (the engine's history records)."""
 

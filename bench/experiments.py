@@ -1,0 +1,60 @@
+"""Does each bundled experiment show what it predicts, headless, on this machine, in about a minute?
+
+For each experiment of :data:`model.experiments.VARIANTS`: the baseline and the variant trained side by side
+(:class:`model.experiments.PairedRun`, tiny preset, the experiment's own task and step count), then the
+experiment's figure for each, the seconds both took together, and whether the figure moved the way the
+prediction says (by at least ``MARGIN`` of the baseline's value). The table in docs/benchmarks.md is this output.
+
+    python -m bench.experiments [--only no_positional no_residual] [--steps N] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from model.experiments import VARIANTS, PairedRun
+from model.experiments.variants import MEASURES, Variant
+
+MARGIN = 0.1  # the variant's figure differs from the baseline's by at least 10% of it, the way predicted
+
+
+def shown(variant: Variant, baseline: float, changed: float) -> bool:
+    """The prediction holds: the variant's figure moved the predicted way, by at least MARGIN."""
+    gap = (baseline - changed) if variant.higher_is_better else (changed - baseline)
+    return gap >= MARGIN * max(abs(baseline), 1e-9)
+
+
+def run(variant: Variant, steps: int | None, threads: int) -> str:
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    pair = PairedRun(variant)
+    n = steps if steps is not None else variant.steps
+    pair.train(n)
+    seconds = time.perf_counter() - t0
+    base, changed = pair.measure("baseline"), pair.measure("variant")
+    said = MEASURES[variant.measure][0]
+    verdict = "shows it" if shown(variant, base, changed) else "does NOT show it"
+    return (
+        f"| {variant.name} | {variant.task} | {n} | {said} | {base:.3f} | {changed:.3f} | {seconds:.0f} s | {verdict} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", help="experiments to run (default: all)")
+    ap.add_argument("--steps", type=int, help="updates of each run (default: each experiment's own)")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    chosen = [v for v in VARIANTS if not args.only or v.name in args.only]
+    print(f"tiny preset, cpu, {args.threads} threads; each pair trained side by side (both runs' steps counted)")
+    print("| experiment | task | steps each | figure | baseline | variant | time, both runs | prediction |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for variant in chosen:
+        print(run(variant, args.steps, args.threads), flush=True)
+
+
+if __name__ == "__main__":
+    main()
