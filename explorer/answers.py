@@ -27,6 +27,7 @@ from model.io.snapshots import (
     DecodeView,
     FillMaskView,
     Inspection,
+    LanesView,
     PositionalTables,
     StepColumns,
 )
@@ -254,6 +255,14 @@ class Explained:
 class DecodeStepped:
     request_id: int
     view: DecodeView
+
+
+@dataclass(frozen=True)
+class LanesStepped:
+    """Decoding lanes on one cursor, as the Lanes panel shows them."""
+
+    request_id: int
+    view: LanesView
 
 
 @dataclass(frozen=True)

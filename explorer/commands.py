@@ -179,6 +179,15 @@ class Decode(Command):
 
 
 @dataclass(frozen=True)
+class DecodeLanes(Command):
+    """Decoding lanes: ``start`` the sentence several ways at once (one ``settings`` per lane: greedy, beam,
+    sampling with a seed…), then step, back, run, reset or show them all on one cursor."""
+
+    action: Literal["start", "step", "back", "run", "reset", "show"]
+    settings: tuple[DecodeSettings, ...] = ()
+
+
+@dataclass(frozen=True)
 class FillMask(Command):
     """An encoder-only model's predictions for the masked positions of ``text``: where ``<mask>`` is typed,
     and at the input positions ``mask_positions`` (1 = the first piece after ``<bos>``)."""

@@ -35,6 +35,7 @@ from explorer.answers import (
     FollowStatus,
     ImportanceReady,
     InspectionReady,
+    LanesStepped,
     LensReady,
     LoadProgress,
     MaskFilled,
@@ -51,6 +52,7 @@ from explorer.answers import (
 from explorer.failures import NO_MODEL, RefusedRequest, failure_text
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.data.tokenization import Encoded
+from model.decoding.lanes import LanesDriver
 from model.decoding.stepping import DecodeDriver
 from model.interpret.head_functions import head_functions
 from model.interpret.results import Attribution, Head
@@ -138,6 +140,7 @@ class EngineBase(QThread):
     data_described = Signal(RunData)  # the corpus of the current run
     inspection_ready = Signal(InspectionReady)
     decode_stepped = Signal(DecodeStepped)
+    lanes_stepped = Signal(LanesStepped)  # decoding lanes on one cursor
     probe_recorded = Signal(ProbeSnapshot)  # the probe sentence's attention at one step
     explained = Signal(Explained)
     paused_at = Signal(int, float)  # the auto-pause fired: step, loss
@@ -168,6 +171,7 @@ class EngineBase(QThread):
         self._pending_evals: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._decoder: DecodeDriver | None = None
+        self._lanes: LanesDriver | None = None  # decoding lanes (DecodeLanes)
         self._lens_watched = False  # the Why? panel shows the logit lens: decoding steps keep what it reads
         self._ablation: tuple[Head, ...] = ()  # heads switched off for every view of the model (never training)
         self._ablation_mode = "zero"

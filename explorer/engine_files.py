@@ -41,7 +41,7 @@ class FileHandlers(EngineBase):
         self.session, self._path = session, path
         self._run_id += 1
         self._state = IDLE
-        self._decoder = None
+        self._decoder = self._lanes = None
         self._ablation = ()  # the heads switched off were the old model's
         self._probe_step = -1
         self.run_described.emit(replace(self._run_info(session), origin=origin))

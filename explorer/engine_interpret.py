@@ -15,6 +15,7 @@ from explorer.commands import (
     Attribute,
     Command,
     Decode,
+    DecodeLanes,
     Explain,
     FillMask,
     HeadImportanceOf,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from model.session import Session
 
 # the views of the model that the heads switched off apply to
-ABLATED_VIEWS = (Inspect, Explain, Decode, FillMask, Attribute, LogitLensOf, WatchLens)
+ABLATED_VIEWS = (Inspect, Explain, Decode, DecodeLanes, FillMask, Attribute, LogitLensOf, WatchLens)
 
 
 class InterpretHandlers(EngineBase):
@@ -103,7 +104,7 @@ class InterpretHandlers(EngineBase):
             pass
         diff = self._ablation_diff(s, c.source, heads, c.mode) if c.source.strip() else None
         self._ablation, self._ablation_mode = heads, c.mode
-        self._decoder = None  # a decoding stepped with other heads is not continued: the panel starts it again
+        self._decoder = self._lanes = None  # a decoding stepped with other heads is not continued: started again
         self.ablation_changed.emit(AblationChanged(c.request_id, heads, c.mode, diff))
 
     def _ablation_diff(self, s: Session, source: str, heads: tuple[Head, ...], mode: str) -> AblationDiff:

@@ -6,14 +6,27 @@ from __future__ import annotations
 
 from explorer.answers import (
     DecodeStepped,
+    EngineMessage,
     Explained,
     InspectionReady,
+    LanesStepped,
     MaskFilled,
     PositionalReady,
     SentenceSampled,
 )
-from explorer.commands import Decode, Explain, ExplainWorkedExample, FillMask, Inspect, Positional, SampleSentence
+from explorer.commands import (
+    Decode,
+    DecodeLanes,
+    Explain,
+    ExplainWorkedExample,
+    FillMask,
+    Inspect,
+    Positional,
+    SampleSentence,
+)
 from explorer.engine_base import EngineBase
+from explorer.failures import NO_LANES, RefusedRequest
+from model.decoding.lanes import LanesDriver
 from model.decoding.stepping import DecodeDriver
 
 
@@ -50,6 +63,18 @@ class ViewHandlers(EngineBase):
         else:
             view = self._decoder.act(c.action, c.position)
         self.decode_stepped.emit(DecodeStepped(c.request_id, view))
+
+    def _decode_lanes(self, c: DecodeLanes) -> None:
+        """Decoding lanes: start (one settings per lane), step, back, run, reset, show."""
+        session = self._need_session()
+        if c.action == "start":
+            self._lanes = LanesDriver(session)
+            view = self._lanes.start(list(c.settings))
+        elif self._lanes is None:
+            raise RefusedRequest(EngineMessage(NO_LANES))
+        else:
+            view = self._lanes.act(c.action)
+        self.lanes_stepped.emit(LanesStepped(c.request_id, view))
 
     def _fill_mask(self, c: FillMask) -> None:
         s = self._need_session()

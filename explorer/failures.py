@@ -19,6 +19,7 @@ from model.training.config import TrainingDiverged
 DECODE_ERRORS = {
     "no_sentence": N_("Type a sentence and press Enter to start decoding."),
 }
+NO_LANES = N_("Press “Decode in lanes” first: there are no lanes to step yet.")
 NO_MODEL = N_("There is no model yet: choose a task and press Start, or open a checkpoint.")
 NOT_SAVED = N_("{path} could not be saved ({why}); choose another folder or name, and save again.")
 TRAINING_STOPPED = N_("{error} Training is paused and nothing was lost; Resume continues.")

@@ -357,6 +357,19 @@ the layer from which it stays on top. The last layer is the model's own distribu
 <p><b>逻辑透镜</b>（nostalgebraist，2020）把每一层之后的残差流经过最终归一化和输出层读出来：模型如果在那一层就停下，会说什么。
 最终答案所在的格子是橙色的；★ 标出从哪一层起它一直排第一。最后一层就是模型自己的分布。</p>""",
 }
+# the Lanes panel (explorer/panels/lanes.py): several ways of decoding side by side
+HELP["lanes"] = {
+    "en": """<p>The Decoding panel's sentence decoded several ways at once, one row each: <b>greedy</b> (always the
+most probable token), <b>beam search</b> (the k best prefixes kept; its row shows the best) and <b>sampling</b>
+(each token drawn at random at the chosen temperature, one row per seed). <b>Step</b> moves every lane one token;
+a lane that has finished stays at its end (✓). <b>log P</b> is the model's own log-probability of the row's output
+(at temperature 1), so the lanes compare: beam search finds outputs greedy misses, sampling wanders. From the
+token where a lane first differs from the greedy one, its tokens are orange.</p>""",
+    "zh": """<p>把“解码”面板里的句子同时用几种方式解码，每种一行：<b>贪心</b>（总是取最可能的词元）、<b>束搜索</b>（保留 k 个最好的前缀；
+这一行显示最好的那个）和<b>采样</b>（按所选温度随机抽取每个词元，每个种子一行）。<b>下一步</b>让每一路都前进一个词元；已经结束的路停在终点（✓）。
+<b>log P</b> 是模型自己对这一行输出给出的对数概率（温度为 1），所以各路可以比较：束搜索能找到贪心错过的输出，采样则会走偏。
+从某一路第一次和贪心那一路不同的词元起，它的词元显示为橙色。</p>""",
+}
 HELP.update(TOPIC_HELP)
 HELP.update(FAMILY_HELP)
 HELP.update(ABLATION_HELP)

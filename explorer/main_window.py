@@ -29,6 +29,7 @@ from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
 from explorer.panels.interpret import WhyPanel
+from explorer.panels.lanes import LanesPanel
 from explorer.panels.model_info import ModelPanel
 from explorer.panels.model_map import ModelMapPanel, ModelPart
 from explorer.panels.positional import PositionalPanel
@@ -44,7 +45,15 @@ from model.core.config import ModelConfig
 from resources import resource_path
 
 Panel = (
-    TrainingPanel | DecodingPanel | AttentionPanel | PositionalPanel | ModelPanel | DataPanel | ModelMapPanel | WhyPanel
+    TrainingPanel
+    | DecodingPanel
+    | AttentionPanel
+    | PositionalPanel
+    | ModelPanel
+    | DataPanel
+    | ModelMapPanel
+    | WhyPanel
+    | LanesPanel
 )
 ATTENTION_OF_PART = {
     "encoder_self_attention": "encoder",
@@ -62,6 +71,7 @@ PANELS = (
     ("data", N_("Data")),
     ("map", N_("Model map")),
     ("why", N_("Why?")),
+    ("lanes", N_("Lanes")),
 )
 
 
@@ -128,8 +138,10 @@ class MainWindow(QMainWindow):
         self.data_panel = DataPanel()
         self.model_map = ModelMapPanel()
         self.why = WhyPanel()
+        self.lanes = LanesPanel()
         shown = (self.training, self.decoding, self.attention, self.positional, self.model_panel, self.data_panel)
-        self.panels: dict[str, Panel] = dict(zip((key for key, _ in PANELS), (*shown, self.model_map, self.why)))
+        later = (self.model_map, self.why, self.lanes)
+        self.panels: dict[str, Panel] = dict(zip((key for key, _ in PANELS), (*shown, *later)))
 
     def _create_docks(self) -> None:
         """Each panel in a dock, under its help box; then the default layout."""
@@ -197,6 +209,7 @@ class MainWindow(QMainWindow):
         self.attention.attach(self.client, self.decoding)
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
         self.why.attach(self.client, self.decoding)
+        self.lanes.attach(self.client, self.decoding)
         self.model_map.part_chosen.connect(self._on_part_chosen)
 
     def _on_part_chosen(self, part: ModelPart) -> None:
@@ -273,14 +286,14 @@ class MainWindow(QMainWindow):
     # -- layout -------------------------------------------------------------------------------------
     def _default_layout(self) -> None:
         """The decoding views beside the attention map; training, model and data tabbed behind the
-        decoding panel, the positional lab, the model map and the Why panel behind the attention map. On a screen
-        narrower than both side by side need, everything shares one area as tabs."""
+        decoding panel, the positional lab, the model map, the Why panel and the lanes behind the attention map.
+        On a screen narrower than both side by side need, everything shares one area as tabs."""
         d = self.docks
         for dock in d.values():
             dock.setFloating(False)
             dock.show()
         left = ("decoding", "training", "model", "data")
-        right = ("attention", "positional", *(("map",) if "map" in d else ()), *(("why",) if "why" in d else ()))
+        right = ("attention", "positional", *(key for key in ("map", "why", "lanes") if key in d))
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["decoding"])
         if self._screen_size()[0] >= SIDE_BY_SIDE_WIDTH:
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["attention"])
@@ -410,6 +423,7 @@ class MainWindow(QMainWindow):
         self.data_panel.on_run(info)
         self.model_map.on_run(info)
         self.why.on_run(info)
+        self.lanes.on_run(info)
         self.autosave.arrived(info)
         if automatic:
             self.first_launch.arrived(info)

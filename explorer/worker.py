@@ -29,6 +29,7 @@ from explorer.commands import (
     ChangeTraining,
     Command,
     Decode,
+    DecodeLanes,
     Explain,
     ExplainWorkedExample,
     FailOnPurpose,
@@ -219,6 +220,8 @@ class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandler
                 self._positional(c)
             case Decode():
                 self._decode(c)
+            case DecodeLanes():
+                self._decode_lanes(c)
             case SetProbe():
                 self._set_probe(c)
             case SampleSentence():

@@ -43,6 +43,7 @@ FAILING: dict[type, tuple[cmd.Command, str | None]] = {  # command → (the requ
     cmd.ExplainWorkedExample: (cmd.ExplainWorkedExample(), "_explain_worked_example"),
     cmd.Positional: (cmd.Positional(), "_positional"),
     cmd.Decode: (cmd.Decode("step"), None),  # before any sentence was started
+    cmd.DecodeLanes: (cmd.DecodeLanes("step"), None),  # before any lanes were started
     cmd.FillMask: (cmd.FillMask(text="1 <mask> 3"), None),  # an encoder–decoder has no masked-LM head
     cmd.SetProbe: (cmd.SetProbe(source="1 2 3"), "_set_probe"),
     cmd.SampleSentence: (cmd.SampleSentence(), "_sample_sentence"),
