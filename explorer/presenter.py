@@ -2,7 +2,7 @@
 
 A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
 back — the decoding (views 1–3 and 7) or the Q·K explainer's query (view 6). Home starts the decoding over,
-1–7 choose the view, P plays the decoding by itself, + and − step its speed through
+1–8 choose the view, P plays the decoding by itself, + and − step its speed through
 :data:`explorer.panels.decoding_state.SPEEDS`, Esc leaves (auto-play stops with it). A scene
 is the view with its sentence, decoding mode and attention layer/head, saved under a name and
 recalled during a lecture; scenes persist in the settings.
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from explorer.panels.attention import AttentionPanel
     from explorer.panels.decoding import DecodingPanel
     from explorer.panels.interpret import WhyPanel
+    from explorer.panels.lanes import LanesPanel
     from explorer.panels.training import TrainingPanel
 
 
@@ -60,6 +61,7 @@ VIEWS = (
     View("training", N_("Training curves"), "training"),
     View("explainer", N_("Q·K explainer"), "attention", "explainer"),
     View("why", N_("Why?"), "why"),
+    View("lanes", N_("Lanes"), "lanes"),
 )
 VIEW_KEYS = tuple(v.key for v in VIEWS)
 STEP_KEYS = ("PgDown", "Right", "Space")
@@ -227,7 +229,7 @@ class PresenterBar(QWidget):
         self.keys.setText(tr("Esc leaves"))
         self.keys.setToolTip(
             tr(
-                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–7: views · "
+                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–8: views · "
                 "P: auto-play · + −: its speed · Esc: leave presenter mode"
             )
         )
@@ -255,6 +257,7 @@ class PresentedWindow(Protocol):
     decoding: DecodingPanel
     attention: AttentionPanel
     why: WhyPanel
+    lanes: LanesPanel
     docks: dict[str, QDockWidget]  # by panel key
     menu_bar: QMenuBar
     first_launch: FirstLaunch
@@ -341,6 +344,7 @@ class Presenter(QObject):
         w.decoding.set_presenting(on)  # after the font: its large type is a size of the new one
         w.attention.set_presenting(on)
         w.why.set_presenting(on)
+        w.lanes.set_presenting(on)
 
     def _leave(self) -> None:
         w = self.window
@@ -377,23 +381,31 @@ class Presenter(QObject):
             w.attention.show_tab("explainer" if view.focus == "explainer" else "map")
         if key == "explainer":
             w.attention.explain_head_shown()  # a head at once: the clicker walks its queries
+        if key == "lanes" and w.lanes.view is None:
+            w.lanes.start()  # the decoding's sentence in lanes at once: the clicker steps them
         self.bar.set_view(key)
 
     # -- the clicker -------------------------------------------------------------------------------------
     def step(self) -> None:
         if self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
             self.window.attention.step_explainer(1)
+        elif self.view == "lanes":
+            self.window.lanes.press("step")
         elif self.view in ("decoding", "tree", "attention", "why"):
             self.window.decoding.press("step")
 
     def back(self) -> None:
         if self.view == "explainer":
             self.window.attention.step_explainer(-1)
+        elif self.view == "lanes":
+            self.window.lanes.press("back")
         elif self.view in ("decoding", "tree", "attention", "why"):
             self.window.decoding.press("back")
 
     def reset(self) -> None:
-        if self.view in ("decoding", "tree", "attention", "why"):
+        if self.view == "lanes":
+            self.window.lanes.press("reset")
+        elif self.view in ("decoding", "tree", "attention", "why"):
             self.window.decoding.press("reset")
 
     def toggle_play(self) -> None:
@@ -473,6 +485,8 @@ class Presenter(QObject):
         a.show_view(scene.attention_view(a.view()))
         if scene.sentence:
             d.start()
+            if scene.view == "lanes":
+                self.window.lanes.start()
         self.view = scene.view
         if self.on:
             self.show_view(scene.view)

@@ -103,6 +103,7 @@ class LanesPanel(QWidget):
         self.state.setTextFormat(Qt.TextFormat.PlainText)
 
     def _lay_out(self) -> None:
+        self.controls = QWidget()  # presenter mode hides the rows that choose and step (the clicker steps)
         choose = QHBoxLayout()
         for w in (self.beam_label, self.beam, self.temperature_label, self.temperature, self.seeds_label, self.seeds):
             choose.addWidget(w)
@@ -112,10 +113,13 @@ class LanesPanel(QWidget):
         for action, _ in ACTIONS:
             steps.addWidget(self.buttons[action])
         steps.addStretch(1)
+        rows = QVBoxLayout(self.controls)
+        rows.setContentsMargins(0, 0, 0, 0)
+        rows.addLayout(choose)
+        rows.addLayout(steps)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
-        layout.addLayout(choose)
-        layout.addLayout(steps)
+        layout.addWidget(self.controls)
         layout.addWidget(self.state)
         layout.addWidget(self.table, 1)
 
@@ -130,6 +134,10 @@ class LanesPanel(QWidget):
             self.buttons[action].setText(tr(text))
         self.table.setHorizontalHeaderLabels([tr(c) for c in COLUMNS])
         self._draw()
+
+    def set_presenting(self, on: bool) -> None:
+        """Presenter mode: the rows that choose and step leave their height to the lanes."""
+        self.controls.setVisible(not on)
 
     # -- asking ---------------------------------------------------------------------------------------------------
     def attach(self, client: EngineClient, decoding: DecodingPanel) -> None:
