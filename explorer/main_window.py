@@ -23,6 +23,7 @@ from explorer.first_launch import FirstLaunch
 from explorer.help import HelpBox
 from explorer.help_families import family_topic
 from explorer.i18n import N_, language, tr
+from explorer.lessons.runner import LessonBar, LessonRunner
 from explorer.model_files import ModelFiles, dropped_model
 from explorer.model_files import is_model_path as is_model_path  # where explorer.app looks for it
 from explorer.panels.attention import AttentionPanel
@@ -38,6 +39,7 @@ from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
 from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
+from explorer.window_layout import default_layout
 from explorer.window_menus import WindowMenus
 from explorer.window_status import WindowStatus
 from explorer.worker import Engine
@@ -106,7 +108,9 @@ class MainWindow(QMainWindow):
         self._create_panels()
         self._create_docks()
         self.presenter = Presenter(self)
+        self.lesson_bar = LessonBar()
         self._create_top_bar()
+        self.lessons = self.presenter.lesson = LessonRunner(self, self.lesson_bar)
         self.first_launch = FirstLaunch(self.client, self.settings, self.message_bar, start_default)
         self.first_launch.use_panels(
             self.training, self.model_panel, self.decoding, self.attention, self.train_from_scratch
@@ -184,6 +188,7 @@ class MainWindow(QMainWindow):
         top_layout.setSpacing(2)
         top_layout.addWidget(self.menu_bar)
         top_layout.addWidget(self.presenter.bar)
+        top_layout.addWidget(self.lesson_bar)
         top_layout.addWidget(self.message_bar)
         self.setMenuWidget(top)
 
@@ -285,26 +290,8 @@ class MainWindow(QMainWindow):
 
     # -- layout -------------------------------------------------------------------------------------
     def _default_layout(self) -> None:
-        """The decoding views beside the attention map; training, model and data tabbed behind the
-        decoding panel, the positional lab, the model map, the Why panel and the lanes behind the attention map.
-        On a screen narrower than both side by side need, everything shares one area as tabs."""
-        d = self.docks
-        for dock in d.values():
-            dock.setFloating(False)
-            dock.show()
-        left = ("decoding", "training", "model", "data")
-        right = ("attention", "positional", *(key for key in ("map", "why", "lanes") if key in d))
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["decoding"])
-        if self._screen_size()[0] >= SIDE_BY_SIDE_WIDTH:
-            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["attention"])
-            self.resizeDocks([d["decoding"], d["attention"]], [52, 48], Qt.Orientation.Horizontal)
-        else:
-            self.tabifyDockWidget(d["decoding"], d["attention"])
-        for group in (left, right):
-            for before, key in zip(group, group[1:]):
-                self.tabifyDockWidget(d[before], d[key])
-        d["attention"].raise_()
-        d["decoding"].raise_()
+        """The panels as they first come (:func:`explorer.window_layout.default_layout`)."""
+        default_layout(self, self.docks, self._screen_size()[0] >= SIDE_BY_SIDE_WIDTH)
 
     @staticmethod
     def _screen_size() -> tuple[int, int]:
@@ -384,6 +371,7 @@ class MainWindow(QMainWindow):
             self.panels[key].retranslate()
             self.help_boxes[key].retranslate()
         self.presenter.bar.retranslate()
+        self.lessons.retranslate()
         self.menus.retranslate()
         self._update_title()
         self.window_status.show()

@@ -249,6 +249,15 @@ class PresenterBar(QWidget):
         self._fit()  # the view on screen is named in full
 
 
+class SlideStepper(Protocol):
+    """What presenter mode uses of a lesson (:class:`explorer.lessons.runner.LessonRunner`)."""
+
+    @property
+    def running(self) -> bool: ...
+    def next(self) -> None: ...
+    def back(self) -> None: ...
+
+
 class PresentedWindow(Protocol):
     """What presenter mode uses of the main window (:class:`explorer.main_window.MainWindow`)."""
 
@@ -287,6 +296,7 @@ class Presenter(QObject):
         self.on = False
         self.view = VIEWS[0].key
         self._saved: tuple[QByteArray, QByteArray, Qt.WindowState] | None = None
+        self.lesson: SlideStepper | None = None  # a lesson running: the clicker steps its slides
         self.bar = PresenterBar()
         self.bar.hide()
         self.bar.view_chosen.connect(self.show_view)
@@ -387,7 +397,9 @@ class Presenter(QObject):
 
     # -- the clicker -------------------------------------------------------------------------------------
     def step(self) -> None:
-        if self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
+        if self.lesson is not None and self.lesson.running:  # a lesson: the clicker goes slide by slide
+            self.lesson.next()
+        elif self.view == "explainer":  # (nothing explained on entering, a sentence since: the head is explained)
             self.window.attention.step_explainer(1)
         elif self.view == "lanes":
             self.window.lanes.press("step")
@@ -395,7 +407,9 @@ class Presenter(QObject):
             self.window.decoding.press("step")
 
     def back(self) -> None:
-        if self.view == "explainer":
+        if self.lesson is not None and self.lesson.running:
+            self.lesson.back()
+        elif self.view == "explainer":
             self.window.attention.step_explainer(-1)
         elif self.view == "lanes":
             self.window.lanes.press("back")
@@ -478,15 +492,19 @@ class Presenter(QObject):
     def apply_scene(self, name: str) -> None:
         """Arrange the window as the scene was saved, and decode its sentence from the start."""
         scene = self.scenes.get(name)
-        if scene is None:
-            return
+        if scene is not None:
+            self.apply(scene)
+
+    def apply(self, scene: Scene) -> None:
+        """Arrange the window as ``scene`` says (a saved scene, a lesson's slide), decoding its sentence from the
+        start."""
         d, a = self.window.decoding, self.window.attention
         d.show_view_state(scene.decoding_view(d.view_state()))
         a.show_view(scene.attention_view(a.view()))
         if scene.sentence:
             d.start()
             if scene.view == "lanes":
-                self.window.lanes.start()
+                self.window.lanes.start(scene.beam_size, scene.temperature)
         self.view = scene.view
         if self.on:
             self.show_view(scene.view)

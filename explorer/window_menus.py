@@ -23,6 +23,8 @@ ACTION_NAMES = {
     "save": N_("Save"),
     "open_folder": N_("Open model folder…"),
     "follow": N_("Follow a training run…"),
+    "open_lesson": N_("Open a lesson…"),
+    "add_slide": N_("Add this view to a lesson…"),
     "open_bundled": N_("Open the bundled model"),
     "save_as": N_("Save as…"),
     "quit": N_("Quit"),
@@ -50,12 +52,22 @@ ABOUT = N_(
 Shortcut = QKeySequence | QKeySequence.StandardKey
 
 
+class LessonMenu(Protocol):
+    """The File menu's lesson commands (:class:`explorer.lessons.runner.LessonRunner`)."""
+
+    def ask_open(self) -> None: ...
+    def ask_add_slide(self) -> None: ...
+
+
 class MenuWindow(Protocol):
     """What the menus use of the main window (:class:`explorer.main_window.MainWindow`)."""
 
     docks: dict[str, QDockWidget]  # by panel key, in the order of the panels
     files: ModelFiles  # the File menu's commands
     presenter: Presenter
+
+    @property
+    def lessons(self) -> LessonMenu: ...
 
     def window(self) -> QWidget: ...  # Qt's: the window itself, as the parent of the actions
     def show_message(self, text: str, level: str = "info", actions=None) -> None: ...
@@ -95,6 +107,8 @@ class WindowMenus:
         menu.addAction(self._action("open_folder", lambda: w.files.open_model_folder()))
         menu.addAction(self._action("follow", lambda: w.files.follow_run()))
         menu.addAction(self._action("open_bundled", lambda: w.files.open_bundled()))
+        menu.addAction(self._action("open_lesson", lambda: w.lessons.ask_open()))
+        menu.addAction(self._action("add_slide", lambda: w.lessons.ask_add_slide()))
         menu.addAction(self._action("save", lambda: w.files.save(), keys.Save))
         menu.addAction(self._action("save_as", lambda: w.files.save_as(), keys.SaveAs))
         self.recent_menu = menu.addMenu("")  # filled by explorer.recent_files.RecentFiles

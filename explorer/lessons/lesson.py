@@ -294,8 +294,10 @@ def append_slide(path: str | Path, slide: Slide, title: str = "A new lesson") ->
     gets it in its list, a TOML one as another ``[[slides]]`` table."""
     path = Path(path)
     if path.suffix.lower() == ".json":
-        plain = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"title": title, "slides": []}
-        entry = {"text": slide.text, "text_zh": slide.text_zh, "scene": {**_scene_plain(slide)}}
+        plain: dict[str, Any] = {"title": title, "slides": []}
+        if path.exists():
+            plain = json.loads(path.read_text(encoding="utf-8"))
+        entry: dict[str, Any] = {"text": slide.text, "text_zh": slide.text_zh, "scene": _scene_plain(slide)}
         if slide.model:
             entry["model"] = slide.model
         if slide.question is not None:

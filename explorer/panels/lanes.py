@@ -157,8 +157,13 @@ class LanesPanel(QWidget):
         """The model writes text (a translator, a GPT); a BERT fills masks instead."""
         return self.info is None or "fill_mask" not in self.info.model_config.family.decoding
 
-    def start(self) -> None:
-        """Decode the Decoding panel's sentence in lanes: greedy, beam k and sampling with each seed."""
+    def start(self, beam: int | None = None, temperature: float | None = None) -> None:
+        """Decode the Decoding panel's sentence in lanes: greedy, beam k and sampling with each seed (``beam`` and
+        ``temperature`` given: those, shown in the controls)."""
+        if beam is not None:
+            self.beam.setValue(beam)
+        if temperature is not None:
+            self.temperature.setValue(temperature)
         text = self.decoding.sentence_shown().strip() if self.decoding is not None else ""
         if self.client is None or not self.decodes:
             return
@@ -168,6 +173,12 @@ class LanesPanel(QWidget):
         seeds = tuple(range(1, self.seeds.value() + 1))
         settings = standard_lanes(text, self.beam.value(), round(self.temperature.value(), 2), seeds)
         self.waiting = self.client.ask(DecodeLanes("start", tuple(settings)))
+
+    def advance(self, steps: int) -> None:
+        """``steps`` steps of every lane after the start just asked for (a lesson's slide)."""
+        if self.client is not None and self.waiting is not None:
+            for _ in range(steps):
+                self.waiting = self.client.ask(DecodeLanes("step"))
 
     def press(self, action: str) -> None:
         if self.client is not None and self.view is not None:
@@ -230,8 +241,8 @@ class LanesPanel(QWidget):
         log_prob = QTableWidgetItem(f"{lane.log_prob:.2f}")
         log_prob.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.table.setItem(row, 2, log_prob)
-        parts = "—" if lane.parted_at is None else tr("token {n}").format(n=lane.parted_at + 1)
-        self.table.setItem(row, 3, QTableWidgetItem(parts))
+        where = "—" if lane.parted_at is None else tr("token {n}").format(n=lane.parted_at + 1)
+        self.table.setItem(row, 3, QTableWidgetItem(where))
 
     def texts(self) -> list[list[str]]:
         """What a person reads in the table, row by row (the output column as plain text)."""
