@@ -502,12 +502,14 @@ from explorer.i18n_zh_decoding import ZH_DECODING  # noqa: E402
 from explorer.i18n_zh_inspecting import ZH_INSPECTING  # noqa: E402
 from explorer.i18n_zh_interpret import ZH_INTERPRET  # noqa: E402
 from explorer.i18n_zh_lanes import ZH_LANES  # noqa: E402
+from explorer.i18n_zh_lessons import ZH_LESSONS  # noqa: E402
 from explorer.i18n_zh_settings import ZH_SETTINGS  # noqa: E402
 from explorer.i18n_zh_training import ZH_TRAINING  # noqa: E402
 
 ZH.update(ZH_TRAINING)
 ZH.update(ZH_DECODING)
 ZH.update(ZH_LANES)
+ZH.update(ZH_LESSONS)
 ZH.update(ZH_INSPECTING)
 ZH.update(ZH_SETTINGS)
 ZH.update(ZH_INTERPRET)
