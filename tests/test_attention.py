@@ -68,6 +68,36 @@ def test_fast_path_equals_capture_path():
     assert (w[1, :, :, 5:] == 0).all()
 
 
+def test_unscaled_attention_is_the_softmax_of_the_raw_scores():
+    """scale=1.0 (a model with scaled_attention off): the worked example's rows by hand, without the 1/√2."""
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    v = torch.tensor([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]], dtype=torch.float64)
+    steps = attention_steps(q, q, v, scale=1.0)
+    assert torch.equal(steps.scaled, steps.scores)
+    e = math.e
+    row1 = [e / (2 * e + 1), 1 / (2 * e + 1), e / (2 * e + 1)]  # scores 1, 0, 1
+    row3 = [e / (2 * e + e**2), e / (2 * e + e**2), e**2 / (2 * e + e**2)]  # scores 1, 1, 2
+    assert steps.weights[0].tolist() == pytest.approx(row1, abs=1e-12)
+    assert steps.weights[2].tolist() == pytest.approx(row3, abs=1e-12)
+    assert steps.weights[0].tolist() != pytest.approx(attention_steps(q, q, v).weights[0].tolist(), abs=1e-3)
+
+
+def test_unscaled_fast_path_equals_capture_path_with_masks_and_bias():
+    torch.manual_seed(3)
+    q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)
+    mask = padding_mask(torch.tensor([[1] * 6, [1] * 3 + [0] * 3]), 0)
+    bias = torch.randn(1, 4, 5, 6)
+    for b in (None, bias):
+        fast, _ = scaled_dot_product_attention(q, k, v, mask, bias=b, scale=1.0)
+        slow, w = scaled_dot_product_attention(q, k, v, mask, need_weights=True, bias=b, scale=1.0)
+        raw = q @ k.transpose(-1, -2) + (0 if b is None else b)
+        want = raw.masked_fill(~mask, float("-inf")).softmax(-1)
+        assert torch.allclose(w, want, atol=1e-6) and torch.allclose(fast, slow, atol=1e-5)
+        assert torch.allclose(slow, want @ v, atol=1e-5)
+        paper, _ = scaled_dot_product_attention(q, k, v, mask, bias=b)
+        assert not torch.allclose(fast, paper, atol=1e-3)
+
+
 def test_multi_head_attention_matches_torch():
     torch.manual_seed(2)
     d, h = 32, 4

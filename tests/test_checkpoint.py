@@ -1,4 +1,5 @@
 import itertools
+import json
 import os
 import pickle
 import subprocess
@@ -223,3 +224,23 @@ def test_weight_shapes_of_every_family_are_those_of_the_real_model(options):
     )
     real = {name: tuple(t.shape) for name, t in Transformer(cfg).state_dict().items()}
     assert weight_shapes(cfg) == real
+
+
+def test_a_checkpoint_saved_before_the_switches_loads_as_the_papers_model(copy_session_factory, tmp_path):
+    """A file whose model configuration lacks residual, scaled_attention and causal (written before they existed,
+    its fingerprint over what it carries) loads with their defaults, and its model computes what it computed."""
+    session = copy_session_factory()
+    session.save(tmp_path / "now.ckpt")
+    data = load_checkpoint(tmp_path / "now.ckpt")
+    meta = json.loads(data["meta"])
+    for key in ("residual", "scaled_attention", "causal"):
+        del meta["model_config"][key]
+    data["meta"] = json.dumps(meta)
+    save_checkpoint(tmp_path / "old.ckpt", {k: v for k, v in data.items() if not k.startswith("format")})
+    old = Session.load(tmp_path / "old.ckpt", device="cpu")
+    cfg = old.model_cfg
+    assert (cfg.residual, cfg.scaled_attention, cfg.causal) == (True, True, True) and cfg == session.model_cfg
+    src, tgt = torch.tensor([[3, 4, 5, 2]]), torch.tensor([[1, 3, 4, 5]])
+    session.model.eval()
+    with torch.no_grad():
+        assert torch.equal(old.model(src, tgt), session.model(src, tgt))

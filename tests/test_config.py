@@ -44,3 +44,24 @@ def test_config_is_frozen():
     cfg = ModelConfig.preset("tiny", src_vocab_size=10, tgt_vocab_size=10)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.d_model = 8
+
+
+SWITCHES = {"residual": False, "scaled_attention": False, "causal": False}
+
+
+def test_the_switches_default_to_the_papers_model_and_round_trip():
+    cfg = ModelConfig.preset("tiny", src_vocab_size=10, tgt_vocab_size=10)
+    assert (cfg.residual, cfg.scaled_attention, cfg.causal) == (True, True, True)
+    broken = dataclasses.replace(cfg, positional="none", **SWITCHES)
+    assert ModelConfig.from_dict(broken.to_dict()) == broken
+    with pytest.raises(ValueError, match="residual must be True or False"):
+        dataclasses.replace(cfg, residual="no")
+
+
+def test_a_configuration_saved_before_the_switches_reads_as_the_papers_model():
+    """A checkpoint written before residual, scaled_attention and causal existed carries none of them."""
+    cfg = ModelConfig.preset("small", src_vocab_size=50, tgt_vocab_size=60)
+    old = {k: v for k, v in cfg.to_dict().items() if k not in SWITCHES}
+    assert len(old) == len(cfg.to_dict()) - 3
+    loaded = ModelConfig.from_dict(old)
+    assert loaded == cfg and (loaded.residual, loaded.scaled_attention, loaded.causal) == (True, True, True)

@@ -344,3 +344,110 @@ def test_single_position_self_attention_passes_its_value_through():
     assert torch.allclose(got, want, atol=1e-5)
     assert torch.allclose(whole, want, atol=1e-5)
     assert math.isclose(layer.norm1.eps, 1e-5)
+
+
+# -- 4. the experiments' switches: no residual connections, unscaled attention -------------------------------------
+def ffn_of(ref: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer, x: torch.Tensor) -> torch.Tensor:
+    return ref.linear2(F.relu(ref.linear1(x)))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_an_encoder_layer_without_residual_connections_is_its_sublayers_alone(norm):
+    """Post-LN: norm2(FFN(norm1(SA(x)))); Pre-LN: FFN(norm2(SA(norm1(x)))) — computed with torch's own modules
+    holding the layer's weights."""
+    torch.manual_seed(10)
+    cfg = config(norm, residual=False)
+    ours = encoder_layer(cfg)
+    ref = torch_encoder_layer(ours, cfg)
+    x = torch.randn(*SRC.shape, D)
+
+    def sa(h):
+        return ref.self_attn(h, h, h, key_padding_mask=SRC == PAD, need_weights=False)[0]
+
+    with torch.no_grad():
+        got, _, _ = ours(x, padding_mask(SRC, PAD))
+        captured, _, _ = ours(x, padding_mask(SRC, PAD), need_weights=True)
+        if norm == "post":
+            want = ref.norm2(ffn_of(ref, ref.norm1(sa(x))))
+        else:
+            want = ffn_of(ref, ref.norm2(sa(ref.norm1(x))))
+        with_skips = torch_encoder_layer(ours, config(norm))(x, src_key_padding_mask=SRC == PAD)
+    assert torch.allclose(got, want, atol=1e-5) and torch.allclose(captured, want, atol=1e-5)
+    assert not torch.allclose(got, with_skips, atol=1e-2)  # the switch changes the layer
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_a_decoder_layer_without_residual_connections_is_its_sublayers_alone(norm):
+    """Post-LN: norm3(FFN(norm2(CA(norm1(SA(x)), m)))); Pre-LN: FFN(norm3(CA(norm2(SA(norm1(x))), m)))."""
+    torch.manual_seed(11)
+    cfg = config(norm, residual=False)
+    ours = decoder_layer(cfg)
+    ref = torch_decoder_layer(ours, cfg)
+    x, memory = torch.randn(3, 5, D), torch.randn(*SRC.shape, D)
+
+    def sa(h):
+        return ref.self_attn(h, h, h, attn_mask=~causal_mask(5)[0, 0], need_weights=False)[0]
+
+    def ca(h):
+        return ref.multihead_attn(h, memory, memory, key_padding_mask=SRC == PAD, need_weights=False)[0]
+
+    with torch.no_grad():
+        got, _, _, _ = ours(x, memory, causal_mask(5), padding_mask(SRC, PAD))
+        if norm == "post":
+            want = ref.norm3(ffn_of(ref, ref.norm2(ca(ref.norm1(sa(x))))))
+        else:
+            want = ffn_of(ref, ref.norm3(ca(ref.norm2(sa(ref.norm1(x))))))
+    assert torch.allclose(got, want, atol=1e-5)
+
+
+def test_unscaled_attention_weights_are_the_softmax_of_qk_from_the_layers_own_projections():
+    """scaled_attention=False: weights = softmax(QKᵀ), Q and K worked out from W^Q, W^K by hand; the same layer
+    scaled gives softmax(QKᵀ/√d_k), and the fast path gives the capture path's output."""
+    torch.manual_seed(12)
+    layer = encoder_layer(config(scaled_attention=False))
+    scaled = encoder_layer(config())
+    scaled.load_state_dict(layer.state_dict())
+    x = torch.randn(*SRC.shape, D)
+    W, b = layer.self_attn.in_proj.weight, layer.self_attn.in_proj.bias
+    Dh = D // HEADS
+    q = (x @ W[:D].T + b[:D]).view(3, 6, HEADS, Dh).transpose(1, 2)  # [B, H, L, Dh]
+    k = (x @ W[D : 2 * D].T + b[D : 2 * D]).view(3, 6, HEADS, Dh).transpose(1, 2)
+    scores = (q @ k.transpose(-1, -2)).masked_fill((SRC == PAD)[:, None, None, :], float("-inf"))
+    with torch.no_grad():
+        out, w, _ = layer(x, padding_mask(SRC, PAD), need_weights=True)
+        fast, _, _ = layer(x, padding_mask(SRC, PAD))
+        _, w_scaled, _ = scaled(x, padding_mask(SRC, PAD), need_weights=True)
+    assert w is not None and torch.allclose(w, scores.softmax(-1), atol=1e-5)
+    assert w_scaled is not None and torch.allclose(w_scaled, (scores / math.sqrt(Dh)).softmax(-1), atol=1e-5)
+    assert not torch.allclose(w, w_scaled, atol=1e-2)
+    assert torch.allclose(fast, out, atol=1e-5)
+
+
+SWITCHED = [dict(residual=False), dict(scaled_attention=False), dict(residual=False, scaled_attention=False)]
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("switches", SWITCHED, ids=["no-residual", "unscaled", "both"])
+def test_decoder_step_follows_the_switches_at_every_position(norm, switches):
+    """The cached one-position step of a decoder layer and of a decoder-only block (with RoPE) = their
+    whole-sequence forward, without residual connections and without the 1/√d_k."""
+    torch.manual_seed(13)
+    cfg = config(norm, "gelu", **switches)
+    layer = decoder_layer(cfg)
+    block = encoder_layer(cfg, RotaryEmbedding(D // HEADS, cfg.max_len))
+    w, bw = layer.step_weights(), block.step_weights()
+    assert w.residual == bw.residual == cfg.residual and (w.scale == 1.0) == (not cfg.scaled_attention)
+    x, memory = torch.randn(3, 5, D), torch.randn(*SRC.shape, D)
+    memory_mask = padding_mask(SRC, PAD)
+    with torch.no_grad():
+        full, full_self, full_cross, _ = layer(x, memory, causal_mask(5), memory_mask, need_weights=True)
+        full_block, _, _ = block(x, causal_mask(5))
+        memory_k, memory_v = layer.cross_attn.project_memory(memory)
+        cache, block_cache = new_cache(3, 5), new_cache(3, 5)
+        for t in range(5):
+            out, self_w, cross_w = decoder_step(w, x[:, t : t + 1], *cache, memory_k, memory_v, memory_mask, t, True)
+            assert torch.allclose(out[:, 0], full[:, t], atol=1e-5), t
+            assert self_w is not None and torch.allclose(self_w[:, :, 0], full_self[:, :, t, : t + 1], atol=1e-5)
+            assert cross_w is not None and torch.allclose(cross_w[:, :, 0], full_cross[:, :, t], atol=1e-5), t
+            out, _, _ = decoder_step(bw, x[:, t : t + 1], *block_cache, None, None, None, t)
+            assert torch.allclose(out[:, 0], full_block[:, t], atol=1e-5), t

@@ -126,6 +126,38 @@ def test_positional_tables_of_a_learned_model_are_its_weights_as_copies():
     np.testing.assert_array_equal(tables.target, before)  # a snapshot: later training does not change it
 
 
+def test_a_model_without_positions_trains_translates_and_has_no_tables_to_show(tmp_path):
+    session = copy_session(positional="none")
+    session.train_steps(2)
+    assert session.model.src_pos is None and session.model.rope is None
+    tables = session.positional_tables()
+    assert (tables.kind, tables.step) == ("none", 2)
+    shown = (tables.source, tables.target, tables.sinusoids, tables.t5_encoder, tables.t5_decoder)
+    assert all(t is None for t in shown)
+    assert isinstance(session.translate("3 1 4").text, str)
+    session.save(tmp_path / "none.ckpt")
+    assert Session.load(tmp_path / "none.ckpt", device="cpu").model_cfg.positional == "none"
+
+
+# -- looking inside --------------------------------------------------------------------------------------------
+def test_the_explained_attention_of_an_unscaled_model_without_the_causal_mask_is_the_models_own():
+    """Its worked numbers: scaled = QKᵀ (no √d_k), weights = softmax(QKᵀ) over every target position, equal to the
+    attention map of the model's own forward pass; the masks shown hide no later position."""
+    session = copy_session(scaled_attention=False, causal=False)
+    y = session.tgt_tok.encode_ids("2 4 1")
+    e = session.explain_attention("3 1 4", y, "decoder_self", 1, 2)
+    seen = session.inspect("3 1 4", tgt_ids=y)
+    assert e.root_scaled is False and "not divided by √d_k" in e.title
+    np.testing.assert_array_equal(e.scaled, e.scores)
+    by_hand = torch.as_tensor(e.q @ e.k.T).softmax(-1).numpy()
+    np.testing.assert_allclose(e.weights, by_hand, atol=1e-9)
+    np.testing.assert_allclose(e.weights, seen.decoder_self[1, 2], atol=1e-5)
+    assert e.mask.all() and seen.masks["decoder_self"].all() and (seen.decoder_self[1, 2] > 0).all()
+    paper = copy_session().explain_attention("3 1 4", y, "decoder_self", 1, 2)
+    assert paper.root_scaled is True and not np.triu(paper.mask, 1).any()
+    np.testing.assert_allclose(paper.scaled, paper.scores / np.sqrt(session.model_cfg.head_dim), atol=1e-12)
+
+
 # -- files ---------------------------------------------------------------------------------------------------------
 def test_save_then_load_gives_the_same_weights_and_settings_exactly_in_eval_mode(tmp_path):
     session = copy_session(dropout=0.2)

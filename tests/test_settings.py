@@ -34,9 +34,20 @@ def test_choices_are_those_of_the_literal_types():
     ):
         assert typing.get_args(hints[name]) == choices
     by_name = {s.name: s for _, s in all_settings()}
-    assert by_name["positional"].choices == POSITIONAL_KINDS and by_name["schedule"].choices == SCHEDULES
+    assert by_name["positional"].choices + ("none",) == POSITIONAL_KINDS  # "none" is hidden (below)
+    assert by_name["schedule"].choices == SCHEDULES
     with pytest.raises(ValueError, match=r"optimizer must be one of \('adam', 'adamw'\) \(got 'sgd'\)"):
         TrainConfig(optimizer="sgd")
+
+
+def test_a_hidden_choice_is_valid_but_neither_the_form_nor_the_command_line_offers_it(parser):
+    """``positional="none"`` (an experiment's model without positions) is a valid configuration set in code; the
+    settings (the form's boxes, the command line's choices) leave it out."""
+    positional = next(s for s in settings_of(ModelConfig) if s.name == "positional")
+    assert "none" in POSITIONAL_KINDS and "none" not in positional.choices
+    assert ModelConfig.preset("tiny", src_vocab_size=9, tgt_vocab_size=9, positional="none").positional == "none"
+    flag = next(a for a in parser._actions if "--positional" in a.option_strings)
+    assert "none" not in flag.choices and "rope" in flag.choices
 
 
 def test_every_setting_is_complete():

@@ -244,3 +244,132 @@ def test_embeddings_scaled_by_sqrt_d_model_before_positions(positional):
         expected = expected + model.src_pos.weight[:4]
     got = model._embed(src, model.src_embed, model.src_pos)[0]
     assert torch.allclose(got, expected, atol=1e-5)
+
+
+# -- the experiments' switches: no positions, no residual connections, unscaled attention, no causal mask --------
+def one_stream_model(arch: str, seed: int = 0, **changes) -> Transformer:
+    torch.manual_seed(seed)
+    cfg = ModelConfig.preset("tiny", arch=arch, vocab_size=19, dropout=0.0, **changes)
+    return Transformer(cfg).eval()
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_without_the_causal_mask_a_gpt_reads_later_tokens(causal):
+    """Teacher-forced, position 0's logits follow token 3 only when the causal mask is off."""
+    model = one_stream_model("decoder_only", causal=causal)
+    ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
+    changed = ids.clone()
+    changed[0, 3] = 12
+    with torch.no_grad():
+        a, maps = model(ids, return_attention=True)
+        b = model(changed)
+    assert torch.allclose(a[0, :3], b[0, :3], atol=1e-6) == causal
+    upper = maps.decoder_self[0][0].triu(1)
+    assert (upper == 0).all() == causal  # weights on later keys only without the mask
+
+
+def test_without_the_causal_mask_the_translators_decoder_reads_later_target_tokens():
+    model = make_model(causal=False)
+    src, tgt = torch.tensor([[5, 6, 7, 2]]), torch.tensor([[1, 4, 5, 6, 7, 8]])
+    changed = tgt.clone()
+    changed[0, 4] = 11
+    with torch.no_grad():
+        assert not torch.allclose(model(src, tgt)[0, 0], model(src, changed)[0, 0], atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["decoder_only", "encoder_decoder"])
+def test_without_the_causal_mask_padding_is_still_hidden(arch):
+    model = one_stream_model(arch, causal=False) if arch == "decoder_only" else make_model(causal=False)
+    src = () if arch == "decoder_only" else (torch.tensor([[5, 6, 7, 2]]),)
+    ids, padded = torch.tensor([[1, 4, 5, 6]]), torch.tensor([[1, 4, 5, 6, PAD, PAD]])
+    with torch.no_grad():
+        base = model(*src, ids)
+        with_padding, maps = model(*src, padded, return_attention=True)
+        model.tgt_embed.weight.data[PAD] += 100.0  # junk at the padding: still nothing reaches real positions
+        junk = model(*src, padded)
+    assert torch.allclose(base[0], with_padding[0, :4], atol=1e-5)
+    assert torch.allclose(base[0], junk[0, :4], atol=1e-5)
+    assert (maps.decoder_self[0][0, :, :, 4:] == 0).all() and (maps.decoder_self[0][0, :, :4, 1:4] > 0).all()
+
+
+@pytest.mark.parametrize("positional", ["none", "sinusoidal"])
+def test_without_positions_the_encoder_reads_its_input_as_a_set(positional):
+    """Permuting the tokens permutes the outputs (to 1e-5) exactly when the model has no positions: an
+    encoder-only model's logits and the translator's encoder output."""
+    perm = torch.tensor([2, 0, 5, 1, 4, 3])
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8]])
+    bert = one_stream_model("encoder_only", positional=positional)
+    translator = make_model(positional=positional)
+    with torch.no_grad():
+        logits, shuffled = bert(ids), bert(ids[:, perm])
+        memory, shuffled_memory = translator.encode(ids), translator.encode(ids[:, perm])
+    none = positional == "none"
+    assert torch.allclose(shuffled, logits[:, perm], atol=1e-5) == none
+    assert torch.allclose(shuffled_memory, memory[:, perm], atol=1e-5) == none
+    if none:  # nothing positional was built
+        assert translator.src_pos is None and translator.rope is None and translator.encoder_bias is None
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [dict(positional="none"), dict(residual=False), dict(scaled_attention=False), dict(causal=False)],
+    ids=["no-positions", "no-residual", "unscaled", "not-causal"],
+)
+def test_a_switched_model_trains_a_step(changes):
+    """One optimiser step lowers the loss of its batch, and the gradient reaches both embeddings."""
+    torch.manual_seed(3)
+    model = make_model(**changes).train()
+    src, tgt = padded_batch()
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def loss() -> torch.Tensor:
+        logits = model(src, tgt_in)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
+
+    before = loss()
+    before.backward()
+    assert model.src_embed.weight.grad is not None and model.src_embed.weight.grad.abs().sum() > 0
+    assert model.tgt_embed.weight.grad is not None and model.tgt_embed.weight.grad.abs().sum() > 0
+    optimiser.step()
+    assert loss().item() < before.item()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [dict(positional="none"), dict(residual=False), dict(scaled_attention=False), dict(norm="pre", residual=False)],
+    ids=["no-positions", "no-residual", "unscaled", "pre-ln-no-residual"],
+)
+def test_a_switched_models_cached_decoding_equals_recomputing(changes):
+    """Greedy decoding with the key/value cache gives the tokens and log-probabilities that recomputing every
+    prefix gives (translator), and the same continuation (GPT)."""
+    from model.decoding.search import generate, greedy_decode
+
+    torch.manual_seed(3)
+    model = make_model(**changes)
+    gpt = one_stream_model("decoder_only", seed=4, **changes)
+    src, _ = padded_batch()
+    with torch.no_grad():
+        model.generator.weight.mul_(4.0)  # sharper: the greedy choices are not near ties
+        gpt.generator.weight.mul_(4.0)
+        cached, lp_cached = greedy_decode(model, src, 8, return_log_probs=True)
+        plain, lp_plain = greedy_decode(model, src, 8, use_cache=False, return_log_probs=True)
+        assert generate(gpt, [5, 6, 7], 8) == generate(gpt, [5, 6, 7], 8, use_cache=False)
+    assert cached == plain
+    for i, tokens in enumerate(cached):
+        assert torch.allclose(lp_cached[i, : len(tokens)], lp_plain[i, : len(tokens)], atol=1e-4)
+
+
+def test_without_the_causal_mask_only_the_teacher_forced_pass_changes():
+    """Cached generation sees only the past whatever the switch: its logits at every position are those of the
+    same weights with the causal mask, which the teacher-forced pass without it does not give."""
+    causal = one_stream_model("decoder_only", seed=5)
+    free = one_stream_model("decoder_only", seed=6, causal=False)
+    free.load_state_dict(causal.state_dict())
+    ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
+    with torch.no_grad():
+        masked, unmasked = causal(ids)[0], free(ids)[0]
+        state = free.start_generation(1, ids.shape[1])
+        stepped = torch.stack([free.decode_step(ids[:, t], state)[0][0] for t in range(ids.shape[1])])
+    assert torch.allclose(stepped, masked, atol=1e-5)
+    assert not torch.allclose(unmasked[:-1], masked[:-1], atol=1e-3)

@@ -6,6 +6,9 @@ Two paths give the same numbers (tested to 1e-5):
 - the *fast* path, used when nothing is recorded, hands the same computation to
   ``torch.nn.functional.scaled_dot_product_attention``.
 
+Both take the factor of QKᵀ as ``scale``: None is the paper's 1/√d_k; 1.0 leaves the scores unscaled (a model
+with ``scaled_attention=False``, an experiment).
+
 Masks follow :mod:`model.core.masks`: boolean, True = may attend.
 """
 
@@ -30,7 +33,7 @@ class AttentionSteps:
     keys: Tensor  # [..., Lk, d_k]
     values: Tensor  # [..., Lk, d_v]
     scores: Tensor  # QKᵀ, [..., Lq, Lk]
-    scaled: Tensor  # QKᵀ / √d_k
+    scaled: Tensor  # QKᵀ / √d_k (QKᵀ · scale when a scale is given)
     mask: Tensor  # True = may attend, broadcast to [..., Lq, Lk]
     masked: Tensor  # scaled scores with masked entries at −inf
     weights: Tensor  # softmax over the keys; masked entries exactly 0
@@ -46,12 +49,18 @@ NOTES_EXAMPLE = {
 
 
 def attention_steps(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, bias: Tensor | None = None
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    bias: Tensor | None = None,
+    scale: float | None = None,
 ) -> AttentionSteps:
     """Attention(Q, K, V) = softmax(QKᵀ / √d_k) V with every step kept (no dropout). ``bias`` (T5's relative
-    position bias) is added to the scaled scores, as the model adds it."""
+    position bias) is added to the scaled scores, as the model adds it; ``scale``: the factor of QKᵀ when it is
+    not 1/√d_k (1.0: a model whose attention is unscaled)."""
     scores = q @ k.transpose(-2, -1)
-    scaled = scores / math.sqrt(q.shape[-1])
+    scaled = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
     if bias is not None:
         scaled = scaled + bias
     full_mask = torch.ones_like(scaled, dtype=torch.bool) if mask is None else mask.expand_as(scaled)
@@ -79,6 +88,7 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     need_weights: Literal[False] = False,
     bias: Tensor | None = None,
+    scale: float | None = None,
 ) -> tuple[Tensor, None]: ...
 @overload
 def scaled_dot_product_attention(
@@ -89,6 +99,7 @@ def scaled_dot_product_attention(
     dropout_p: float,
     need_weights: Literal[True],
     bias: Tensor | None = None,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 @overload
 def scaled_dot_product_attention(
@@ -100,6 +111,7 @@ def scaled_dot_product_attention(
     *,
     need_weights: Literal[True],
     bias: Tensor | None = None,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 @overload
 def scaled_dot_product_attention(
@@ -110,6 +122,7 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     need_weights: bool = False,
     bias: Tensor | None = None,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor | None]: ...
 def scaled_dot_product_attention(
     q: Tensor,
@@ -119,21 +132,23 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     need_weights: bool = False,
     bias: Tensor | None = None,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Attention over the last two axes. q ``[B, H, Lq, Dh]``, k/v ``[B, H, Lk, Dh]``.
 
     ``bias`` (broadcastable to ``[B, H, Lq, Lk]``) is added to the scaled scores before the softmax
-    (T5's relative positions). Returns the output ``[B, H, Lq, Dh]`` and, with ``need_weights``, the
-    probabilities ``[B, H, Lq, Lk]`` (before dropout).
+    (T5's relative positions); ``scale`` multiplies QKᵀ in place of 1/√d_k (None: 1/√d_k). Returns the output
+    ``[B, H, Lq, Dh]`` and, with ``need_weights``, the probabilities ``[B, H, Lq, Lk]`` (before dropout).
     """
     if not need_weights:
         attn_mask = mask
         if bias is not None:  # one additive mask: the bias where attending, the lowest value where not
             attn_mask = bias if mask is None else torch.where(mask, bias, torch.finfo(bias.dtype).min)
             attn_mask = attn_mask.to(q.dtype)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)
         return out, None
-    scaled = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # [B, H, Lq, Lk]
+    scores = q @ k.transpose(-2, -1)  # [B, H, Lq, Lk]
+    scaled = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
     if bias is not None:
         scaled = scaled + bias
     weights = _masked_softmax(scaled, mask)
@@ -154,16 +169,25 @@ class MultiHeadAttention(nn.Module):
         n_heads: number of heads h; each has d_k = d_v = d_model / h.
         dropout: dropout on the attention probabilities (training only).
         rope: rotary embedding applied to q and k (self-attention only), or None.
+        scaled: divide the scores by √d_k (the paper); False leaves them unscaled (an experiment).
 
     Shape:
         x ``[B, Lq, d_model]``, memory ``[B, Lk, d_model]``, mask broadcastable to
         ``[B, H, Lq, Lk]`` → ``[B, Lq, d_model]`` and weights ``[B, H, Lq, Lk]`` or None.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, rope: RotaryEmbedding | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        rope: RotaryEmbedding | None = None,
+        scaled: bool = True,
+    ):
         super().__init__()
         self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
         self.dropout = dropout
+        self.scale = None if scaled else 1.0  # the factor of QKᵀ; None: 1/√d_k
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         self.rope = rope
@@ -221,5 +245,5 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Attention of projected heads, merge, output projection W^O."""
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, need_weights, bias)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, need_weights, bias, self.scale)
         return self.out_proj(self._merge_heads(out)), weights

@@ -16,7 +16,7 @@ from model.core.settings import ConfigError, choice_problems, from_plain, settin
 from model.families.registry import ENCODER_DECODER, FAMILIES, MOE, T5_BIAS, FamilySpec, family_of
 
 Arch = Literal["encoder_decoder", "decoder_only", "encoder_only"]
-Positional = Literal["sinusoidal", "learned", "rope", "t5_relative"]
+Positional = Literal["sinusoidal", "learned", "rope", "t5_relative", "none"]
 Norm = Literal["post", "pre"]
 Activation = Literal["relu", "gelu", "silu", "gelu_tanh"]
 SinusoidLayout = Literal["interleaved", "split"]
@@ -131,6 +131,7 @@ class ModelConfig:
         "positions: sinusoidal (the paper), a learned table, rotary (RoPE), or T5's relative bias (bucketed "
         "offsets, a learned bias per head added to the attention scores)",
         form=True,
+        hidden=("none",),  # no positions at all: an experiment's broken model, set in code
     )
     norm: Norm = setting(
         "post", "Normalisation", "post (the paper: x = LN(x + f(x))) or pre (x = x + f(LN(x)), final LN)", form=True
@@ -191,6 +192,11 @@ class ModelConfig:
     pad_id: int = 0  # padding token, never attended to
     bos_id: int = 1  # begin-of-sequence token, starts every decoder input (Marian: the padding token)
     eos_id: int = 2  # end-of-sequence token, ends every decoder output (GPT-2: also its BOS and padding)
+    # Switches that break one part of the paper's model for an experiment (model/experiments/); set in code, the
+    # defaults are the paper's (older checkpoints, saved without them, read as the paper's):
+    residual: bool = True  # x + Sublayer(x) around every sublayer; False: Sublayer(x) alone, no skip connection
+    scaled_attention: bool = True  # softmax(QKᵀ/√d_k); False: softmax(QKᵀ), the scores not divided by √d_k
+    causal: bool = True  # the decoder's self-attention sees no later position; False: it sees all (padding hidden)
 
     def __post_init__(self) -> None:
         one_stream = self._family().single_stream
@@ -236,6 +242,11 @@ class ModelConfig:
                 f"change d_model or n_heads, or use sinusoidal/learned positions"
             )
         p.extend(choice_problems(self))  # positional, norm, activation
+        p.extend(
+            f"{name} must be True or False (got {getattr(self, name)!r})"
+            for name in ("residual", "scaled_attention", "causal")
+            if not isinstance(getattr(self, name), bool)
+        )
         if not 0.0 <= self.dropout < 1.0:
             p.append(f"dropout must be in [0, 1) (got {self.dropout!r})")
         if not self.layer_norm_eps > 0:

@@ -4,6 +4,9 @@ Post-LN (the paper): x = LayerNorm(x + Dropout(Sublayer(x))).
 Pre-LN:              x = x + Dropout(Sublayer(LayerNorm(x))), with a final
                      LayerNorm after the last layer of each stack.
 
+Without residual connections (``residual=False``, an experiment) the ``x +`` goes:
+LayerNorm(Dropout(Sublayer(x))) and Dropout(Sublayer(LayerNorm(x))).
+
 LayerNorm is ``torch.nn.LayerNorm``: biased variance, eps inside the square root.
 """
 
@@ -44,6 +47,11 @@ class FeedForwardSublayer(Protocol):
 FeedForwardFactory = Callable[[ModelConfig], FeedForwardSublayer]
 
 
+def skip(x: Tensor, h: Tensor, residual: bool) -> Tensor:
+    """The residual connection x + h around a sublayer's output ``h``; without one (an experiment), h alone."""
+    return x + h if residual else h
+
+
 def paper_feed_forward(cfg: ModelConfig) -> FeedForward:
     """The paper's position-wise FFN of width ``cfg.d_ff``."""
     return FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
@@ -60,8 +68,8 @@ class EncoderLayer(nn.Module):
         self, cfg: ModelConfig, rope: RotaryEmbedding | None, feed_forward: FeedForwardFactory = paper_feed_forward
     ) -> None:
         super().__init__()
-        self.pre_norm = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope)
+        self.pre_norm, self.residual = cfg.norm == "pre", cfg.residual
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope, cfg.scaled_attention)
         self.ffn = feed_forward(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -77,15 +85,16 @@ class EncoderLayer(nn.Module):
     ) -> tuple[Tensor, Tensor | None, Routing | None]:
         """→ x, the self-attention weights (with need_weights) and the routing (MoE). ``real [B, L]``: the
         positions that are not padding (for the load-balancing statistics)."""
+        r = self.residual
         if self.pre_norm:
             h, weights = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights, bias=bias)
-            x = x + self.dropout(h)
+            x = skip(x, self.dropout(h), r)
             h, routing = self.ffn.sublayer(self.norm2(x), real)
-            return x + self.dropout(h), weights, routing
+            return skip(x, self.dropout(h), r), weights, routing
         h, weights = self.self_attn(x, mask=mask, need_weights=need_weights, bias=bias)
-        x = self.norm1(x + self.dropout(h))
+        x = self.norm1(skip(x, self.dropout(h), r))
         h, routing = self.ffn.sublayer(x, real)
-        return self.norm2(x + self.dropout(h)), weights, routing
+        return self.norm2(skip(x, self.dropout(h), r)), weights, routing
 
     def step_weights(self) -> DecoderStepWeights:
         """The tensors one generation step needs (a decoder-only block: no cross-attention)."""
@@ -100,6 +109,8 @@ class EncoderLayer(nn.Module):
             cross_out=None,
             ffn=self.ffn.step_function(),
             norms=_norms(self.norm1, None, self.norm2),
+            residual=self.residual,
+            scale=sa.scale,
         )
 
 
@@ -110,9 +121,9 @@ class DecoderLayer(nn.Module):
         self, cfg: ModelConfig, rope: RotaryEmbedding | None, feed_forward: FeedForwardFactory = paper_feed_forward
     ) -> None:
         super().__init__()
-        self.pre_norm = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.pre_norm, self.residual = cfg.norm == "pre", cfg.residual
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope, cfg.scaled_attention)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, None, cfg.scaled_attention)
         self.ffn = feed_forward(cfg)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -130,19 +141,20 @@ class DecoderLayer(nn.Module):
         real: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None, Routing | None]:
         """Whole target sequence (teacher forcing). → x, self-attention and cross-attention weights, routing."""
+        r = self.residual
         if self.pre_norm:
             h, self_w = self.self_attn(self.norm1(x), mask=self_mask, need_weights=need_weights, bias=bias)
-            x = x + self.dropout(h)
+            x = skip(x, self.dropout(h), r)
             h, cross_w = self.cross_attn(self.norm2(x), memory, memory_mask, need_weights)
-            x = x + self.dropout(h)
+            x = skip(x, self.dropout(h), r)
             h, routing = self.ffn.sublayer(self.norm3(x), real)
-            return x + self.dropout(h), self_w, cross_w, routing
+            return skip(x, self.dropout(h), r), self_w, cross_w, routing
         h, self_w = self.self_attn(x, mask=self_mask, need_weights=need_weights, bias=bias)
-        x = self.norm1(x + self.dropout(h))
+        x = self.norm1(skip(x, self.dropout(h), r))
         h, cross_w = self.cross_attn(x, memory, memory_mask, need_weights)
-        x = self.norm2(x + self.dropout(h))
+        x = self.norm2(skip(x, self.dropout(h), r))
         h, routing = self.ffn.sublayer(x, real)
-        return self.norm3(x + self.dropout(h)), self_w, cross_w, routing
+        return self.norm3(skip(x, self.dropout(h), r)), self_w, cross_w, routing
 
     def step_weights(self) -> DecoderStepWeights:
         """The tensors one decoding step needs, gathered once per decode (see :func:`decoder_step`)."""
@@ -158,6 +170,8 @@ class DecoderLayer(nn.Module):
             cross_out=(ca.out_proj.weight, ca.out_proj.bias),
             ffn=self.ffn.step_function(),
             norms=_norms(self.norm1, self.norm2, self.norm3),
+            residual=self.residual,
+            scale=sa.scale,
         )
 
 
@@ -180,6 +194,8 @@ class DecoderStepWeights(NamedTuple):
     cross_out: tuple[Tensor, Tensor] | None  # cross-attention W^O; None for a decoder-only block
     ffn: Callable[[Tensor], Tensor]  # the feed-forward sublayer (a dense FFN as plain tensors)
     norms: tuple[Norm | None, ...]  # before/after self-attention, cross-attention (None: none), FFN
+    residual: bool = True  # x + Sublayer(x); False: Sublayer(x) alone (no residual connections)
+    scale: float | None = None  # the factor of QKᵀ in both attentions; None: 1/√d_k (1.0: unscaled)
 
 
 def decoder_step(
@@ -220,9 +236,9 @@ def decoder_step(
     cache_k[:, :, position : position + 1] = k
     cache_v[:, :, position : position + 1] = v
     a, self_w = scaled_dot_product_attention(
-        q, cache_k[:, :, : position + 1], cache_v[:, :, : position + 1], None, 0.0, need_weights, bias
+        q, cache_k[:, :, : position + 1], cache_v[:, :, : position + 1], None, 0.0, need_weights, bias, w.scale
     )
-    x = x + F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.self_out)
+    x = skip(x, F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.self_out), w.residual)
     if not w.pre_norm:
         x = norm(x, n1)
 
@@ -231,14 +247,14 @@ def decoder_step(
     if w.cross_q is not None and w.cross_out is not None and memory_k is not None and memory_v is not None:
         h = norm(x, n2) if w.pre_norm else x
         q = F.linear(h, *w.cross_q).view(B, 1, H, Dh).transpose(1, 2)  # [B, H, 1, Dh]
-        a, cross_w = scaled_dot_product_attention(q, memory_k, memory_v, memory_mask, 0.0, need_weights)
-        x = x + F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.cross_out)
+        a, cross_w = scaled_dot_product_attention(q, memory_k, memory_v, memory_mask, 0.0, need_weights, None, w.scale)
+        x = skip(x, F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.cross_out), w.residual)
         if not w.pre_norm:
             x = norm(x, n2)
 
     # 3. position-wise feed-forward (or the experts the router picks)
     h = norm(x, n3) if w.pre_norm else x
-    x = x + w.ffn(h)
+    x = skip(x, w.ffn(h), w.residual)
     if not w.pre_norm:
         x = norm(x, n3)
     return x, self_w, cross_w

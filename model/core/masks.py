@@ -34,9 +34,14 @@ def target_tokens(tgt: Tensor, pad_id: int) -> Tensor:
     return real
 
 
-def decoder_self_mask(tgt: Tensor, pad_id: int) -> Tensor:
+def decoder_self_mask(tgt: Tensor, pad_id: int, causal: bool = True) -> Tensor:
     """Causal and padding combined for decoder self-attention. ``tgt [B, T]`` → ``[B, 1, T, T]``.
 
     The first position (the start token) is always a key; decoder inputs are right-padded, so the causal
-    mask alone already keeps every real position from the padding after it."""
-    return causal_mask(tgt.shape[1], tgt.device) & target_tokens(tgt, pad_id)[:, None, None, :]
+    mask alone already keeps every real position from the padding after it. ``causal=False`` (a model without
+    the causal mask, an experiment): the padding mask alone, every position sees every real token."""
+    keys = target_tokens(tgt, pad_id)[:, None, None, :]  # [B, 1, 1, T]
+    if not causal:
+        T = tgt.shape[1]
+        return keys.expand(-1, -1, T, -1)  # [B, 1, T, T]
+    return causal_mask(tgt.shape[1], tgt.device) & keys

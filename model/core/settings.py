@@ -5,14 +5,16 @@ Field metadata. A field a person sets (on the command line, in the window's sett
 one-line help, the command-line flag, and the form's range. The command line (``model/cli/train.py``) and the
 settings form (``explorer/panels/settings_form.py``) are generated from :func:`settings_of`. Labels are
 English; the window translates them where it shows them (``explorer.i18n.tr``). Choices are never written
-here: a field with a fixed set of values is typed ``Literal[...]`` and its choices are the Literal's.
+here: a field with a fixed set of values is typed ``Literal[...]`` and its choices are the Literal's, less
+those its Setting hides (values set in code only, such as an experiment's ``positional="none"``).
 
 Plain data. :func:`to_plain` gives a dict of the fields; :func:`from_plain` builds the class back, refusing
 keys that are not fields (naming them and the class), and filling missing keys with the defaults.
 A key that an older file may still carry after its field was renamed or removed goes in the class's
 ``retired`` table (old key → new field name, or None to drop it). None are needed today: every checkpoint
-this program has written carries exactly the present fields of ModelConfig, TrainConfig, DataSpec and
-TokenizerSpec (checked over the whole history of those classes).
+this program has written carries present fields of ModelConfig, TrainConfig, DataSpec and TokenizerSpec
+(checked over the whole history of those classes); those added since (ModelConfig's ``residual``,
+``scaled_attention``, ``causal``) take their defaults, the values every older model had.
 
 Kept free of PyTorch and Qt: the window imports it before the engine is loaded.
 """
@@ -57,6 +59,7 @@ class Setting:
     high: float = 0
     step: float = 1  # the form's spin-box step
     decimals: int = 0  # the form's decimals (float fields)
+    hidden: tuple[str, ...] = ()  # values of the Literal that neither the form nor the command line offers
 
 
 def setting(default: Any, label: str, help: str, **options: Any) -> Any:
@@ -70,7 +73,7 @@ class SettingField:
 
     name: str
     kind: type  # int, float, bool or str
-    choices: tuple[str, ...]  # a Literal field's values; () for the others
+    choices: tuple[str, ...]  # a Literal field's values offered to a person (its Setting's hidden ones left out)
     default: Any
     setting: Setting
 
@@ -97,7 +100,8 @@ def settings_of(cls: type) -> tuple[SettingField, ...]:
         kind = str if choices else hints[f.name]
         if kind not in (int, float, bool, str):
             raise TypeError(f"{cls.__name__}.{f.name}: a setting is an int, float, bool, str or Literal")
-        out.append(SettingField(f.name, kind, choices, f.default, f.metadata[SETTING]))
+        shown = tuple(c for c in choices if c not in f.metadata[SETTING].hidden)
+        out.append(SettingField(f.name, kind, shown, f.default, f.metadata[SETTING]))
     return tuple(out)
 
 

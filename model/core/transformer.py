@@ -127,7 +127,7 @@ class Transformer(nn.Module):
         self.segment_embed = parts.segment_embedding(cfg)
         self.embed_norm = parts.embedding_norm(cfg)
 
-        # 2. positions: added to the embeddings, rotating q and k (RoPE), or a bias on the scores (T5)
+        # 2. positions: added to the embeddings, rotating q and k (RoPE), a bias on the scores (T5), or none at all
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_len) if cfg.positional == "rope" else None
         self.src_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
         self.tgt_pos: SinusoidalPositionalEncoding | LearnedPositionalEncoding | None = None
@@ -225,7 +225,7 @@ class Transformer(nn.Module):
         self, tgt_in: Tensor, memory: Tensor | None, src_mask: Tensor | None, need_weights: bool
     ) -> tuple[Tensor, _Pass]:
         """The decoder stack over a whole target (teacher forcing); without memory, a decoder-only stack."""
-        self_mask = decoder_self_mask(tgt_in, self.cfg.pad_id)
+        self_mask = decoder_self_mask(tgt_in, self.cfg.pad_id, self.cfg.causal)
         x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos)
         T = tgt_in.shape[1]
         bias = None if self.decoder_bias is None else self.decoder_bias(T, T)

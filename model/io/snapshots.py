@@ -136,7 +136,8 @@ class FillMaskView:
 
 @dataclass(frozen=True)
 class AttentionExplanation:
-    """One head's attention spelled out: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, step by step."""
+    """One head's attention spelled out: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V, step by step (without the
+    √d_k where the model does not divide by it: :attr:`root_scaled`)."""
 
     title: str  # what this is (kind, layer, head — or the worked example)
     query_tokens: list[str]  # one per row of Q
@@ -157,6 +158,8 @@ class AttentionExplanation:
     # what positions did inside this attention: "rope" (q and k were rotated), "t5_relative" (scaled includes the
     # head's relative bias b); "" for nothing (cross-attention, positions added to the embeddings, the example)
     positional: str = ""
+    # scaled = QKᵀ / √d_k (the paper); False: a model with scaled_attention off, whose scaled scores are QKᵀ itself
+    root_scaled: bool = True
 
 
 # -- positions ------------------------------------------------------------------------------------------------------

@@ -41,14 +41,16 @@ def explain(
     head: int = -1,
     bias=None,
     positional: str = "",
+    scale: float | None = None,
 ) -> AttentionExplanation:
     """Spell out attention for given Q, K, V (tensors or nested lists) with the engine's own code; ``bias``
     (T5's relative bias, ``[Lq, Lk]``) is part of the scaled scores, as in the model; ``positional``: what the
-    model's positions did inside this attention (:attr:`AttentionExplanation.positional`)."""
+    model's positions did inside this attention (:attr:`AttentionExplanation.positional`); ``scale``: the
+    model's factor of QKᵀ (None: 1/√d_k, the paper's; 1.0: a model whose attention is unscaled)."""
     q, k, v = (torch.as_tensor(x, dtype=torch.float64) for x in (q, k, v))
     mask = None if mask is None else torch.as_tensor(mask, dtype=torch.bool)
     bias = None if bias is None else torch.as_tensor(bias, dtype=torch.float64)
-    steps = attention_steps(q, k, v, mask, bias)
+    steps = attention_steps(q, k, v, mask, bias, scale)
     n = lambda t: t.detach().cpu().numpy()  # noqa: E731
     top = steps.masked.amax(dim=-1, keepdim=True)  # [Lq, 1]; −inf for a fully masked row
     shift = torch.where(top > EXP_LIMIT, top, torch.zeros_like(top))
@@ -71,6 +73,7 @@ def explain(
         layer,
         head,
         positional,
+        root_scaled=scale is None,
     )
 
 
@@ -82,14 +85,15 @@ def notes_example() -> AttentionExplanation:
     return explain(ex["Q"], ex["K"], ex["V"], None, title, labels, labels)
 
 
-def attention_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int) -> dict[str, np.ndarray]:
+def attention_masks(src: torch.Tensor, tgt_in: torch.Tensor, pad_id: int, causal: bool = True) -> dict[str, np.ndarray]:
     """The masks the model applies to one pair ``src [1, S]`` → ``tgt_in [1, T]``, per kind of attention, as
-    numpy: "encoder" ``[S, S]``, "decoder_self" ``[T, T]``, "cross" ``[T, S]``; True = may attend."""
+    numpy: "encoder" ``[S, S]``, "decoder_self" ``[T, T]``, "cross" ``[T, S]``; True = may attend. ``causal``:
+    the model's ``causal`` (False: its decoder's self-attention sees later positions too)."""
     S, T = src.shape[1], tgt_in.shape[1]
     keys = padding_mask(src, pad_id)[0, 0]  # [1, S]
     return {
         "encoder": keys.expand(S, S).cpu().numpy().copy(),
-        "decoder_self": decoder_self_mask(tgt_in, pad_id)[0, 0].cpu().numpy().copy(),
+        "decoder_self": decoder_self_mask(tgt_in, pad_id, causal)[0, 0].cpu().numpy().copy(),
         "cross": keys.expand(T, S).cpu().numpy().copy(),
     }
 
@@ -143,7 +147,7 @@ class SessionInspection(SessionDecoding):
             step=self.step,
             source=src_text,
             target_ids=tuple(y),
-            masks=attention_masks(src, tgt_in, cfg.pad_id),
+            masks=attention_masks(src, tgt_in, cfg.pad_id, cfg.causal),
             routing=self._routing(
                 maps, [self.src_tok.display_token(i) for i in ids], [show(i) for i in [cfg.bos_id, *y]]
             ),
@@ -198,7 +202,7 @@ class SessionInspection(SessionDecoding):
             step=self.step,
             source=prompt,
             target_ids=tuple(y),
-            masks={"decoder_self": decoder_self_mask(x, cfg.pad_id)[0, 0].cpu().numpy().copy()},
+            masks={"decoder_self": decoder_self_mask(x, cfg.pad_id, cfg.causal)[0, 0].cpu().numpy().copy()},
             routing=self._routing(maps, [], tokens),
             arch="decoder_only",
         )
@@ -281,7 +285,8 @@ class SessionInspection(SessionDecoding):
 
     def attention_masks(self, src_ids: list[int], tgt_in: list[int]) -> dict[str, np.ndarray]:
         """Where each attention of this model may look for one pair (True = may attend); ``tgt_in`` = BOS + y."""
-        return attention_masks(torch.tensor([src_ids]), torch.tensor([tgt_in]), self.model_cfg.pad_id)
+        cfg = self.model_cfg
+        return attention_masks(torch.tensor([src_ids]), torch.tensor([tgt_in]), cfg.pad_id, cfg.causal)
 
     @torch.inference_mode()
     def explain_attention(
@@ -335,8 +340,10 @@ class SessionInspection(SessionDecoding):
         if bias is not None:  # T5: each head's relative bias is part of its scaled scores
             bias = bias[0, head]
             title += " (scaled scores include T5's relative position bias)"
+        if block.scale is not None:
+            title += " (scores not divided by √d_k: this model's attention is unscaled)"
         inside = cfg.positional if cfg.positional in ("rope", "t5_relative") and memory is None else ""
-        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head, bias, inside)
+        return explain(q, k, v, full_mask, title, queries, keys, kind, layer, head, bias, inside, block.scale)
 
     def _explain_inputs(
         self, src_text: str, tgt_ids: list[int] | None
