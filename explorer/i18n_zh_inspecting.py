@@ -74,6 +74,13 @@ ZH_INSPECTING: dict[str, str] = {
     "decoder (looks back)": "解码器（只看之前的键）",
     "The model's learned position table": "模型学到的位置表",
     "This lab has no picture of this model's positions ({kind}).": "这个实验室还没有这种位置编码（{kind}）的图示。",
+    "This model has no positional encoding: nothing is added to its embeddings and nothing in its attention "
+    "depends on where a token is. An encoder without positions reads its input as a set: shuffle the tokens and "
+    "its outputs are shuffled with them. (A decoder with a causal mask still learns something of order from it: "
+    "later positions see more tokens.) The other tabs show the sinusoids the paper adds.": "这个模型没有位置编码："
+    "嵌入上什么也不加，注意力里也没有任何东西取决于词元所在的位置。没有位置的编码器把输入当作一个集合：打乱词元，"
+    "它的输出也跟着一起打乱。（带因果掩码的解码器仍能从掩码中学到一些顺序：越靠后的位置看到的词元越多。）"
+    "其他标签页显示的是论文加上的正弦编码。",
     "This model adds nothing to its embeddings: each self-attention adds a learned number per head to its scores, "
     "chosen by the bucket of the offset key − query (T5's relative position bias; cross-attention gets none). Small "
     "offsets have a bucket each; larger ones share buckets whose width grows logarithmically, on a scale set by the "

@@ -73,6 +73,22 @@ def test_the_model_tab_shows_the_views_of_the_models_kind_only(qtbot, english):
 
 
 @pytest.mark.parametrize("arch", FAMILIES)
+def test_a_model_without_positions_gets_a_note_and_no_picture(qtbot, english, arch):
+    from explorer.answers import RunInfo
+    from model.io.snapshots import PositionalTables
+
+    views = ModelViews()
+    page = views.page()
+    qtbot.addWidget(page)
+    info = RunInfo.__new__(RunInfo)  # only its configuration is read
+    object.__setattr__(info, "model_config", config(arch, positional="none"))
+    m = info.model_config
+    views.draw(info, PositionalTables("none", m.d_model, m.max_len, m.head_dim, 3), 50)
+    assert all(v.isHidden() for v in views.views())
+    assert views.model_note.text().startswith("This model has no positional encoding")
+
+
+@pytest.mark.parametrize("arch", FAMILIES)
 def test_t5s_buckets_are_drawn_for_the_stacks_the_family_has(qtbot, english, arch):
     t5 = T5Views()
     for view in t5.views():

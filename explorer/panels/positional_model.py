@@ -1,6 +1,7 @@
 """The "This model" tab of the positional-encoding lab (:mod:`explorer.panels.positional`): the current model's
 own positions, by the kind its configuration names — the paper's fixed sinusoids (or Marian's layout of them), a
-learned table, RoPE's rotations, or T5's relative-position buckets (:mod:`explorer.panels.positional_t5`).
+learned table, RoPE's rotations, or T5's relative-position buckets (:mod:`explorer.panels.positional_t5`); a model
+without positions (an experiment's) gets a note of what that means and no picture.
 
 RoPE's angles and the sinusoids are computed here from the configuration (with model.core.positional); a learned
 table and T5's bias come from the engine as a snapshot (:class:`~model.io.snapshots.PositionalTables`).
@@ -18,6 +19,13 @@ from explorer.panels.positional_t5 import T5Views
 from explorer.widgets import named
 from explorer.widgets.heatmap import DIVERGING_MAP, Heatmap
 from model.io.snapshots import PositionalTables
+
+NO_POSITIONS = N_(
+    "This model has no positional encoding: nothing is added to its embeddings and nothing in its attention "
+    "depends on where a token is. An encoder without positions reads its input as a set: shuffle the tokens and "
+    "its outputs are shuffled with them. (A decoder with a causal mask still learns something of order from it: "
+    "later positions see more tokens.) The other tabs show the sinusoids the paper adds."
+)
 
 
 class ModelViews:
@@ -82,6 +90,8 @@ class ModelViews:
             self._draw_rope(info, n_positions)
         elif kind == "t5_relative":
             self.model_note.setText(self.t5.draw(info.model_config, tables, n_positions))
+        elif kind == "none":  # nothing to draw: say what its absence means
+            self.model_note.setText(tr(NO_POSITIONS))
         else:  # a kind this lab does not know yet: say so rather than show another kind's pictures
             self.model_note.setText(tr("This lab has no picture of this model's positions ({kind}).").format(kind=kind))
 
