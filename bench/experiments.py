@@ -22,9 +22,13 @@ MARGIN = 0.1  # the variant's figure differs from the baseline's by at least 10%
 
 
 def shown(variant: Variant, baseline: float, changed: float) -> bool:
-    """The prediction holds: the variant's figure moved the predicted way, by at least MARGIN."""
-    gap = (baseline - changed) if variant.higher_is_better else (changed - baseline)
-    return gap >= MARGIN * max(abs(baseline), 1e-9)
+    """The prediction holds: the variant's figure moved the predicted way by at least MARGIN of the baseline's
+    (or, predicted the same, stayed within it)."""
+    room = MARGIN * max(abs(baseline), 1e-9)
+    if variant.predicted == "same":
+        return abs(changed - baseline) <= room
+    gap = (changed - baseline) if variant.predicted == "higher" else (baseline - changed)
+    return gap >= room
 
 
 def run(variant: Variant, steps: int | None, threads: int) -> str:

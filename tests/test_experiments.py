@@ -36,7 +36,8 @@ def recording(session: Session) -> list[tuple[torch.Tensor, ...]]:
 
         def __next__(self):
             batch = draw()
-            seen.append(tuple(t.clone() for t in (batch.src, batch.tgt_in, batch.tgt_out)))
+            parts = (batch.ids, batch.targets) if hasattr(batch, "ids") else (batch.src, batch.tgt_in, batch.tgt_out)
+            seen.append(tuple(t.clone() for t in parts))  # a decoder-only model's batches are texts
             return batch
 
         def __getattr__(self, name):

@@ -97,7 +97,8 @@ def test_an_added_slide_reads_back_as_it_was(tmp_path, suffix):
     path = tmp_path / f"mine{suffix}"
     scene = replace(Scene(name="", view="tree"), sentence='He said "hi"\\ 你好', mode="beam", beam_size=3)
     first = Slide("Line one\nline two", "第一行", scene, model="bundled", steps=4)
-    second = Slide("Q", "问", Scene(name="", view="decoding"), question=Question("a?", "甲？", ("x", "y"), ("X", "Y"), 1))
+    question = Question("a?", "甲？", ("x", "y"), ("X", "Y"), 1)
+    second = Slide("Q", "问", Scene(name="", view="decoding"), question=question)
     append_slide(path, first)
     append_slide(path, second)
     lesson = read_lesson(path)

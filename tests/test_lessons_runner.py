@@ -31,13 +31,19 @@ def settled(window, slide) -> bool:
         return False
     if scene.view == "lanes":
         v = window.lanes.view
-        return v is not None and window.lanes.waiting is None and v.text == scene.sentence and (
-            v.position == slide.steps or v.at_end
+        return (
+            v is not None
+            and window.lanes.waiting is None
+            and v.text == scene.sentence
+            and (v.position == slide.steps or v.at_end)
         )
     if scene.sentence:
         d = window.decoding.view
-        return d is not None and not window.decoding.waiting and d.settings.text == scene.sentence and (
-            d.position == slide.steps or d.at_end
+        return (
+            d is not None
+            and not window.decoding.waiting
+            and d.settings.text == scene.sentence
+            and (d.position == slide.steps or d.at_end)
         )
     return True
 

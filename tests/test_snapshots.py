@@ -32,6 +32,8 @@ from model.io.snapshots import (
     History,
     Hypothesis,
     Inspection,
+    Lane,
+    LanesView,
     MaskPrediction,
     PositionalTables,
     RouterView,
@@ -67,6 +69,8 @@ INSTANCES = {
         0, DecodeSettings("a"), ("a",), frozenset(), 1, 1, None, 0, False, (), (), (), "", None, 0
     ),
     "StepColumns": lambda: StepColumns.of([]),
+    "Lane": lambda: Lane("greedy", INSTANCES["DecodeView"](), -1.0, None),
+    "LanesView": lambda: LanesView("a", 0, (), True),
 }
 
 

@@ -96,6 +96,7 @@ class LessonRunner(QObject):
         self.revealed = False
         self.model = ""  # the model the lesson opened last ("" none yet)
         self.pending: Slide | None = None  # a slide whose scene waits for its model
+        self.run_id = self.opened_from = -1  # the run shown now; the one shown when a model was asked for
         self.steps_pending = 0  # decoding steps to show once the sentence's first view arrives
         self.experiment_steps: int | None = None  # updates of an experiment's runs (None: the experiment's own)
         self.processes: dict[str, QProcess] = {}  # experiments trained for this lesson, by name
@@ -224,6 +225,7 @@ class LessonRunner(QObject):
 
     # -- models -----------------------------------------------------------------------------------------------------
     def _open_model(self, model: str) -> None:
+        self.opened_from = self.run_id  # the model asked for arrives as another run
         assert self.lesson is not None and self.lesson.path is not None
         try:
             found = resolve_model(model, self.lesson.path.parent)
@@ -268,6 +270,11 @@ class LessonRunner(QObject):
 
     def _on_run(self, info: RunInfo) -> None:
         """A model arrived: the scene that waited for it is set."""
+        self.run_id = info.run_id
+        if (
+            info.run_id == self.opened_from
+        ):  # news of the run shown before (a followed run's end): not the model asked for
+            return
         slide, self.pending = self.pending, None
         if slide is not None and slide is self.slide:
             QTimer.singleShot(0, lambda: self._set_scene(slide))  # after the panels have taken the new model

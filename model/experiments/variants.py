@@ -38,7 +38,7 @@ class Variant:
     both: Changes = Changes()  # what both runs get (e.g. the learning-rate schedule of a comparison)
     baseline: Changes = Changes()  # what only the baseline gets (when the baseline is not the preset's own)
     arch: str = "encoder_decoder"
-    higher_is_better: bool = True  # for the measure
+    predicted: Literal["lower", "higher", "same"] = "lower"  # the variant's figure against the baseline's
 
 
 MEASURES: dict[str, tuple[str, str]] = {  # measure → how it is said (en, zh)
@@ -75,7 +75,7 @@ VARIANTS: tuple[Variant, ...] = (
         "more slowly.",
         "残差连接让每一层在输入上做加法而不是替换它，也给梯度一条通向每一层的捷径。"
         "没有残差，信号必须穿过每个子层和归一化：损失下降得慢得多。",
-        higher_is_better=False,
+        predicted="higher",
     ),
     Variant(
         "no_scaling",
@@ -89,7 +89,6 @@ VARIANTS: tuple[Variant, ...] = (
         "from the start.",
         "两个 d_k 维向量的点积大约随 √d_k 增长。不除以它，分数就更大，softmax 饱和到一个位置上，"
         "梯度也随之消失：注意力熵从一开始就更低。",
-        higher_is_better=False,
     ),
     Variant(
         "one_head",
@@ -132,7 +131,7 @@ VARIANTS: tuple[Variant, ...] = (
         "因果掩码遮住了要预测的词之后的词。没有它，模型直接读到了答案：训练损失几乎降到 0，"
         "可是生成时没有后文可读，输出的是乱码（不能看后文时它的损失很高）。",
         arch="decoder_only",
-        higher_is_better=False,
+        predicted="higher",
     ),
     Variant(
         "no_label_smoothing",
@@ -145,7 +144,6 @@ VARIANTS: tuple[Variant, ...] = (
         "about ε·log V. Without it the loss falls toward 0 and the model grows over-confident.",
         "标签平滑（ε = 0.1）只要求正确的词得到 90% 的概率，其余分给别的词：损失降不到大约 ε·log V 以下。"
         "没有它，损失会趋向 0，模型变得过于自信。",
-        higher_is_better=False,
     ),
     Variant(
         "tied_embeddings",
@@ -159,6 +157,7 @@ VARIANTS: tuple[Variant, ...] = (
         "论文让嵌入层和输出层共用一个矩阵：一个词的输入向量同时也是预测它的方向。"
         "这省下一个 词表 × d_model 的矩阵，学得差不多一样好。",
         both=Changes(model={"shared_vocab": True}),  # one vocabulary for both runs: the same batches
+        predicted="same",
     ),
     Variant(
         "learned_positions",
