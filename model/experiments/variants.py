@@ -111,10 +111,11 @@ VARIANTS: tuple[Variant, ...] = (
         "exact_match",
         "Both train at a large constant rate from the first step. Post-LN (the paper's) puts the norm after the "
         "residual sum, so early gradients near the output are large: without the paper's warm-up it trains badly "
-        "or not at all. Pre-LN keeps an unnormalised residual path and trains.",
+        "or not at all. Pre-LN keeps an unnormalised residual path and trains. The instability grows with depth: on "
+        "the tiny preset's 2 + 2 layers it may not show.",
         "两者从第一步起都用较大的固定学习率。Post-LN（论文的做法）把归一化放在残差相加之后，"
         "训练初期靠近输出的梯度很大：没有论文里的预热，它训练得很差甚至学不会。"
-        "Pre-LN 保留了未归一化的残差通路，能正常训练。",
+        "Pre-LN 保留了未归一化的残差通路，能正常训练。这种不稳定随深度增加：在 tiny 预设的 2 + 2 层上可能看不出来。",
         both=Changes(train={"schedule": "constant", "warmup_steps": 0, "lr": 2e-3}),
         baseline=Changes(model={"norm": "pre"}),
     ),

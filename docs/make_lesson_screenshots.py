@@ -1,0 +1,83 @@
+"""Screenshots of the bundled lessons in presenter mode, and of the Lanes tab, as a class sees them.
+
+    xvfb-run -a -s "-screen 0 1366x768x24" .venv/bin/python docs/make_lesson_screenshots.py
+
+Opens the window on the bundled model, runs each lesson to a slide that shows what it teaches (lesson 3: a
+question answered), enters presenter mode, and saves docs/images/lesson-<n>-presenter-1366x768.png; then
+docs/images/lanes-1366x768.png, the lanes run to their end in the default layout.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "docs" / "images"
+SHOWN = {0: 4, 1: 7, 2: 1}  # lesson → the slide (0-based) shown
+
+
+def pump(app, seconds: float, until=None) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end and not (until is not None and until()):
+        app.processEvents()
+        time.sleep(0.01)
+    for _ in range(30):
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def main() -> None:
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication(sys.argv)
+    from explorer.fonts import register_chinese_font
+    from explorer.lessons import bundled_lessons
+    from explorer.main_window import MainWindow
+    from explorer.worker import Engine
+
+    register_chinese_font(app)
+    tmp = Path(tempfile.mkdtemp())
+    window = MainWindow(
+        engine=Engine("cpu", None, wait_for_window=True),
+        settings=QSettings(str(tmp / "s.ini"), QSettings.IniFormat),
+        data_dir=tmp / "data",
+        start_default=False,
+    )
+    window.show()
+    window.engine.release()
+    pump(app, 2)
+    for number, slide in SHOWN.items():
+        runner = window.lessons
+        runner.open(bundled_lessons()[number])
+        pump(app, 20, lambda: runner.pending is None)
+        for _ in range(slide):
+            runner.index += 1
+        runner.show_slide()
+        if runner.slide is not None and runner.slide.question is not None:
+            runner.next()  # the answer revealed
+        window.presenter.set_on(True)
+        pump(app, 20, lambda: runner.pending is None and not window.decoding.waiting and window.lanes.waiting is None)
+        pump(app, 3)
+        window.grab().save(str(OUT / f"lesson-{number + 1}-presenter-1366x768.png"))
+        window.presenter.set_on(False)
+        runner.close()
+        pump(app, 1)
+    window.decoding.input.setText("I read a book yesterday.")
+    window.decoding.start()
+    window.docks["lanes"].raise_()
+    window.lanes.temperature.setValue(1.5)
+    window.lanes.start()
+    window.lanes.advance(12)
+    pump(app, 20, lambda: window.lanes.waiting is None and window.lanes.view is not None)
+    pump(app, 2)
+    window.grab().save(str(OUT / "lanes-1366x768.png"))
+    window.close()
+
+
+if __name__ == "__main__":
+    main()
