@@ -391,7 +391,7 @@ class Presenter(QObject):
             w.attention.show_tab("explainer" if view.focus == "explainer" else "map")
         if key == "explainer":
             w.attention.explain_head_shown()  # a head at once: the clicker walks its queries
-        if key == "lanes" and w.lanes.view is None:
+        if key == "lanes" and w.lanes.view is None and w.lanes.waiting is None:
             w.lanes.start()  # the decoding's sentence in lanes at once: the clicker steps them
         self.bar.set_view(key)
 

@@ -57,12 +57,14 @@ def test_each_row_is_the_engines_lane_at_every_step(qtbot, panels):
     lanes.press("step")  # nothing started yet: nothing asked
     assert lanes.waiting is None and "Decode in lanes" in lanes.state.text()
     decoding.input.setText(SENTENCE)
+    decoding.start()  # the lanes take the sentence the Decoding panel shows
+    qtbot.waitUntil(lambda: decoding.view is not None and decoding.view.settings.text == SENTENCE, timeout=20000)
     lanes.beam.setValue(3)
     lanes.temperature.setValue(2.5)
     lanes.seeds.setValue(3)
     lanes.start_button.click()
     wait(qtbot, lanes)
-    assert lanes.table.rowCount() == 5 and lanes.view.position == 0
+    assert lanes.table.rowCount() == 5 and lanes.view.position == 0 and lanes.view.text == SENTENCE
     reference = LanesDriver(engine.session)  # the engine is paused: its model is the panel's
     want = reference.start(standard_lanes(SENTENCE, 3, 2.5, (1, 2, 3)))
     for _ in range(4):

@@ -84,7 +84,7 @@ class LanesPanel(QWidget):
         self.seeds.setRange(1, 5)
         self.seeds.setValue(2)
         self.start_button = named(QPushButton(), "lanes_start_button")
-        self.start_button.clicked.connect(self.start)
+        self.start_button.clicked.connect(lambda: self.start())
         self.buttons: dict[str, QPushButton] = {}
         for action, _ in ACTIONS:
             button = named(QPushButton(), f"lanes_{action}_button")
@@ -107,9 +107,9 @@ class LanesPanel(QWidget):
         choose = QHBoxLayout()
         for w in (self.beam_label, self.beam, self.temperature_label, self.temperature, self.seeds_label, self.seeds):
             choose.addWidget(w)
-        choose.addWidget(self.start_button)
         choose.addStretch(1)
-        steps = QHBoxLayout()
+        steps = QHBoxLayout()  # (a row of its own: the panel stays narrow enough to share the screen)
+        steps.addWidget(self.start_button)
         for action, _ in ACTIONS:
             steps.addWidget(self.buttons[action])
         steps.addStretch(1)
