@@ -16,4 +16,6 @@ ZH_LESSONS: dict[str, str] = {
     "{title} — slide {n} of {total}": "{title}——第 {n} 张，共 {total} 张",
     "Show the answer": "显示答案",
     "Slide ▶": "下一张 ▶",
+    "exit status {code}": "退出状态 {code}",
+    "The experiment “{name}” could not be trained: {why}": "实验“{name}”无法训练：{why}",
 }

@@ -53,7 +53,8 @@ def step_through(qtbot, window, path, press):
     assert window.lessons.open(path)
     for n, slide in enumerate(lesson.slides):
         assert window.lessons.index == n
-        qtbot.waitUntil(lambda slide=slide: settled(window, slide), timeout=120000)
+        qtbot.waitUntil(lambda slide=slide: settled(window, slide), timeout=180000)
+        assert "could not be trained" not in window.message_bar.label.text(), window.message_bar.label.text()
         bar = window.lesson_bar
         assert bar.text.text() == slide.text and f"slide {n + 1} of {len(lesson.slides)}" in bar.where.text()
         a = window.attention.view()

@@ -248,11 +248,26 @@ class LessonRunner(QObject):
         folder = out / ("baseline" if run == "baseline" else name)
         if name not in self.processes and not (folder / "model.ckpt").exists():  # (a run of an earlier day: kept)
             process = self.processes[name] = QProcess(self)
+            process.finished.connect(lambda code, _status, name=name: self._experiment_ended(name, code))
             steps = [] if self.experiment_steps is None else ["--steps", str(self.experiment_steps)]
             process.start(sys.executable, ["-m", "model.experiment", "--variant", name, "--out", str(out), *steps])
         self.waiting_folder = folder
         self.window.note(tr("Training the experiment “{name}” beside its baseline…").format(name=name))
         self.poll.start()
+
+    def _experiment_ended(self, name: str, code: int) -> None:
+        """An experiment's process ended: one that failed is said (with the last line it wrote), and the slide
+        waiting for it stops waiting."""
+        process = self.processes[name]
+        if code == 0:
+            return
+        lines = bytes(process.readAllStandardError().data()).decode(errors="replace").strip().splitlines()
+        why = lines[-1] if lines else tr("exit status {code}").format(code=code)
+        if self.waiting_folder is not None and self.waiting_folder.parent.name == name:
+            self.poll.stop()
+            self.waiting_folder, self.pending = None, None
+        said = tr("The experiment “{name}” could not be trained: {why}").format(name=name, why=why)
+        self.window.show_message(said, "warning")
 
     def stop_experiments(self) -> None:
         """The experiments still training for this lesson stop (the window closes)."""
