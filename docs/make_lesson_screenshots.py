@@ -51,8 +51,8 @@ def main() -> None:
     window.show()
     window.engine.release()
     pump(app, 2)
+    runner = window.lessons
     for number, slide in SHOWN.items():
-        runner = window.lessons
         runner.open(bundled_lessons()[number])
         pump(app, 20, lambda: runner.pending is None)
         for _ in range(slide):
