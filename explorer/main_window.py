@@ -412,6 +412,7 @@ class MainWindow(QMainWindow):
         self.model_map.on_run(info)
         self.why.on_run(info)
         self.lanes.on_run(info)
+        self.lessons.on_run(info)  # after every panel: the slide's scene is set on the new model
         self.autosave.arrived(info)
         if automatic:
             self.first_launch.arrived(info)

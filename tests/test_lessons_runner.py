@@ -48,12 +48,29 @@ def settled(window, slide) -> bool:
     return True
 
 
+def wait_settled(qtbot, window, slide, n: int) -> None:
+    """Wait for the slide's scene; a slide that never settles is said with what the window was waiting for."""
+    try:
+        qtbot.waitUntil(lambda: settled(window, slide), timeout=180000)
+    except qtbot.TimeoutError:
+        runner, d, lanes = window.lessons, window.decoding.view, window.lanes.view
+        raise AssertionError(
+            f"slide {n + 1} ({slide.scene.view}, model {slide.model!r}) did not settle:"
+            f" pending {runner.pending is not None}, waiting for {runner.waiting_folder},"
+            f" view {window.presenter.view}, message"
+            f" {window.message_bar.label.text()!r}, decoding {None if d is None else (d.settings.text, d.position)}"
+            f" waiting {window.decoding.waiting}, lanes {None if lanes is None else (lanes.text, lanes.position)}"
+            f" waiting {window.lanes.waiting}, processes"
+            f" {[(k, p.state(), p.exitCode()) for k, p in runner.processes.items()]}"
+        ) from None
+
+
 def step_through(qtbot, window, path, press):
     lesson = read_lesson(path)
     assert window.lessons.open(path)
     for n, slide in enumerate(lesson.slides):
         assert window.lessons.index == n
-        qtbot.waitUntil(lambda slide=slide: settled(window, slide), timeout=180000)
+        wait_settled(qtbot, window, slide, n)
         assert "could not be trained" not in window.message_bar.label.text(), window.message_bar.label.text()
         bar = window.lesson_bar
         assert bar.text.text() == slide.text and f"slide {n + 1} of {len(lesson.slides)}" in bar.where.text()

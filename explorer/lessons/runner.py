@@ -9,7 +9,8 @@ this view to a lesson…* appends the window's current scene as a new slide to a
 Route: :meth:`LessonRunner.open` → :func:`explorer.lessons.lesson.read_lesson`; a slide's model through the
 window's own :meth:`~explorer.main_window.MainWindow.open_checkpoint` / ``follow_run`` (an experiment: ``python -m
 model.experiment`` in a process of its own, its variant's folder followed as it trains); the scene through
-:meth:`explorer.presenter.Presenter.apply`, once the model has arrived (``run_described``).
+:meth:`explorer.presenter.Presenter.apply`, once every panel has taken the model (the window calls
+:meth:`LessonRunner.on_run` last).
 """
 
 from __future__ import annotations
@@ -110,7 +111,6 @@ class LessonRunner(QObject):
         bar.back_button.clicked.connect(self.back)
         bar.next_button.clicked.connect(self.next)
         bar.close_button.clicked.connect(self.close)
-        window.engine.run_described.connect(self._on_run)
         window.decoding.view_shown.connect(self._on_view)
         self.retranslate()
 
@@ -283,8 +283,10 @@ class LessonRunner(QObject):
             self.waiting_folder = None
             self.window.follow_run(str(folder))
 
-    def _on_run(self, info: RunInfo) -> None:
-        """A model arrived: the scene that waited for it is set."""
+    def on_run(self, info: RunInfo) -> None:
+        """A model arrived and every panel has taken it (the window calls this last): the scene that waited for
+        it is set, after the panels' own requests for the new model (a random sentence asked for by the decoding
+        panel is dropped when the slide's sentence is decoded)."""
         self.run_id = info.run_id
         if (
             info.run_id == self.opened_from
@@ -292,7 +294,7 @@ class LessonRunner(QObject):
             return
         slide, self.pending = self.pending, None
         if slide is not None and slide is self.slide:
-            QTimer.singleShot(0, lambda: self._set_scene(slide))  # after the panels have taken the new model
+            self._set_scene(slide)
 
     # -- the scene --------------------------------------------------------------------------------------------------
     def _set_scene(self, slide: Slide) -> None:
