@@ -24,6 +24,7 @@ from model.data.tokenization import TokenizerSpec
 from model.interpret.results import AblationDiff, Attribution, Head, HeadImportance, LensTable
 from model.io.snapshots import (
     AttentionExplanation,
+    Compared,
     DecodeView,
     FillMaskView,
     Inspection,
@@ -201,6 +202,40 @@ class RunInfo:
     weights_step: int = 0  # the training step of the model's weights (a followed run's grow as the trainer saves)
     model_origin: ModelOrigin | None = None  # the Hugging Face model it was opened from; None: made here
     mask_token: str | None = None  # an encoder-only model's own mask piece (<mask>, BERT's [MASK]); None: no masks
+    experiment: ExperimentInfo | None = None  # a run of an experiment (RunExperiment): which, and its other run
+
+
+@dataclass(frozen=True)
+class ExperimentInfo:
+    """The experiment a run belongs to: its variant (as model.experiments.VARIANTS says it, in both languages),
+    which of the pair this run is, and the other run as the window draws it (its curves beside this one's)."""
+
+    name: str
+    title: str
+    title_zh: str
+    expect: str  # the prediction, said before the run
+    expect_zh: str
+    measure: str  # model.experiments.variants.MEASURES key
+    predicted: Literal["lower", "higher", "same"]  # the variant's figure against the baseline's
+    steps: int  # the updates each run trains for
+    run: Literal["baseline", "variant"]  # this run
+    run_ids: tuple[int, int]  # (baseline, variant)
+    other: RunInfo | None = None  # the other run (None inside ``other`` itself)
+
+    def titled(self, zh: bool) -> str:
+        return self.title_zh if zh else self.title
+
+
+@dataclass(frozen=True)
+class ExperimentCompared:
+    """Both runs of an experiment at one step: the experiment's figure for each, the probe sentence's attention
+    in each (the same sentence, the same step) and the same held-out sentences' outputs."""
+
+    run_ids: tuple[int, int]  # (baseline, variant)
+    step: int
+    measure: tuple[float, float]  # (baseline, variant)
+    inspections: tuple[Inspection, Inspection] | None  # of the probe sentence; None: no probe
+    outputs: tuple[Compared, ...]
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,22 @@ class Follow(Command):
 
 # -- training --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class RunExperiment(Command):
+    """Train a bundled experiment's variant beside its baseline (:mod:`model.experiments`): both are built from the
+    same seed and initial weights, train in turns on the same batches, and the variant is the model shown."""
+
+    variant: str  # a name of model.experiments.VARIANTS
+    preset: str = "tiny"
+
+
+@dataclass(frozen=True)
+class LookInside(Command):
+    """Show the other run of the experiment in every panel (both keep training)."""
+
+    run: Literal["baseline", "variant"]
+
+
+@dataclass(frozen=True)
 class Start(Command):
     pass
 

@@ -31,6 +31,7 @@ from explorer.answers import (
     EngineState,
     EngineStatus,
     Evaluation,
+    ExperimentCompared,
     Explained,
     FollowStatus,
     ImportanceReady,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from explorer.run_following import RunFollowing
     from model.data.stream import Progress as DataProgress
     from model.data.stream import ProgressDetail
+    from model.experiments.paired import PairedRun
     from model.session import Session
 
 
@@ -157,6 +159,7 @@ class EngineBase(QThread):
     ablation_changed = Signal(AblationChanged)  # the heads switched off for every view, and what that changed
     sweep_progressed = Signal(SweepProgress)  # the head-importance sweep, head by head
     importance_ready = Signal(ImportanceReady)  # Δloss / Δaccuracy per head
+    experiment_compared = Signal(ExperimentCompared)  # an experiment's two runs side by side at one step
 
     _device: torch.device  # where the model runs (set as the engine thread begins)
 
@@ -185,6 +188,10 @@ class EngineBase(QThread):
         self.device_label = "…"
         self._follow: RunFollowing | None = None  # a run another process writes (Follow)
         self._fail_next_step: str | None = None  # FailOnPurpose(in_training=True): the next step fails
+        self._pair: PairedRun | None = None  # an experiment (RunExperiment): the variant and its baseline
+        self._pair_ids: dict[str, int] = {}  # their run ids, by "baseline" / "variant"
+        self._pair_stopped: set[str] = set()  # a run of the pair that diverged
+        self._companion_pending: dict[int, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}  # steps, evals
         # this object lives on the window's thread: a failure named on the engine thread is worded there
         self.failure_named.connect(self._on_failure_named)
 
@@ -243,6 +250,11 @@ class EngineBase(QThread):
             MetricsBatch(self._run_id, steps, tuple(Evaluation.of(e) for e in self._pending_evals))
         )
         self._pending_steps, self._pending_evals = [], []
+        for run_id, (records, evals) in self._companion_pending.items():  # an experiment's other run
+            if records or evals:
+                batch = MetricsBatch(run_id, StepColumns.of(records), tuple(map(Evaluation.of, evals)))
+                self.metrics_logged.emit(batch)
+        self._companion_pending = {}
         self._publish_status()
 
     def _data_progress(self, request_id: int, data: DataSpec) -> DataProgress:
@@ -288,3 +300,10 @@ class EngineBase(QThread):
                 self._run_id, s.step, probe["source"], probe["target"], inspection, entropy, head_functions(inspection)
             )
         )
+        self._compare()
+
+    def _train_companion(self) -> None:
+        """One update of an experiment's run not shown (:class:`explorer.engine_experiment.ExperimentHandlers`)."""
+
+    def _compare(self) -> None:
+        """An experiment's two runs compared at this step (:class:`explorer.engine_experiment.ExperimentHandlers`)."""

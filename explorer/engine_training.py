@@ -34,6 +34,7 @@ class TrainingHandlers(EngineBase):
             self._state = PAUSED
             self.session.pause_clock()
             self._flush_metrics(force=True)
+            self._compare()
         self._publish_status()
 
     def _stop_training(self) -> None:
@@ -120,6 +121,7 @@ class TrainingHandlers(EngineBase):
 
     def _train_one(self) -> None:
         session = self._need_session()
+        self._train_companion()  # an experiment's other run: the pair takes turns
         for done in session.train_steps(1):
             self._pending_steps.append(done.to_dict())
             if done.evaluation is not None:
@@ -135,6 +137,7 @@ class TrainingHandlers(EngineBase):
             session.pause_clock()
             self._flush_metrics(force=True)
             self.paused_at.emit(session.step, loss)
+            self._compare()
             self._publish_status()
             return
         if self._steps_left:
@@ -143,6 +146,7 @@ class TrainingHandlers(EngineBase):
                 self._state = PAUSED
                 session.pause_clock()
                 self._flush_metrics(force=True)
+                self._compare()  # an experiment: both runs where they stopped
                 self._publish_status()
                 return
         self._flush_metrics()

@@ -39,11 +39,13 @@ from explorer.commands import (
     Inspect,
     Load,
     LogitLensOf,
+    LookInside,
     NewModel,
     Pause,
     PauseAt,
     Positional,
     Resume,
+    RunExperiment,
     SampleSentence,
     Save,
     SetAblation,
@@ -54,6 +56,7 @@ from explorer.commands import (
     Stop,
     WatchLens,
 )
+from explorer.engine_experiment import ExperimentHandlers
 from explorer.engine_following import FollowingHandlers
 from explorer.engine_interpret import InterpretHandlers
 from explorer.engine_loading import LIVE_ENGINES, favour_the_window, load_engine, prepare_optimizers_aside
@@ -63,13 +66,13 @@ from explorer.failures import failure_message
 from model.training.device import ThreadGovernor, device_description, resolve_device, start_helpers_behind
 
 # what ends following a run: the person makes, opens or trains a model of their own
-ENDS_FOLLOWING = (NewModel, Load, Start, Resume, Step, ChangeData)
+ENDS_FOLLOWING = (NewModel, Load, Start, Resume, Step, ChangeData, RunExperiment)
 # Work a new model does not need for its first screen (describing its corpus, the first probe snapshot,
 # loading what training needs) waits until no command has come for this long.
 QUIET_S = 0.5
 
 
-class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandlers):
+class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandlers, ExperimentHandlers):
     """Owns one :class:`~model.session.Session` and runs it on its own thread: the loop, the queue of commands and
     the one dispatch (the handlers and the signals are those of the classes it is made of)."""
 
@@ -190,6 +193,8 @@ class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandler
                 self._start_following(c)
             case NewModel():
                 self._new(c)
+            case RunExperiment() | LookInside():
+                self._experiment(c)
             case Load():
                 self._load(c)
             case Save():

@@ -25,6 +25,7 @@ from model.io.snapshots import (
     TRAIN_METRICS,
     AttentionExplanation,
     Candidate,
+    Compared,
     DecodeSettings,
     DecodeStep,
     DecodeView,
@@ -71,6 +72,7 @@ INSTANCES = {
     "StepColumns": lambda: StepColumns.of([]),
     "Lane": lambda: Lane("greedy", INSTANCES["DecodeView"](), -1.0, None),
     "LanesView": lambda: LanesView("a", 0, (), True),
+    "Compared": lambda: Compared("1 2", "2 1", "2 1", "1 2"),
 }
 
 

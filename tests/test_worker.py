@@ -131,8 +131,9 @@ def test_every_command_has_its_handler():
         return named
 
     dispatched = cases("worker.py", "_dispatch")
-    asking_why = cases("engine_interpret.py", "_interpret")  # the commands that ask why go on to their handlers
-    assert set(asking_why) == {name for name, case in dispatched.items() if isinstance(case.pattern, ast.MatchOr)}
+    # the commands that ask why, and an experiment's, go on to their handlers through a match of their own
+    routed = {**cases("engine_interpret.py", "_interpret"), **cases("engine_experiment.py", "_experiment")}
+    assert set(routed) == {name for name, case in dispatched.items() if isinstance(case.pattern, ast.MatchOr)}
     handled = set(dispatched)
     defined = {
         name

@@ -25,9 +25,11 @@ from model.core.transformer import Transformer
 from model.data import DataSpec, encode_pairs, load_corpus
 from model.data.text_batching import EncodedTexts
 from model.data.tokenization import TokenizerSpec
+from model.decoding.search import generate
 from model.experiments.variants import Changes, Variant
 from model.families.objectives import evaluate_text
 from model.io.follow import ending_note
+from model.io.snapshots import Compared
 from model.session import Session
 from model.training.config import train_config_for
 from model.training.trainer import evaluate
@@ -61,6 +63,7 @@ class PairedRun:
         seed: int = 0,
         device: str = "cpu",
         data: DataSpec | None = None,
+        eval_every: int = 0,
     ) -> None:
         self.variant = variant
         self.data = data or data_for(variant, task, seed)
@@ -69,7 +72,7 @@ class PairedRun:
         for run in RUNS:
             changes = _settings(variant, run)
             model = {"arch": variant.arch, **changes.model}
-            train = train_config_for(preset, eval_every=0, seed=seed, **changes.train)
+            train = train_config_for(preset, eval_every=eval_every, seed=seed, **changes.train)
             shared = bool(model.get("shared_vocab", False))
             self.sessions[run] = Session._with_tokenizers(
                 self.data, preset, train, TokenizerSpec("word"), shared, device, corpus, None, model
@@ -124,6 +127,14 @@ class PairedRun:
             return float(self._longer(session)["exact_match"])
         found = session.evaluate("valid")
         return float(found[how])
+
+    def outputs(self, sentences: int = 4) -> list[Compared]:
+        """The same held-out sentences through both runs: each one's greedy output (a GPT continues the first half
+        of a text; the reference is the rest)."""
+        return [
+            Compared(source, reference, output_of(self.baseline, source), output_of(self.changed, source))
+            for source, reference in held_out(self.baseline, sentences)
+        ]
 
     def _longer(self, session: Session) -> dict[str, Any]:
         """Greedy decoding of held-out sentences longer than any trained on."""
@@ -195,6 +206,27 @@ def attention_entropy(session: Session, sentences: int = 20) -> float:
                 p = np.clip(maps.astype(np.float64), 1e-12, 1.0)
                 rows.extend((-(p * np.log2(p)).sum(-1) * (maps.sum(-1) > 0.5)).reshape(-1).tolist())
     return float(np.mean(rows)) if rows else math.nan
+
+
+def held_out(session: Session, sentences: int) -> list[tuple[str, str]]:
+    """The first ``sentences`` validation pairs; a decoder-only model's texts cut in half (prompt, the rest)."""
+    if not session.model_cfg.single_stream:
+        return [(s, t) for s, t in session.corpus.split("valid")[:sentences]]
+    halves = []
+    for text in session.corpus.texts("valid")[:sentences]:
+        words = text.split()
+        cut = max(1, len(words) // 2)
+        halves.append((" ".join(words[:cut]), " ".join(words[cut:])))
+    return halves
+
+
+def output_of(session: Session, source: str) -> str:
+    """The run's greedy output for ``source`` (a decoder-only model: the continuation of the prompt)."""
+    if "generate" in session.model_cfg.family.decoding:
+        ids = session.src_tok.encode_ids(source)
+        new = generate(session.model, ids, 16)
+        return session.tgt_tok.decode(t for t in new if t != session.model_cfg.eos_id)
+    return session.translate(source, with_reference=False).text
 
 
 def causal_loss(session: Session) -> float:

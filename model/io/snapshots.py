@@ -249,6 +249,16 @@ class LanesView:
 
 
 @dataclass(frozen=True)
+class Compared:
+    """One held-out sentence and what each run of an experiment (a variant beside its baseline) made of it."""
+
+    source: str  # the sentence read (a GPT's prompt: the first half of a text)
+    reference: str  # what the data says comes out (the rest of the text)
+    baseline: str
+    variant: str
+
+
+@dataclass(frozen=True)
 class StepColumns:
     """Training metrics of consecutive updates, one array per metric (the engine's history records)."""
 

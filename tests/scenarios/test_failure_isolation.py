@@ -52,6 +52,8 @@ FAILING: dict[type, tuple[cmd.Command, str | None]] = {  # command → (the requ
     cmd.SetAblation: (cmd.SetAblation(heads=(("cross", 99, 0),)), None),  # no such layer
     cmd.WatchLens: (cmd.WatchLens(on=True), "_watch_lens"),
     cmd.HeadImportanceOf: (cmd.HeadImportanceOf(sentences=4), "_head_importance"),
+    cmd.RunExperiment: (cmd.RunExperiment("no_such_experiment"), None),
+    cmd.LookInside: (cmd.LookInside("baseline"), None),  # no experiment is open
     cmd.FailOnPurpose: (cmd.FailOnPurpose(message="a deliberate failure"), None),
 }
 
