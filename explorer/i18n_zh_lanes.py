@@ -32,6 +32,7 @@ ZH_LANES: dict[str, str] = {
     "All lanes agree so far.": "到目前为止各路都一样。",
     "Every lane has finished.": "每一路都已结束。",
     "token {n}": "第 {n} 个词元",
+    "Beam tree of the “{lane}” lane (★ length-normalised score)": "“{lane}”这一路的束搜索树（★ 为长度归一化得分）",
     "Press “Decode in lanes” first: there are no lanes to step yet.": (
         "请先点击“多路解码”：现在还没有可以前进的解码路。"
     ),

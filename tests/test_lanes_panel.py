@@ -99,3 +99,33 @@ def test_without_a_sentence_the_panel_says_what_to_do(qtbot, panels):
     decoding.input.setText("")
     lanes.start_button.click()
     assert lanes.waiting is None and "Decoding panel" in lanes.state.text()
+
+
+def tree_kept(tree, level: int) -> list[tuple[str, int, float]]:
+    """The kept (live or finished) nodes the tree draws at ``level``, sorted."""
+    return sorted((n.status, n.token, n.log_prob) for n in tree.nodes if n.level == level and n.status != "pruned")
+
+
+def test_the_tree_is_the_beam_lanes_at_every_step(qtbot, panels):
+    engine, decoding, lanes = panels
+    assert lanes.tree_box.isHidden()  # nothing decoded: no tree
+    decoding.input.setText(SENTENCE)
+    decoding.start()
+    qtbot.waitUntil(lambda: decoding.view is not None and decoding.view.settings.text == SENTENCE, timeout=20000)
+    lanes.start(beam=3)
+    wait(qtbot, lanes)
+    reference = LanesDriver(engine.session)
+    want = reference.start(standard_lanes(SENTENCE, 3, lanes.temperature.value(), (1, 2)))
+    assert lanes.tree_box.isVisibleTo(lanes) and "beam 3" in lanes.tree_title.text()
+    for action in ("step",) * 4 + ("back",):
+        lanes.press(action)
+        qtbot.waitUntil(lambda: lanes.waiting is None and not lanes.tree.pending, timeout=20000)
+        want = reference.act(action)
+        beam = want.lanes[1].view  # the beam lane: its steps, as the engine's own driver decodes them
+        assert beam.settings.beam_size == 3 and lanes.view.position == want.position
+        assert len(lanes.tree.columns) == len(beam.steps) + 1  # the start, then a column per step at the cursor
+        for level, step in enumerate(beam.steps, 1):
+            assert tree_kept(lanes.tree, level) == sorted((c.status, c.token, c.log_prob) for c in step.kept)
+            assert lanes.tree.columns[level].n_pruned == len(step.pruned)
+    lanes.on_run(lanes.info)  # a new model: no lanes, no tree
+    assert lanes.tree_box.isHidden() and len(lanes.tree.columns) == 1

@@ -1,7 +1,8 @@
 """The Decoding lanes panel: the Decoding panel's sentence decoded several ways side by side — greedy, beam search,
 sampling with several seeds — on one step cursor. Step moves every lane one token (a lane that has finished stays
 at its end); each lane shows its output so far, its log-probability (the model's own, at temperature 1) and where
-it parts from the greedy lane, its tokens from there on in orange.
+it parts from the greedy lane, its tokens from there on in orange. Under the lanes, the beam lane's search tree at
+the cursor (the Decoding panel's :class:`~explorer.widgets.beam_tree.BeamTreeView`, fed the beam lane's own view).
 
 Route: ``client.ask(DecodeLanes("start", settings))`` (one :class:`~model.io.snapshots.DecodeSettings` per lane,
 :func:`model.decoding.lanes.standard_lanes`), then ``DecodeLanes("step" | "back" | "run" | "reset")`` →
@@ -18,11 +19,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QAbstractScrollArea,
     QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -34,6 +37,8 @@ from explorer.answers import LanesStepped, RunInfo
 from explorer.commands import DecodeLanes
 from explorer.i18n import N_, tr
 from explorer.widgets import named
+from explorer.widgets.beam_tree import BeamTreeView
+from explorer.widgets.export import titled_view
 from explorer.widgets.token_strip import shown_piece
 from model.decoding.lanes import standard_lanes
 from model.io.snapshots import DecodeSettings, Lane, LanesView
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
 
 PARTED = "#d35400"  # the tokens of a lane from where it parts from the first
 COLUMNS = (N_("Lane"), N_("Output so far"), N_("log P"), N_("Parts at"))
+FORMATS = ("PNG", "SVG", "CSV")  # the tree's export
 ACTIONS = (("back", N_("◀ Back")), ("step", N_("Step ▶")), ("run", N_("Run to the end")), ("reset", N_("Reset")))
 
 
@@ -53,6 +59,12 @@ def lane_name(s: DecodeSettings) -> str:
         name = tr("sampling T {t:g}, seed {seed}").format(t=s.temperature, seed=s.seed)
         return name
     return tr("greedy") if s.beam_size == 1 else tr("beam {k}").format(k=s.beam_size)
+
+
+def beam_lane(view: LanesView | None) -> Lane | None:
+    """The first lane that searches with a beam (its tree is drawn under the lanes); None: no such lane."""
+    lanes = view.lanes if view is not None else ()
+    return next((lane for lane in lanes if lane.view.settings.beam_size > 1), None)
 
 
 class LanesPanel(QWidget):
@@ -98,6 +110,12 @@ class LanesPanel(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setVisible(False)
+        # as tall as its rows while the tree is shown under it (the tree takes the rest of the height)
+        self.table.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
+        self.tree = BeamTreeView("lanes_beam_tree_view")
+        self.tree_box = QWidget()
+        self.tree_title, _ = titled_view(self.tree_box, self.tree, "lanes_beam_tree", self.tree.export, FORMATS)
+        self.tree_box.hide()  # until a beam lane has started
         self.state = named(QLabel(), "lanes_state")
         self.state.setWordWrap(True)
         self.state.setTextFormat(Qt.TextFormat.PlainText)
@@ -122,6 +140,7 @@ class LanesPanel(QWidget):
         layout.addWidget(self.controls)
         layout.addWidget(self.state)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.tree_box, 3)
 
     def retranslate(self) -> None:
         self.beam_label.setText(tr("Beam"))
@@ -133,6 +152,7 @@ class LanesPanel(QWidget):
         for action, text in ACTIONS:
             self.buttons[action].setText(tr(text))
         self.table.setHorizontalHeaderLabels([tr(c) for c in COLUMNS])
+        self.tree_title.setToolTip(tr("Blue: kept · grey: pruned · green: finished · orange: the best hypothesis"))
         self._draw()
 
     def set_presenting(self, on: bool) -> None:
@@ -211,11 +231,26 @@ class LanesPanel(QWidget):
             self.table.setRowCount(0)
             if self.decodes:
                 self.state.setText(tr("Press “Decode in lanes” to decode the Decoding panel's sentence several ways."))
+        else:
+            self.state.setText(self._caption(v))
+            self.table.setRowCount(len(v.lanes))
+            for row, lane in enumerate(v.lanes):
+                self._fill_row(row, lane)
+        self._draw_tree(beam_lane(v))
+
+    def _draw_tree(self, lane: Lane | None) -> None:
+        """The beam lane's search tree at the cursor, under the lanes; without a beam lane the lanes take the
+        height."""
+        shown = lane is not None
+        self.tree_box.setVisible(shown)
+        policy = QSizePolicy.Policy.Maximum if shown else QSizePolicy.Policy.Expanding  # Maximum: its rows' height
+        self.table.setSizePolicy(QSizePolicy.Policy.Expanding, policy)
+        if lane is None:
+            self.tree.set_steps((), self.pieces, self.eos_id)
             return
-        self.state.setText(self._caption(v))
-        self.table.setRowCount(len(v.lanes))
-        for row, lane in enumerate(v.lanes):
-            self._fill_row(row, lane)
+        title = tr("Beam tree of the “{lane}” lane (★ length-normalised score)")
+        self.tree_title.setText(title.format(lane=lane_name(lane.view.settings)))
+        self.tree.set_steps(lane.view.steps, self.pieces, self.eos_id)
 
     def _caption(self, v: LanesView) -> str:
         parted = [lane.parted_at for lane in v.lanes if lane.parted_at is not None]
