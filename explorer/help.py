@@ -370,6 +370,22 @@ token where a lane first differs from the greedy one, its tokens are orange.</p>
 <b>log P</b> 是模型自己对这一行输出给出的对数概率（温度为 1），所以各路可以比较：束搜索能找到贪心错过的输出，采样则会走偏。
 从某一路第一次和贪心那一路不同的词元起，它的词元显示为橙色。</p>""",
 }
+# the Experiment panel (explorer/panels/experiment.py): a part taken out, trained beside the intact model
+HELP["experiment"] = {
+    "en": """<p>Take one part of the Transformer out (or change it), train the broken model <b>beside an intact
+one</b>, and compare. Choose an experiment and press <b>Run beside its baseline</b> (or pick it from the
+<b>Experiments</b> menu): both runs start from the same seed and the same initial weights, and train in turns on the
+same batches in the same order, so the change is the only difference. Read the prediction first: it says what should
+happen and why. As they train, their curves overlay in the Training panel (two runs), and here, at the same step:
+the experiment's figure for each, the probe sentence's attention in each (the same layer and head; "all, averaged"
+compares runs with different numbers of heads) and what each makes of the same held-out sentences (✓: the
+reference). <b>Look inside</b> shows either run in every other panel; both keep training.</p>""",
+    "zh": """<p>把 Transformer 的一个部件拿掉（或改掉），让这个“坏了的”模型和一个<b>完好的模型并排</b>训练，然后比较。
+选一个实验，点击<b>与基线并排运行</b>（或在<b>实验</b>菜单里选它）：两次运行从同一个随机种子、同样的初始权重出发，
+轮流在同样顺序的同样批次上训练，所以唯一的不同就是那个改动。先读预测：它说明会发生什么以及为什么。训练时，两条曲线在“训练”面板里叠在一起（两次运行），
+这里则在同一步显示：每次运行的实验指标、探针句子在每个模型里的注意力（同一层同一个头；“全部，取平均”可以比较头数不同的模型），
+以及它们对同样的留出句子各输出了什么（✓：与参考一致）。<b>查看内部</b>让其他面板显示任一次运行；两次运行都继续训练。</p>""",
+}
 HELP.update(TOPIC_HELP)
 HELP.update(FAMILY_HELP)
 HELP.update(ABLATION_HELP)

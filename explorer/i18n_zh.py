@@ -499,6 +499,7 @@ ZH = {
 # the strings of the model families' views, kept in files of their own
 from explorer.i18n_zh_ablation import ZH_ABLATION  # noqa: E402
 from explorer.i18n_zh_decoding import ZH_DECODING  # noqa: E402
+from explorer.i18n_zh_experiment import ZH_EXPERIMENT  # noqa: E402
 from explorer.i18n_zh_inspecting import ZH_INSPECTING  # noqa: E402
 from explorer.i18n_zh_interpret import ZH_INTERPRET  # noqa: E402
 from explorer.i18n_zh_lanes import ZH_LANES  # noqa: E402
@@ -509,6 +510,7 @@ from explorer.i18n_zh_training import ZH_TRAINING  # noqa: E402
 ZH.update(ZH_TRAINING)
 ZH.update(ZH_DECODING)
 ZH.update(ZH_LANES)
+ZH.update(ZH_EXPERIMENT)
 ZH.update(ZH_LESSONS)
 ZH.update(ZH_INSPECTING)
 ZH.update(ZH_SETTINGS)

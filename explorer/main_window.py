@@ -29,6 +29,7 @@ from explorer.model_files import is_model_path as is_model_path  # where explore
 from explorer.panels.attention import AttentionPanel
 from explorer.panels.data_view import DataPanel
 from explorer.panels.decoding import DecodingPanel
+from explorer.panels.experiment import ExperimentPanel
 from explorer.panels.interpret import WhyPanel
 from explorer.panels.lanes import LanesPanel
 from explorer.panels.model_info import ModelPanel
@@ -56,6 +57,7 @@ Panel = (
     | ModelMapPanel
     | WhyPanel
     | LanesPanel
+    | ExperimentPanel
 )
 ATTENTION_OF_PART = {
     "encoder_self_attention": "encoder",
@@ -74,6 +76,7 @@ PANELS = (
     ("map", N_("Model map")),
     ("why", N_("Why?")),
     ("lanes", N_("Lanes")),
+    ("experiment", N_("Experiment")),
 )
 
 
@@ -143,8 +146,9 @@ class MainWindow(QMainWindow):
         self.model_map = ModelMapPanel()
         self.why = WhyPanel()
         self.lanes = LanesPanel()
+        self.experiment = ExperimentPanel()
         shown = (self.training, self.decoding, self.attention, self.positional, self.model_panel, self.data_panel)
-        later = (self.model_map, self.why, self.lanes)
+        later = (self.model_map, self.why, self.lanes, self.experiment)
         self.panels: dict[str, Panel] = dict(zip((key for key, _ in PANELS), (*shown, *later)))
 
     def _create_docks(self) -> None:
@@ -215,6 +219,8 @@ class MainWindow(QMainWindow):
         self.attention.snapshot_selected.connect(self.training.set_probe_marker)
         self.why.attach(self.client, self.decoding)
         self.lanes.attach(self.client, self.decoding)
+        self.experiment.attach(self.client)
+        self.experiment.run_asked.connect(self.files.run_experiment)
         self.model_map.part_chosen.connect(self._on_part_chosen)
 
     def _on_part_chosen(self, part: ModelPart) -> None:
@@ -412,6 +418,7 @@ class MainWindow(QMainWindow):
         self.model_map.on_run(info)
         self.why.on_run(info)
         self.lanes.on_run(info)
+        self.experiment.on_run(info)
         self.lessons.on_run(info)  # after every panel: the slide's scene is set on the new model
         self.autosave.arrived(info)
         if automatic:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from explorer import dialogs
 from explorer.answers import RunInfo
-from explorer.commands import Follow, Load, NewModel, Save, Start
+from explorer.commands import Follow, Load, NewModel, RunExperiment, Save, Start
 from explorer.engine_client import EngineClient
 from explorer.first_launch import SCRATCH, FirstLaunch
 from explorer.i18n import N_, tr
@@ -175,6 +175,15 @@ class ModelFiles(QObject):
         self.first_launch.person_takes_over()
         folder = str(path)
         self.when_discarded(lambda: self.client.send(Follow(folder)), tr("Following a run replaces the current model."))
+
+    def run_experiment(self, name: str) -> None:
+        """Train the bundled experiment ``name`` beside its baseline in this window (the Experiment panel shows
+        both; asking first if unsaved work would be replaced)."""
+        self.first_launch.person_takes_over()
+        self.bring_forward("experiment")
+        self.when_discarded(
+            lambda: self.client.send(RunExperiment(name)), tr("Running an experiment replaces the current model.")
+        )
 
     def open_bundled(self) -> None:
         """The bundled, trained model again (asking first if unsaved work would be replaced)."""

@@ -6,13 +6,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
 LEFT = ("decoding", "training", "model", "data")
-RIGHT = ("attention", "positional", "map", "why", "lanes")
+RIGHT = ("attention", "positional", "map", "why", "lanes", "experiment")
 
 
 def default_layout(window: QMainWindow, docks: dict[str, QDockWidget], side_by_side: bool) -> None:
     """The decoding views beside the attention map (``side_by_side``); training, model and data tabbed behind the
-    decoding panel, the positional lab, the model map, the Why panel and the lanes behind the attention map. On a
-    screen narrower than both side by side need, everything shares one area as tabs."""
+    decoding panel, the positional lab, the model map, the Why panel, the lanes and the experiment behind the
+    attention map. On a screen narrower than both side by side need, everything shares one area as tabs."""
     for dock in docks.values():
         dock.setFloating(False)
         dock.show()

@@ -1,4 +1,5 @@
-"""The main window's menus: File (its commands are :class:`explorer.model_files.ModelFiles`'), View (language,
+"""The main window's menus: File (its commands are :class:`explorer.model_files.ModelFiles`'), Experiments (each
+bundled experiment, run beside its baseline), View (language,
 theme, presenter mode and its scenes, the panels, the layout) and Help; their actions by key in ``actions``."""
 
 from __future__ import annotations
@@ -84,10 +85,12 @@ class WindowMenus:
     def __init__(self, window: MenuWindow, bar: QMenuBar) -> None:
         self.window = window
         self.file_menu = bar.addMenu("")
+        self.experiments_menu = bar.addMenu("")
         self.view_menu = bar.addMenu("")
         self.help_menu = bar.addMenu("")
         self.actions: dict[str, QAction] = {}
         self._fill_file_menu()
+        self._fill_experiments_menu()
         self._fill_view_menu()
         self.help_menu.addAction(self._action("about", lambda: window.show_message(tr(ABOUT), "info")))
 
@@ -114,6 +117,17 @@ class WindowMenus:
         self.recent_menu = menu.addMenu("")  # filled by explorer.recent_files.RecentFiles
         menu.addSeparator()
         menu.addAction(self._action("quit", w.window().close, keys.Quit))
+
+    def _fill_experiments_menu(self) -> None:
+        """One entry per bundled experiment: one click trains it beside its baseline (the Experiment panel)."""
+        from model.experiments.variants import VARIANTS
+
+        w = self.window
+        self.experiments_menu.setObjectName("experiments_menu")
+        for v in VARIANTS:
+            self.experiments_menu.addAction(
+                self._action(f"experiment_{v.name}", lambda _=False, n=v.name: w.files.run_experiment(n))
+            )
 
     def _fill_view_menu(self) -> None:
         w, menu = self.window, self.view_menu
@@ -150,14 +164,26 @@ class WindowMenus:
 
     def retranslate(self) -> None:
         self.file_menu.setTitle(tr("&File"))
+        self.experiments_menu.setTitle(tr("E&xperiments"))
+        self._name_experiments()
         self.view_menu.setTitle(tr("&View"))
         self.help_menu.setTitle(tr("&Help"))
         self.recent_menu.setTitle(tr("Recent files"))
         self.language_menu.setTitle(tr("Language"))
         self.theme_menu.setTitle(tr("Theme"))
         self.scenes_menu.setTitle(tr("Scenes"))
-        for key, text in ACTION_NAMES.items():
+        for key, text in ACTION_NAMES.items():  # (the experiments are named by _name_experiments)
             self.actions[key].setText(tr(text))
         self.actions["open_folder"].setToolTip(tr(FOLDER_TIP))
         self.actions["follow"].setToolTip(tr(FOLLOW_TIP))
         self.file_menu.setToolTipsVisible(True)
+
+    def _name_experiments(self) -> None:
+        from model.experiments.variants import VARIANTS
+
+        zh = language.code == "zh"
+        for v in VARIANTS:
+            action = self.actions[f"experiment_{v.name}"]
+            action.setText(v.title_zh if zh else v.title)
+            action.setToolTip(v.expect_zh if zh else v.expect)
+        self.experiments_menu.setToolTipsVisible(True)

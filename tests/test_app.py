@@ -70,6 +70,7 @@ def test_window_has_its_panels_and_names(make_window, qtbot):
         "map_dock",
         "why_dock",
         "lanes_dock",
+        "experiment_dock",
     }
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=10000)
     assert window.device_label.text() == "CPU"

@@ -269,6 +269,9 @@ class TrainingPanel(QWidget):
     def on_run(self, info: RunInfo, fill_form: bool = True) -> None:
         """A new run, or new settings of the current one; ``fill_form=False`` keeps the person's edits."""
         new = info.run_id not in self.runs
+        other = info.experiment.other if info.experiment is not None else None
+        if other is not None and other.run_id not in self.runs:  # an experiment: its other run, drawn beside
+            self._add_run(other)
         self.runs[info.run_id] = info
         self.current = info
         if fill_form:
@@ -276,13 +279,22 @@ class TrainingPanel(QWidget):
         self.live_plots.show_family(info, columns_for(self.width()))
         self.live_plots.show_history(info, again=new or self.live_plots.rolled_back(info))
         if new:
-            for run in self.run_list.add_run(info.run_id):  # the oldest unticked runs leave the list
-                self.runs.pop(run, None)
-                self.live_plots.forget(run)
+            self._add_run(info)
+        if other is not None:
+            self.run_list.tick(other.run_id)  # both runs of the experiment, overlaid
         self.run_list.label_runs(self.runs)
         self.run_list.make_bold(info.run_id)
         self._on_run_toggled()
         self._update_buttons()
+
+    def _add_run(self, info: RunInfo) -> None:
+        """A run at the top of the run list, its curves from its history (the oldest unticked runs leave)."""
+        self.runs[info.run_id] = info
+        if info is not self.current:
+            self.live_plots.show_history(info, again=True)
+        for run in self.run_list.add_run(info.run_id):
+            self.runs.pop(run, None)
+            self.live_plots.forget(run)
 
     def set_probe_marker(self, step: int) -> None:
         """The step of the attention snapshot looked at, marked on the loss plot (-1: none)."""

@@ -10,7 +10,7 @@ from PySide6.QtGui import QFont, QTextLayout, QTextOption
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from explorer.answers import RunInfo
-from explorer.i18n import tr
+from explorer.i18n import language, tr
 
 MAX_RUNS = 12  # runs kept in the run list for overlays
 
@@ -97,11 +97,24 @@ class RunList(QListWidget):
         return forgotten
 
     def label_runs(self, runs: Mapping[int, RunInfo]) -> None:
-        """Each row: "Run" (in the language shown), its id and its run's description."""
+        """Each row: "Run" (in the language shown), its id and its run's description (a run of an experiment:
+        which of the pair it is first)."""
         for i in range(self.count()):
             item = self.item(i)
             rid = item.data(Qt.ItemDataRole.UserRole)
-            item.setText(f"{tr('Run')} {rid}: {runs[rid].label}")
+            info = runs[rid]
+            e = info.experiment
+            which = ""
+            if e is not None:
+                title = e.titled(language.code == "zh")
+                which = (tr("baseline") if e.run == "baseline" else tr("variant: {title}").format(title=title)) + " · "
+            item.setText(f"{tr('Run')} {rid}: {which}{info.label}")
+
+    def tick(self, run_id: int) -> None:
+        """Tick ``run_id`` (its curves drawn), if it is in the list."""
+        for i in range(self.count()):
+            if self.item(i).data(Qt.ItemDataRole.UserRole) == run_id:
+                self.item(i).setCheckState(Qt.CheckState.Checked)
 
     def make_bold(self, run_id: int) -> None:
         for i in range(self.count()):

@@ -1,0 +1,83 @@
+"""An experiment run from the window (explorer/panels/experiment.py): one click in the Experiments menu trains the
+variant beside its baseline; the Training panel draws both runs' curves, each equal to its run's own history; the
+Experiment panel shows, at the step where training paused, each run's figure, the probe sentence's attention in each
+(equal to what each model gives for it) and the same held-out sentences' outputs; "Look inside" shows the baseline
+in every other panel while both curves stay; the prediction reads in Chinese too."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from explorer import commands as cmd  # noqa: E402
+from explorer.i18n import language  # noqa: E402
+from explorer.panels.experiment import attention_of  # noqa: E402
+
+
+@pytest.fixture
+def window(make_window):
+    w = make_window()
+    w.show()
+    yield w
+    language.set("en")
+
+
+def run_and_pause(qtbot, window, name: str, steps: int):
+    window.menus.actions[f"experiment_{name}"].trigger()  # one click
+    qtbot.waitUntil(lambda: window.experiment.experiment is not None, timeout=60000)
+    window.client.send(cmd.PauseAt(step=steps))
+    qtbot.waitUntil(lambda: window.window_status.status.state == "paused", timeout=120000)
+    step = window.window_status.status.step
+    qtbot.waitUntil(lambda: window.experiment.compared is not None and window.experiment.compared.step == step)
+    return window.engine._pair, step  # the engine is paused: its sessions are not touched now
+
+
+def test_one_click_trains_both_runs_and_shows_them_side_by_side(qtbot, window):
+    pair, step = run_and_pause(qtbot, window, "no_scaling", 8)
+    panel, e = window.experiment, window.experiment.experiment
+    baseline_id, variant_id = e.run_ids
+    # the curves: two runs, both ticked, each its own history
+    training = window.training
+    assert {baseline_id, variant_id} <= training.run_list.ticked()
+    loss = training.live_plots.plots["loss_plot"]
+    for run_id, session in ((baseline_id, pair.baseline), (variant_id, pair.changed)):
+        x, y = loss.data(run_id, "train")
+        np.testing.assert_allclose(y, session.history.train["loss"], rtol=1e-6)
+        assert x[-1] == step == session.step
+    labels = [training.run_list.item(i).text() for i in range(training.run_list.count())]
+    assert any("baseline ·" in t for t in labels) and any("variant: No √d_k scaling" in t for t in labels)
+    # side by side at the same step: the probe's attention in each model, the same layer and head
+    probe = window.engine._probe
+    panel.kind.setCurrentIndex(panel.kind.findData("encoder"))
+    panel.layer.setValue(1)
+    panel.head.setValue(1)
+    for heatmap, session in zip(panel.maps, (pair.baseline, pair.changed)):
+        want = session.inspect(probe["source"], probe["target"]).encoder[0, 0]
+        np.testing.assert_allclose(heatmap.values, want, rtol=1e-5, atol=1e-6)
+        assert f"step {step}" in heatmap.title.text()
+    assert not np.allclose(panel.maps[0].values, panel.maps[1].values)
+    # the figure of each, and the same sentences' outputs
+    assert f"{pair.measure('baseline'):.3g}" in panel.figures.text()
+    assert f"{pair.measure('variant'):.3g}" in panel.figures.text()
+    shown = [[panel.outputs.item(r, c).text().removesuffix(" ✓") for c in range(4)] for r in range(4)]
+    assert shown == [[o.source, o.reference, o.baseline or "—", o.variant or "—"] for o in pair.outputs(4)]
+
+
+def test_looking_inside_the_baseline_keeps_both_curves(qtbot, window):
+    pair, _ = run_and_pause(qtbot, window, "one_head", 4)
+    baseline_id, variant_id = window.experiment.experiment.run_ids
+    window.experiment.look.setCurrentIndex(window.experiment.look.findData("baseline"))
+    window.experiment.look.activated.emit(1)
+    qtbot.waitUntil(lambda: window.decoding.info is not None and window.decoding.info.run_id == baseline_id)
+    assert window.training.current.run_id == baseline_id
+    assert window.attention.info.model_config.n_heads == pair.baseline.model_cfg.n_heads != 1
+    assert {baseline_id, variant_id} <= window.training.run_list.ticked()
+    assert window.experiment.experiment.run == "baseline" and window.experiment.compared is not None
+
+
+def test_the_prediction_reads_in_chinese(qtbot, window):
+    window.experiment.choice.setCurrentIndex(window.experiment.choice.findData("no_positional"))
+    language.set("zh")
+    assert "预期结果及原因" in window.experiment.expect.text() and "位置信息" in window.experiment.expect.text()
+    assert window.menus.actions["experiment_no_positional"].text() == "没有位置编码"
+    assert "没有正在运行的实验" in window.experiment.figures.text()
