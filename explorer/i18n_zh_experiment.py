@@ -36,6 +36,7 @@ ZH_EXPERIMENT: dict[str, str] = {
     "entropy {bits} bits": "熵 {bits} 比特",
     "step {n}": "第 {n} 步",
     "baseline": "基线",
+    "variant": "变体",
     "variant: {title}": "变体：{title}",
     "Running an experiment replaces the current model.": "运行实验会替换当前的模型。",
 }

@@ -11,7 +11,6 @@ pytest.importorskip("pytestqt")
 
 from explorer import commands as cmd  # noqa: E402
 from explorer.i18n import language  # noqa: E402
-from explorer.panels.experiment import attention_of  # noqa: E402
 
 
 @pytest.fixture
@@ -44,6 +43,8 @@ def test_one_click_trains_both_runs_and_shows_them_side_by_side(qtbot, window):
         x, y = loss.data(run_id, "train")
         np.testing.assert_allclose(y, session.history.train["loss"], rtol=1e-6)
         assert x[-1] == step == session.step
+    window.docks["training"].raise_()  # (plots redraw while on screen)
+    qtbot.waitUntil(lambda: any(t == "train (baseline)" for _, _, t in loss._legend_entries), timeout=5000)
     labels = [training.run_list.item(i).text() for i in range(training.run_list.count())]
     assert any("baseline ·" in t for t in labels) and any("variant: No √d_k scaling" in t for t in labels)
     # side by side at the same step: the probe's attention in each model, the same layer and head

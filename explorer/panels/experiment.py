@@ -53,22 +53,26 @@ KINDS = (
 AVERAGE = 0  # the head spin box's first value: the heads averaged (runs with different numbers of heads compare)
 
 
-def attention_of(inspection: Inspection, kind: str, layer: int, head: int) -> tuple[np.ndarray, list, list] | None:
-    """One map of ``inspection`` (``head`` 0: the layer's heads averaged; a head the run lacks: averaged too), with
-    its row and column tokens; None when the run has no such attention."""
+def attention_of(
+    inspection: Inspection, kind: str, layer: int, head: int
+) -> tuple[np.ndarray, float, list, list] | None:
+    """One map of ``inspection`` (``head`` 0: the layer's heads averaged; a head the run lacks: averaged too), the
+    mean entropy in bits of its heads' rows (of each head's own rows, as the experiment's figure counts it), and its
+    row and column tokens; None when the run has no such attention."""
     maps = getattr(inspection, kind)
     if maps.size == 0 or layer >= maps.shape[0]:
         return None
-    values = maps[layer].mean(0) if head == AVERAGE or head > maps.shape[1] else maps[layer, head - 1]
+    heads = maps[layer] if head == AVERAGE or head > maps.shape[1] else maps[layer, head - 1 : head]
     rows = inspection.src_tokens if kind == "encoder" else inspection.tgt_tokens
     cols = inspection.tgt_tokens if kind == "decoder_self" else inspection.src_tokens
-    return values, list(rows), list(cols)
+    return heads.mean(0), row_entropy(heads), list(rows), list(cols)
 
 
-def row_entropy(values: np.ndarray) -> float:
-    """Mean entropy (bits) of a map's rows: how spread its attention is."""
-    p = np.clip(values.astype(np.float64), 1e-12, 1.0)
-    return float((-(p * np.log2(p)).sum(-1)).mean()) if values.size else math.nan
+def row_entropy(maps: np.ndarray) -> float:
+    """Mean entropy (bits) of the rows of ``maps [..., rows, cols]``: how spread the attention is (0: each row on
+    one position)."""
+    p = np.clip(maps.astype(np.float64), 1e-12, 1.0)
+    return float((-(p * np.log2(p)).sum(-1)).mean()) if maps.size else math.nan
 
 
 class ExperimentPanel(QWidget):
@@ -121,6 +125,8 @@ class ExperimentPanel(QWidget):
         self.outputs.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.outputs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.outputs.verticalHeader().setVisible(False)
+        rows = self.outputs.verticalHeader().defaultSectionSize()
+        self.outputs.setMinimumHeight(self.outputs.horizontalHeader().sizeHint().height() + 4 * rows + 4)
 
     def _lay_out(self) -> None:
         self.controls = QWidget()  # presenter mode hides the rows that choose (the class reads the rest)
@@ -224,7 +230,7 @@ class ExperimentPanel(QWidget):
         self.look.setItemText(1, tr("the baseline"))
         self.expect.setText(
             f"<b>{tr('What to expect, and why:')}</b> {(v.expect_zh if zh else v.expect)}"
-            + (f"<br>{tr('Running: {title}.').format(title=v.title_zh if zh else v.title)}" if e else "")
+            + (f"<br>{tr('Running: {title}.').format(title=e.titled(zh))}" if e is not None and e.name != name else "")
         )
         self.figures.setText(self._figures_text(v.measure, v.predicted))
         self._draw_maps()
@@ -257,11 +263,11 @@ class ExperimentPanel(QWidget):
                 heatmap.set_title(titles[i])
                 heatmap.set_data(np.zeros((0, 0)), [], [])
                 continue
-            values, rows, cols = found
+            values, bits, rows, cols = found
             inspection = c.inspections[i] if c is not None and c.inspections is not None else None
             masks = inspection.masks if inspection is not None else {}
             mask = ~masks[kind] if kind in masks and masks[kind].shape == values.shape else None
-            entropy = tr("entropy {bits} bits").format(bits=f"{row_entropy(values):.2f}")
+            entropy = tr("entropy {bits} bits").format(bits=f"{bits:.2f}")
             heatmap.set_title(f"{titles[i]} · {tr('step {n}').format(n=c.step if c else 0)} · {entropy}")
             heatmap.set_data(values, rows, cols, mask)
 

@@ -308,7 +308,10 @@ class TrainingPanel(QWidget):
     # -- view --------------------------------------------------------------------------------------
     def _on_run_toggled(self, *_: Any) -> None:
         current = self.current.run_id if self.current else 0
-        self.live_plots.set_runs(current, self.run_list.ticked())
+        names = {  # an experiment's runs: "baseline" and "variant" in the legends rather than their numbers
+            rid: tr(info.experiment.run) for rid, info in self.runs.items() if info.experiment is not None
+        }
+        self.live_plots.set_runs(current, self.run_list.ticked(), names)
 
     def _on_smoothing(self, value: int) -> None:
         self.state = replace(self.state, smoothing=smoothing_at(value))

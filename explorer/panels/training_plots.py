@@ -8,7 +8,7 @@ frame however fast training runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -274,10 +274,11 @@ class TrainingPlots(QObject):
                 self.plots["quality_plot"].append(run, name, x[kept], y[kept])
 
     # -- how they show it --------------------------------------------------------------------------
-    def set_runs(self, current: int, visible: set[int]) -> None:
-        """Draw the runs ``visible``, ``current`` in bold; the experts' load only of ``current``."""
+    def set_runs(self, current: int, visible: set[int], names: Mapping[int, str] | None = None) -> None:
+        """Draw the runs ``visible``, ``current`` in bold (the runs ``names`` names said by name); the experts'
+        load only of ``current``."""
         for plot in self.plots.values():
-            plot.set_runs(current, visible)
+            plot.set_runs(current, visible, names)
         self.expert_load_plot.set_runs(current, {current})  # one run's experts at a time: N lines already
 
     def set_smoothing(self, weight: float) -> None:

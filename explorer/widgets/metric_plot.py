@@ -8,6 +8,7 @@ the curves when :meth:`MetricPlot.redraw` runs — the panel calls it from a
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,6 +171,7 @@ class MetricPlot(QWidget):
         self.styles: dict[str, dict] = {}
         self.visible_runs: set[int] = set()
         self.current_run = 0
+        self.run_names: dict[int, str] = {}  # runs said by name in the legend (an experiment's two runs)
 
         self.plot = pg.PlotWidget(axisItems={"bottom": StepAxis("bottom")})
         self.plot.setBackground(None)
@@ -334,8 +336,10 @@ class MetricPlot(QWidget):
             return 0.0, nice_ceiling(hi * 1.05)
         return nice_bounds(lo, hi)
 
-    def set_runs(self, current: int, visible: set[int]) -> None:
-        """Show the runs ``visible`` (and ``current``, whose legend entries go without a run number)."""
+    def set_runs(self, current: int, visible: set[int], names: Mapping[int, str] | None = None) -> None:
+        """Show the runs ``visible`` (and ``current``, whose legend entries go without a run number; a run
+        ``names`` names, such as an experiment's baseline, is said by that name instead of its number)."""
+        self.run_names = dict(names or {})
         runs = set(visible) | {current}
         if (current, runs) != (self.current_run, self.visible_runs):
             self.follow = True  # other runs chosen: fit them, even after a zoom into the last ones
@@ -404,7 +408,9 @@ class MetricPlot(QWidget):
         label = tr(style.get("label", s.name))
         if style.get("number") is not None:
             label = label.format(n=style["number"])
-        return label if s.run_id == self.current_run else f"{label} ({tr('run')} {s.run_id})"
+        if s.run_id == self.current_run:
+            return label
+        return f"{label} ({self.run_names.get(s.run_id) or tr('run') + ' ' + str(s.run_id)})"
 
     def _make_curves(self, s: Series) -> pg.PlotDataItem:
         """Make the series' curve (and its faint raw curve when smoothable); returns the curve."""
