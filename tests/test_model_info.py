@@ -72,3 +72,17 @@ def test_the_parameter_table_names_each_group_as_the_family_does(qtbot, engine_i
         assert table_rows(panel) == GPT_WITH_EXPERTS_ROWS[lang]
     finally:
         language.set("en")
+
+
+def test_a_model_with_parts_switched_off_says_so(qtbot, engine_info):
+    """The summary of an experiment's variant names what it goes without; the paper's model names nothing."""
+    panel = ModelPanel()
+    qtbot.addWidget(panel)
+    panel.on_run(engine_info)
+    assert "Switched off" not in panel.summary.text()
+    cfg = dataclasses.replace(engine_info.model_config, residual=False, scaled_attention=False, positional="none")
+    panel.on_run(dataclasses.replace(engine_info, model_config=cfg))
+    text = panel.summary.text()
+    assert "<b>Switched off</b>: positional encoding" in text and "residual connections" in text
+    assert "the √d_k in attention" in text and "causal mask" not in text  # (its causal mask is on)
+    assert "positional encoding: none" in text

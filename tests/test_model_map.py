@@ -13,6 +13,7 @@ from PySide6.QtTest import QTest  # noqa: E402
 
 from explorer.i18n import language  # noqa: E402
 from explorer.panels.model_map import ModelMapPanel, ModelPart, PartItem  # noqa: E402
+from explorer.panels.model_map_text import part_name  # noqa: E402
 from model.core.config import ModelConfig  # noqa: E402
 from model.core.transformer import Transformer  # noqa: E402
 
@@ -251,3 +252,25 @@ def test_each_familys_map_is_drawn_from_its_spec(panel, engine_info, english, ar
             assert spec.labels[f"sources:{kind}"] in equation_html(part, info)
     softmax = equation_html(ModelPart("softmax"), info)
     assert spec.output_probability in softmax and spec.labels["output_use"] in softmax
+
+
+def test_a_model_with_parts_switched_off_is_drawn_and_said_as_it_is(panel, info_for):
+    """The experiments' switches: no residual path is drawn where there is none, no √d_k or mask in the formula
+    of a model without them, and a model without positions says so."""
+    from PySide6.QtWidgets import QGraphicsPolygonItem
+
+    def arrow_heads() -> int:
+        return sum(isinstance(item, QGraphicsPolygonItem) for item in panel.scene.items())
+
+    panel.on_run(info_for())
+    with_paths = arrow_heads()
+    panel.on_run(info_for(residual=False, scaled_attention=False, causal=False, positional="none"))
+    assert 0 < arrow_heads() < with_paths  # the residual lanes are gone, the other arrows stay
+    assert "no residual connection" in part_name(
+        ModelPart("add_norm", "encoder", 0, "feed_forward"), panel.info.model_config
+    )
+    panel.select(ModelPart("decoder_self_attention", "decoder", 0))
+    text = equation(panel)
+    assert "Attention(Q, K, V) = softmax(QKT) V" in text.splitlines()  # neither / √dk nor + M
+    assert "no causal mask" in text and "does not divide the scores" in text
+    assert "not told where tokens are" in panel.items[ModelPart("positional", "encoder")].detail

@@ -67,6 +67,11 @@ EXPLAIN_TITLES = {
         "√d_k = {root}, Σ exp = {total}; output = Σ weight · v"
     ),
 }
+# a model with scaled_attention off (the experiment "no_scaling"): its scores go into the softmax as they are
+UNSCALED_TITLE = N_(
+    "<b>{title}</b> — query {i} “{token}”: weights = softmax(q·kᵀ) = exp / Σ exp — this model does not divide by "
+    "√d_k (d_k = {d_k}); Σ exp = {total}; output = Σ weight · v"
+)
 # what the model's positions did inside the explained attention (AttentionExplanation.positional)
 POSITIONS_NOTES = {
     "t5_relative": N_(
@@ -449,7 +454,7 @@ class QkExplainer(QWidget):
         i = max(0, self.query.currentIndex())
         d_k = e.q.shape[1]
         self.explain_title.setText(
-            tr(EXPLAIN_TITLES[e.positional == "t5_relative"]).format(
+            tr(EXPLAIN_TITLES[e.positional == "t5_relative"] if e.root_scaled else UNSCALED_TITLE).format(
                 title=explanation_title(e, self.family),
                 i=i + 1,
                 token=html.escape(e.query_tokens[i]),
@@ -473,6 +478,8 @@ class QkExplainer(QWidget):
         self.per_key.setColumnCount(SCORE_COLUMNS + d_v)
         self.per_key.setRowCount(len(keys) + 1)
         scaled = "q·k / √d_k + b" if e.positional == "t5_relative" else "÷ √d_k"  # T5: the head's bias b added
+        if not e.root_scaled:
+            scaled = tr("not ÷ √d_k") if e.positional != "t5_relative" else "q·k + b"
         self.per_key.setHorizontalHeaderLabels(
             ["q·k", scaled, tr("mask"), exp_header, "softmax", *(f"v[{c + 1}]" for c in range(d_v))]
         )

@@ -33,10 +33,25 @@ def tokenizer_text(info: RunInfo) -> str:
     return tr("{kind} ({src} / {tgt} pieces)").format(kind=info.tokenizer.kind, src=src, tgt=tgt)
 
 
+def switched_off(m) -> list[str]:
+    """The parts of the paper's Transformer this model goes without (the experiments' switches)."""
+    said = []
+    if m.positional == "none":
+        said.append(tr("positional encoding (the model is not told where tokens are)"))
+    if not m.residual:
+        said.append(tr("residual connections (each sublayer's output replaces its input)"))
+    if not m.scaled_attention:
+        said.append(tr("the √d_k in attention (softmax(QKᵀ), not softmax(QKᵀ/√d_k))"))
+    if not m.causal and "decoder" in m.family.stacks:
+        said.append(tr("the causal mask (the decoder sees the tokens after the one it predicts)"))
+    return said
+
+
 # The values of the settings' choices in the interface language (in English the value itself, which is also what
 # the command line takes): this panel's summary and the settings form's boxes (whose item data stays the value).
 VALUE_NAMES = {
     "positional": {
+        "none": N_("none"),
         "sinusoidal": N_("sinusoidal"),
         "learned": N_("learned"),
         "rope": N_("rope"),
@@ -153,6 +168,9 @@ class ModelPanel(QWidget):
             + (mark("; ") + mark(", ").join(tied) if tied else ""),
             parameters_text(info),
         ]
+        switched = switched_off(m)
+        if switched:  # an experiment's change, said where a person reads what the model is
+            lines.insert(3, f"<b>{tr('Switched off')}</b>{mark(': ')}{mark('; ').join(switched)}")
         self.summary.setText("<br>".join(lines))
         origin = info.model_origin
         self.summary.setToolTip(tr("Read from the folder {folder}").format(folder=origin.folder) if origin else "")

@@ -201,11 +201,15 @@ def open_layer(col: Column, layer: int, cfg: ModelConfig) -> None:
     for kind in stack_sublayers(cfg, col.stack):
         if cfg.norm == "post":
             sub = col.add(ModelPart(kind, col.stack, layer), SUB_H)
-            col.residual(sub, col.add(ModelPart("add_norm", col.stack, layer, kind), NORM_H))
+            add = col.add(ModelPart("add_norm", col.stack, layer, kind), NORM_H)
+            if cfg.residual:  # (the experiment "no_residual" has no skip path to draw)
+                col.residual(sub, add)
         else:
             norm = col.add(ModelPart("layer_norm", col.stack, layer, kind), NORM_H)
             sub = col.add(ModelPart(kind, col.stack, layer), SUB_H)
-            col.residual(norm, col.add(ModelPart("residual_add", col.stack, layer, kind), ADD_D, "circle"))
+            add = col.add(ModelPart("residual_add", col.stack, layer, kind), ADD_D, "circle")
+            if cfg.residual:
+                col.residual(norm, add)
         if kind == "cross_attention":
             col.cross_entries.append(QPointF(sub.left(), sub.center().y()))
     top = col.y + GAP_Y - PAD - FRAME_TOP

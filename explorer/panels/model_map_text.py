@@ -122,7 +122,12 @@ BOX_LABELS = {
 EMBEDDING_NAMES = {"encoder": N_("Input embedding"), "decoder": N_("Output embedding")}
 TOKEN_EMBEDDING = N_("Token embedding")  # the one embedding of a single-stream model
 LAYER_NAMES = {"encoder": N_("Encoder layer {n}"), "decoder": N_("Decoder layer {n}")}
+NO_RESIDUAL_NAMES = {  # a model with residual off: the sublayer's output replaces its input
+    "add_norm": N_("Norm: LayerNorm of the sublayer's output (no residual connection in this model)"),
+    "residual_add": N_("No residual connection: the sublayer's output replaces its input"),
+}
 POSITIONAL_KINDS = {
+    "none": N_("none: the model is not told where tokens are"),
     "sinusoidal": N_("sinusoidal"),
     "learned": N_("learned table"),
     "rope": N_("RoPE, in self-attention"),
@@ -165,6 +170,8 @@ def part_name(part: ModelPart, cfg: ModelConfig | None = None) -> str:
         return tr(MOE_NAME)
     if part.kind == "layer":
         return tr(LAYER_NAMES.get(part.stack or "", "Encoder layer {n}")).format(n=(part.layer or 0) + 1)
+    if part.kind in ("add_norm", "residual_add") and cfg is not None and not cfg.residual:
+        return tr(NO_RESIDUAL_NAMES[part.kind])  # the experiment "no_residual": no skip connection
     return tr(NAMES.get(part.kind, part.kind))
 
 
@@ -305,8 +312,9 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
     m = info.model_config
     d, h, dk = m.d_model, m.n_heads, m.head_dim
     biased = m.positional == "t5_relative" and part.kind != "cross_attention"  # T5: self-attention only
-    scores = "QK<sup>T</sup> / √d<sub>k</sub>" + (" + B" if biased else "")
-    scores += " + M" if part.kind == "decoder_self_attention" else ""
+    scores = "QK<sup>T</sup>" + (" / √d<sub>k</sub>" if m.scaled_attention else "") + (" + B" if biased else "")
+    masked = part.kind == "decoder_self_attention" and m.causal
+    scores += " + M" if masked else ""
     rows = [
         formula(f"Attention(Q, K, V) = softmax({scores}) V"),
         formula("MultiHead(Q, K, V) = Concat(head<sub>1</sub>, …, head<sub>h</sub>) W<sup>O</sup>"),
@@ -319,8 +327,12 @@ def _attention(part: ModelPart, info: RunInfo) -> str:
         f"W<sub>i</sub><sup>V</sup> ∈ ℝ<sup>{d}×{dk}</sup>, W<sup>O</sup> ∈ ℝ<sup>{h * dk}×{d}</sup></p>",
         f"<p>{tr(m.family.labels[f'sources:{ATTENTION_OF[part.kind]}'])}</p>",
     ]
-    if part.kind == "decoder_self_attention":
+    if masked:
         rows.append(f"<p>{tr(MASK_TEXT)}</p>")
+    elif part.kind == "decoder_self_attention":
+        rows.append(f"<p>{tr(NO_MASK_TEXT)}</p>")
+    if not m.scaled_attention:
+        rows.append(f"<p>{tr(UNSCALED_SCORES_TEXT)}</p>")
     if m.positional == "rope" and part.kind != "cross_attention":
         rows.append(f"<p>{tr('RoPE rotates q and k by their positions before the product QKᵀ.')}</p>")
     if biased:
@@ -343,6 +355,15 @@ T5_SCORES_TEXT = N_(
 MASK_TEXT = N_(
     "M is the causal mask: M<sub>ij</sub> = 0 for j ≤ i and −∞ for j &gt; i, so position i sees only "
     "the words up to itself, never the ones still to be written."
+)
+
+NO_MASK_TEXT = N_(
+    "This model has no causal mask: position i also sees the words after it — in training, the very word it "
+    "is asked to predict (the experiment “no causal mask”)."
+)
+UNSCALED_SCORES_TEXT = N_(
+    "This model does not divide the scores by √d<sub>k</sub> (the experiment “no √d_k scaling”): with "
+    "d<sub>k</sub>-dimensional q and k their products grow like √d<sub>k</sub>, and the softmax saturates."
 )
 
 
