@@ -15,7 +15,8 @@ import time
 
 import torch
 
-from model.experiments import VARIANTS, PairedRun
+from model.experiments import VARIANTS
+from model.experiments.paired import PairedRun
 from model.experiments.variants import MEASURES, Variant
 
 MARGIN = 0.1  # the variant's figure differs from the baseline's by at least 10% of it, the way predicted

@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from model.experiments import VARIANTS, PairedRun, share_initial_weights, variant_named
-from model.experiments.paired import data_for
+from model.experiments import VARIANTS, variant_named
+from model.experiments.paired import PairedRun, data_for, share_initial_weights
 from model.session import Session
 
 SMALL = {"n_train": 200, "n_valid": 8, "n_test": 8}

@@ -125,6 +125,9 @@ class ExperimentPanel(QWidget):
         self.outputs.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.outputs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.outputs.verticalHeader().setVisible(False)
+        for combo in (self.choice, self.look, self.kind):  # long names shrink, not the window (1024 px screens)
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(10)
         rows = self.outputs.verticalHeader().defaultSectionSize()
         self.outputs.setMinimumHeight(self.outputs.horizontalHeader().sizeHint().height() + 4 * rows + 4)
 
@@ -134,10 +137,13 @@ class ExperimentPanel(QWidget):
         choose.setContentsMargins(0, 0, 0, 0)
         choose.addWidget(self.choice, 1)
         choose.addWidget(self.run_button)
-        which = QHBoxLayout()
-        for w in (self.look_label, self.look, self.kind, self.layer_label, self.layer, self.head_label, self.head):
-            which.addWidget(w)
-        which.addStretch(1)
+        which = QHBoxLayout()  # which run the other panels show; which attention the maps compare
+        which.addWidget(self.look_label)
+        which.addWidget(self.look, 1)
+        what = QHBoxLayout()
+        for w in (self.kind, self.layer_label, self.layer, self.head_label, self.head):
+            what.addWidget(w)
+        what.addStretch(1)
         maps = QHBoxLayout()
         for m in self.maps:
             maps.addWidget(m, 1)
@@ -147,6 +153,7 @@ class ExperimentPanel(QWidget):
         layout.addWidget(self.expect)
         layout.addWidget(self.figures)
         layout.addLayout(which)
+        layout.addLayout(what)
         layout.addLayout(maps, 3)
         layout.addWidget(self.outputs, 2)
 
