@@ -152,5 +152,8 @@ def set_presenter_font(root: QWidget, on: bool, base: QFont) -> None:
         font.setPointSizeF(base.pointSizeF() * PRESENTER_SCALE)
     measure_tabs_again(root)  # before the change, which may reach them at once
     QApplication.setFont(font)  # static: the running application's default font
+    # Qt hands the new font to each widget on a posted event; delivered now, every widget has it when this returns
+    # (a layout made before they arrive is measured in the old type: see Presenter._leave)
+    QApplication.sendPostedEvents(None, QEvent.Type.ApplicationFontChange)
     refresh_style_sheets(root)
     restyle_plots(root, foreground())

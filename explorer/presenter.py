@@ -304,7 +304,6 @@ class Presenter(QObject):
         window.decoding.play_changed.connect(self._show_play)
         self._show_play()
         self.shortcuts = self._create_shortcuts()
-        self.changed.connect(self._arrange_window)
 
     def _show_play(self) -> None:
         shown = self.window.decoding.view_state()
@@ -338,8 +337,10 @@ class Presenter(QObject):
             w.menu_bar.hide()
             w.first_launch.welcome_done()  # the welcome speaks to a person at a desk, not to a class
             w.showFullScreen()
-            self.show_view(self.view)
+            self.show_view(self.view)  # the other docks hidden before the type grows
+            self._arrange_window(True)
         else:
+            self._arrange_window(False)  # the desktop's type before the docks come back (see _leave)
             self._leave()
         for shortcut in self.shortcuts:
             shortcut.setEnabled(on)
@@ -357,6 +358,9 @@ class Presenter(QObject):
         w.lanes.set_presenting(on)
 
     def _leave(self) -> None:
+        """The bars, docks, geometry and layout as they were. The type is already the desktop's: docks brought back
+        while still in presenter type ask for their large minimum widths, side by side more than a 1366-pixel screen
+        (1413 px), and the window grows to that and stays wider than the screen once the type is small again."""
         w = self.window
         self.bar.hide()
         w.menu_bar.show()

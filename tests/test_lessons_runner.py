@@ -103,6 +103,14 @@ def test_the_experiments_lesson_trains_and_follows_each_experiment(qtbot, window
     assert (out / "no_positional" / "baseline" / "metrics.jsonl").read_text().count("\n") == 3
 
 
+def test_an_experiment_that_cannot_be_trained_is_said_and_not_waited_for(qtbot, window):
+    window.lessons._run_experiment("no_such_experiment", "baseline")
+    assert window.lessons.waiting_folder is not None
+    qtbot.waitUntil(lambda: window.lessons.waiting_folder is None, timeout=60000)
+    said = window.message_bar.label.text()
+    assert "“no_such_experiment” could not be trained" in said and "invalid choice" in said, said
+
+
 def test_a_clicker_steps_the_slides_in_presenter_mode(qtbot, window):
     lesson = read_lesson(bundled_lessons()[0])
     window.lessons.open(bundled_lessons()[0])

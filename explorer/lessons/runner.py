@@ -26,6 +26,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QInputDialog, QLabel, QP
 from explorer.i18n import language, tr
 from explorer.lessons.lesson import Lesson, LessonError, Slide, append_slide, read_lesson, resolve_model
 from explorer.widgets import named
+from explorer.widgets.wrapped_label import WrappedLabel
 
 if TYPE_CHECKING:
     from explorer.answers import RunInfo
@@ -63,10 +64,8 @@ class LessonBar(QWidget):
         super().__init__(parent)
         self.setObjectName("lesson_bar")
         self.where = named(QLabel(), "lesson_where")
-        self.text = named(QLabel(), "lesson_text")
-        self.question = named(QLabel(), "lesson_question")
-        for label in (self.text, self.question):
-            label.setWordWrap(True)
+        self.text = named(WrappedLabel(), "lesson_text")  # (wrapped: measured no narrower than a short line)
+        self.question = named(WrappedLabel(), "lesson_question")
         self.text.setTextFormat(Qt.TextFormat.PlainText)
         self.question.setTextFormat(Qt.TextFormat.RichText)
         self.back_button = named(QPushButton(), "lesson_back_button")
@@ -247,13 +246,19 @@ class LessonRunner(QObject):
         out = self.window.data_dir / "experiments" / name
         folder = out / ("baseline" if run == "baseline" else name)
         if name not in self.processes and not (folder / "model.ckpt").exists():  # (a run of an earlier day: kept)
-            process = self.processes[name] = QProcess(self)
-            process.finished.connect(lambda code, _status, name=name: self._experiment_ended(name, code))
+            process = self.processes[name] = named(QProcess(self), name)
+            # a method of the runner, not a lambda: a process killed as the runner is destroyed tells no one
+            process.finished.connect(self._on_experiment_finished)
             steps = [] if self.experiment_steps is None else ["--steps", str(self.experiment_steps)]
             process.start(sys.executable, ["-m", "model.experiment", "--variant", name, "--out", str(out), *steps])
         self.waiting_folder = folder
         self.window.note(tr("Training the experiment “{name}” beside its baseline…").format(name=name))
         self.poll.start()
+
+    def _on_experiment_finished(self, code: int, _status: QProcess.ExitStatus) -> None:
+        process = self.sender()
+        if isinstance(process, QProcess):
+            self._experiment_ended(process.objectName(), code)
 
     def _experiment_ended(self, name: str, code: int) -> None:
         """An experiment's process ended: one that failed is said (with the last line it wrote), and the slide

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton
 
 from explorer.widgets import named
+from explorer.widgets.wrapped_label import WrappedLabel
 
 STYLES = {
     "info": "background: #e8f1fb; border: 1px solid #9db3d6;",
@@ -20,9 +21,8 @@ class MessageBar(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("message_bar")
-        self.label = named(QLabel(), "message_text")
+        self.label = named(WrappedLabel(), "message_text")  # (wrapped: measured no narrower than a short line)
         self.label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote file names and sentences: never markup
-        self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._layout = QHBoxLayout(self)
         self._layout.setContentsMargins(8, 4, 8, 4)

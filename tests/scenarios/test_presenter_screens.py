@@ -299,6 +299,55 @@ def test_nothing_is_clipped(make_window, qtbot, monkeypatch, desktop_font, width
             assert_tabs_whole(a.tabs.tabBar())
 
 
+@pytest.mark.parametrize("width", [1366, 1024])
+def test_leaving_presenter_mode_the_window_fits_the_screen_again(make_window, qtbot, monkeypatch, width):
+    """The type is back to its desktop size before the panels come back: laid out while still large, the docks
+    side by side wanted more than the screen (1413 px at 1366) and the window grew to that, never to shrink."""
+    monkeypatch.setattr(MainWindow, "_screen_size", staticmethod(lambda: (width, 768)))
+    window = make_window(start_default=True)
+    window.show()
+    window.setWindowState(Qt.WindowState.WindowNoState)
+    window.resize(width, 768 - 70)
+    qtbot.waitUntil(lambda: window.decoding.view is not None and window.lanes.info is not None, timeout=20000)
+    window.docks["lanes"].raise_()
+    window.lanes.start()
+    qtbot.waitUntil(lambda: window.lanes.view is not None, timeout=10000)
+    assert window.width() <= width, window.minimumSizeHint()
+    for _ in range(2):
+        present(window, qtbot, width, 768)
+        window.presenter.show_view("lanes")
+        qtbot.wait(100)
+        window.set_presenter(False)
+        assert window.lanes.font().pointSizeF() == pytest.approx(window.base_font.pointSizeF())  # before any event
+        qtbot.wait(200)
+        assert window.width() <= width, (window.width(), window.minimumSizeHint())
+
+
+def test_a_slide_above_the_narrow_lanes_view_leaves_it_on_the_screen(make_window, qtbot, monkeypatch):
+    """The bars above the docks get the height their text needs at the window's minimum width, which the Lanes view
+    alone sets while presenting (under 160 px): there a slide's two lines wrapped into thirty and the window asked
+    for 795 px of a 768-pixel screen."""
+    monkeypatch.setattr(MainWindow, "_screen_size", staticmethod(lambda: (1366, 768)))
+    window = make_window(start_default=True)
+    window.show()
+    qtbot.waitUntil(lambda: window.decoding.view is not None and window.lanes.info is not None, timeout=20000)
+    bar = window.lesson_bar
+    bar.where.setText("Decoding: greedy, beam search, sampling — slide 8 of 10")
+    bar.text.setText(
+        "Here every lane has run to its end. Orange tokens are where a lane parted from the greedy one. Compare the"
+        " log P: which lane found the most probable translation? (At a desk: the Lanes panel's Step moves every lane"
+        " one token.)"
+    )
+    bar.show()
+    present(window, qtbot, 1366, 768)
+    window.presenter.show_view("lanes")
+    qtbot.waitUntil(lambda: window.lanes.view is not None and window.lanes.waiting is None, timeout=10000)
+    qtbot.wait(100)
+    assert window.minimumSizeHint().width() < 400  # the narrow view that sets the bars' width
+    assert window.minimumSizeHint().height() <= 768 - 200, window.minimumSizeHint()
+    assert window.height() == 768 and bar.text.height() <= 4 * bar.text.fontMetrics().lineSpacing()
+
+
 # -- the chart's probabilities and the small plots' legends -----------------------------------------------------
 def viewport_rect(plot_view: pg.GraphicsView, item) -> QRectF:
     """Where ``item`` is drawn in the view's viewport, in pixels (also for an item that ignores the zoom)."""
