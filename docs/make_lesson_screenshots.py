@@ -2,9 +2,12 @@
 
     xvfb-run -a -s "-screen 0 1366x768x24" .venv/bin/python docs/make_lesson_screenshots.py
 
-Opens the window on the bundled model, runs each lesson to a slide that shows what it teaches (lesson 3: a
-question answered), enters presenter mode, and saves docs/images/lesson-<n>-presenter-1366x768.png; then
-docs/images/lanes-1366x768.png, the lanes run to their end in the default layout.
+Opens the window on the bundled model, runs each lesson to a slide that shows what it teaches (lesson 2: the lanes
+run to their end; lesson 3: a question answered), enters presenter mode, and saves
+docs/images/lesson-<n>-presenter-<W>x<H>.png; then docs/images/lanes-<W>x<H>.png, the Decoding panel beside the
+Lanes tab in the default layout, a sentence stepped a few steps, the beam lane's tree under the lanes. <W>x<H> is
+the screen's size. Xvfb has no window manager: the window is put on the screen (full, or its available part) as
+one would.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "images"
 SHOWN = {0: 4, 1: 7, 2: 1}  # lesson → the slide (0-based) shown
+LANES_STEPS = 4  # the lanes shot: steps of every lane
 
 
 def pump(app, seconds: float, until=None) -> None:
@@ -28,6 +32,11 @@ def pump(app, seconds: float, until=None) -> None:
     for _ in range(30):
         app.processEvents()
         time.sleep(0.01)
+
+
+def settled(lanes) -> bool:
+    """The lanes have the step asked for, and their beam tree is drawn."""
+    return lanes.waiting is None and not lanes.tree.pending
 
 
 def main() -> None:
@@ -41,6 +50,8 @@ def main() -> None:
     from explorer.worker import Engine
 
     register_chinese_font(app)
+    screen = app.primaryScreen()
+    size = f"{screen.geometry().width()}x{screen.geometry().height()}"
     tmp = Path(tempfile.mkdtemp())
     window = MainWindow(
         engine=Engine("cpu", None, wait_for_window=True),
@@ -51,7 +62,7 @@ def main() -> None:
     window.show()
     window.engine.release()
     pump(app, 2)
-    runner = window.lessons
+    runner, lanes = window.lessons, window.lanes
     for number, slide in SHOWN.items():
         runner.open(bundled_lessons()[number])
         pump(app, 20, lambda: runner.pending is None)
@@ -61,21 +72,28 @@ def main() -> None:
         if runner.slide is not None and runner.slide.question is not None:
             runner.next()  # the answer revealed
         window.presenter.set_on(True)
-        pump(app, 20, lambda: runner.pending is None and not window.decoding.waiting and window.lanes.waiting is None)
+        window.setGeometry(screen.geometry())  # full screen, as a window manager makes it
+        pump(app, 20, lambda: runner.pending is None and not window.decoding.waiting and settled(lanes))
         pump(app, 3)
-        window.grab().save(str(OUT / f"lesson-{number + 1}-presenter-1366x768.png"))
+        window.grab().save(str(OUT / f"lesson-{number + 1}-presenter-{size}.png"))
         window.presenter.set_on(False)
         runner.close()
         pump(app, 1)
+    window.setGeometry(screen.availableGeometry())  # maximised
+    window.docks["decoding"].raise_()
+    window.docks["lanes"].raise_()
     window.decoding.input.setText("I read a book yesterday.")
     window.decoding.start()
-    window.docks["lanes"].raise_()
+    pump(app, 10, lambda: not window.decoding.waiting)
     window.lanes.temperature.setValue(1.5)
     window.lanes.start()
-    window.lanes.advance(12)
-    pump(app, 20, lambda: window.lanes.waiting is None and window.lanes.view is not None)
+    window.lanes.advance(LANES_STEPS)
+    for _ in range(LANES_STEPS):  # the Decoding panel beside them at the same step (greedy: the first lane)
+        window.decoding.press("step")
+        pump(app, 10, lambda: not window.decoding.waiting)
+    pump(app, 20, lambda: lanes.view is not None and settled(lanes))
     pump(app, 2)
-    window.grab().save(str(OUT / "lanes-1366x768.png"))
+    window.grab().save(str(OUT / f"lanes-{size}.png"))
     window.close()
 
 
