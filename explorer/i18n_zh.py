@@ -428,7 +428,7 @@ ZH = {
     "Opening the bundled model replaces the current model.": "打开自带的模型将替换当前模型。",
     "Esc leaves": "按 Esc 退出",
     "{n} steps/s": "每秒 {n} 步",
-    "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–8: views · P: auto-play · + −: its speed · Esc: leave presenter mode": "PgDn、→ 或空格：单步 · PgUp 或 ←：后退 · Home：从头开始 · 1–8：切换视图 · P：自动播放 · + −：播放速度 · Esc：退出演示模式",
+    "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–9: views · P: auto-play · + −: its speed · Esc: leave presenter mode": "PgDn、→ 或空格：单步 · PgUp 或 ←：后退 · Home：从头开始 · 1–9：切换视图 · P：自动播放 · + −：播放速度 · Esc：退出演示模式",
     "Q·K explainer": "Q·K 讲解",
     "Save the current scene": "保存当前场景",
     "Save the current scene…": "保存当前场景…",

@@ -2,7 +2,7 @@
 
 A clicker sends PageDown / PageUp (some send → / ←, or Space): they step the view on screen forward and
 back — the decoding (views 1–3 and 7) or the Q·K explainer's query (view 6). Home starts the decoding over,
-1–8 choose the view, P plays the decoding by itself, + and − step its speed through
+1–9 choose the view, P plays the decoding by itself, + and − step its speed through
 :data:`explorer.panels.decoding_state.SPEEDS`, Esc leaves (auto-play stops with it). A scene
 is the view with its sentence, decoding mode and attention layer/head, saved under a name and
 recalled during a lecture; scenes persist in the settings.
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from explorer.first_launch import FirstLaunch
     from explorer.panels.attention import AttentionPanel
     from explorer.panels.decoding import DecodingPanel
+    from explorer.panels.experiment import ExperimentPanel
     from explorer.panels.interpret import WhyPanel
     from explorer.panels.lanes import LanesPanel
     from explorer.panels.training import TrainingPanel
@@ -62,6 +63,7 @@ VIEWS = (
     View("explainer", N_("Q·K explainer"), "attention", "explainer"),
     View("why", N_("Why?"), "why"),
     View("lanes", N_("Lanes"), "lanes"),
+    View("experiment", N_("Experiment"), "experiment"),
 )
 VIEW_KEYS = tuple(v.key for v in VIEWS)
 STEP_KEYS = ("PgDown", "Right", "Space")
@@ -229,7 +231,7 @@ class PresenterBar(QWidget):
         self.keys.setText(tr("Esc leaves"))
         self.keys.setToolTip(
             tr(
-                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–8: views · "
+                "PgDn, → or Space: step · PgUp or ←: back · Home: start over · 1–9: views · "
                 "P: auto-play · + −: its speed · Esc: leave presenter mode"
             )
         )
@@ -267,6 +269,7 @@ class PresentedWindow(Protocol):
     attention: AttentionPanel
     why: WhyPanel
     lanes: LanesPanel
+    experiment: ExperimentPanel
     docks: dict[str, QDockWidget]  # by panel key
     menu_bar: QMenuBar
     first_launch: FirstLaunch
@@ -356,6 +359,7 @@ class Presenter(QObject):
         w.attention.set_presenting(on)
         w.why.set_presenting(on)
         w.lanes.set_presenting(on)
+        w.experiment.set_presenting(on)
 
     def _leave(self) -> None:
         """The bars, docks, geometry and layout as they were. The type is already the desktop's: docks brought back

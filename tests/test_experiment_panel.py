@@ -82,3 +82,25 @@ def test_the_prediction_reads_in_chinese(qtbot, window):
     assert "预期结果及原因" in window.experiment.expect.text() and "位置信息" in window.experiment.expect.text()
     assert window.menus.actions["experiment_no_positional"].text() == "没有位置编码"
     assert "没有正在运行的实验" in window.experiment.figures.text()
+
+
+def test_an_experiment_in_presenter_mode_is_large_and_fits_the_screen(make_window, qtbot, monkeypatch):
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.appearance import PRESENTER_SCALE
+    from tests.scenarios.test_presenter_screens import presenting, shown, texts_on_screen, view
+
+    body = QApplication.font().pointSizeF() * PRESENTER_SCALE
+    window = presenting(make_window, qtbot, monkeypatch)
+    window.files.run_experiment("no_scaling")
+    qtbot.waitUntil(lambda: window.experiment.experiment is not None, timeout=60000)
+    window.client.send(cmd.PauseAt(step=4))
+    qtbot.waitUntil(lambda: window.window_status.status.state == "paused", timeout=60000)
+    view(window, qtbot, 9)
+    panel = window.experiment
+    qtbot.waitUntil(lambda: panel.compared is not None and panel.compared.step == window.window_status.status.step)
+    assert window.presenter.view == "experiment" and not panel.controls.isVisible()
+    small = [(what, round(pt, 1)) for what, pt in texts_on_screen(window, "experiment") if pt < body - 0.05]
+    assert not small, (body, small)
+    assert window.frameGeometry().width() <= 1366 and all(shown(m) for m in panel.maps) and shown(panel.outputs)
+    assert "No √d_k scaling" in panel.look.currentText() and "step" in panel.maps[1].title.text()
