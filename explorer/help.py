@@ -364,11 +364,15 @@ most probable token), <b>beam search</b> (the k best prefixes kept; its row show
 (each token drawn at random at the chosen temperature, one row per seed). <b>Step</b> moves every lane one token;
 a lane that has finished stays at its end (✓). <b>log P</b> is the model's own log-probability of the row's output
 (at temperature 1), so the lanes compare: beam search finds outputs greedy misses, sampling wanders. From the
-token where a lane first differs from the greedy one, its tokens are orange.</p>""",
+token where a lane first differs from the greedy one, its tokens are orange.</p>
+<p>Under the lanes, the <b>beam lane's tree</b> at the same step, as the Decoding panel draws it: blue the prefixes
+kept, grey the continuations pruned, green the finished hypotheses (★ their length-normalised score), orange the
+best path.</p>""",
     "zh": """<p>把“解码”面板里的句子同时用几种方式解码，每种一行：<b>贪心</b>（总是取最可能的词元）、<b>束搜索</b>（保留 k 个最好的前缀；
 这一行显示最好的那个）和<b>采样</b>（按所选温度随机抽取每个词元，每个种子一行）。<b>下一步</b>让每一路都前进一个词元；已经结束的路停在终点（✓）。
 <b>log P</b> 是模型自己对这一行输出给出的对数概率（温度为 1），所以各路可以比较：束搜索能找到贪心错过的输出，采样则会走偏。
-从某一路第一次和贪心那一路不同的词元起，它的词元显示为橙色。</p>""",
+从某一路第一次和贪心那一路不同的词元起，它的词元显示为橙色。</p>
+<p>各路下面是束搜索那一路在同一步的<b>束搜索树</b>，画法和“解码”面板一样：蓝色是保留的前缀，灰色是被剪掉的续写，绿色是已结束的假设（★ 为长度归一化得分），橙色是最佳路径。</p>""",
 }
 # the Experiment panel (explorer/panels/experiment.py): a part taken out, trained beside the intact model
 HELP["experiment"] = {
