@@ -24,8 +24,9 @@ from model.experiments.variants import Variant
 GOAL = 0.8
 
 
-def in_engine(variant: Variant, steps: int, threads: int) -> tuple[float, tuple[float, float]]:
-    """Seconds from RunExperiment to both runs paused after ``steps`` updates; the last comparison's figures."""
+def in_engine(variant: Variant, steps: int, threads: int | None) -> tuple[float, tuple[float, float]]:
+    """Seconds from RunExperiment to both runs paused after ``steps`` updates; the last comparison's figures.
+    ``threads`` None: as the window runs it, with the cores other programs leave free (ThreadGovernor)."""
     from PySide6.QtCore import QCoreApplication
 
     from explorer import commands as cmd
@@ -70,14 +71,17 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=["no_scaling", "one_head"], help="experiments to run")
     ap.add_argument("--steps", type=int, help="updates of each run (default: each experiment's own)")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="the headless pair's threads (and the engine's if fixed)")
+    ap.add_argument("--fixed", action="store_true", help="the engine on --threads too (default: as the window)")
     args = ap.parse_args(argv)
-    print(f"tiny preset, cpu, {args.threads} threads; seconds for both runs of the pair")
+    engine_threads = args.threads if args.fixed else None
+    said = f"{args.threads} threads" if args.fixed else "the window's threads (ThreadGovernor)"
+    print(f"tiny preset, cpu; headless on {args.threads} threads, the engine on {said}; seconds for both runs")
     print("| experiment | steps each | engine (window) | headless | rate ratio | figures in the engine | prediction |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for variant in (v for v in VARIANTS if v.name in args.only):
         steps = args.steps or variant.steps
-        window_s, (base, changed) = in_engine(variant, steps, args.threads)
+        window_s, (base, changed) = in_engine(variant, steps, engine_threads)
         plain_s = headless(variant, steps, args.threads)
         ratio = plain_s / window_s
         verdict = "shows it" if shown(variant, base, changed) else "does NOT show it"

@@ -89,6 +89,7 @@ class RunExperiment(Command):
 
     variant: str  # a name of model.experiments.VARIANTS
     preset: str = "tiny"
+    steps: int | None = None  # updates of each run (None: the experiment's own, then it pauses)
 
 
 @dataclass(frozen=True)

@@ -202,10 +202,14 @@ class EngineBase(QThread):
     def _publish_status(self) -> None:
         s = self.session
         self.status_changed.emit(
-            EngineStatus(
-                self._state, s.step if s else 0, self._run_id, bool(s and s.dirty), self._path, self.device_label
-            )
+            EngineStatus(self._state, s.step if s else 0, self._run_id, self._unsaved(s), self._path, self.device_label)
         )
+
+    def _unsaved(self, s: Session | None) -> bool:
+        """Trained since it was saved, and not an experiment's run (one click makes that again exactly: the same
+        seed, initial weights and batches), so replacing it asks first."""
+        pair = self._pair
+        return bool(s and s.dirty) and (pair is None or all(s is not run for run in pair.sessions.values()))
 
     def _need_session(self) -> Session:
         if self.session is None:

@@ -50,7 +50,7 @@ class ExperimentHandlers(FileHandlers):
         self._pair_ids = {"baseline": self._run_id, "variant": self._run_id + 1}
         self._install(pair.changed, path=None, origin=c.request_id)
         self._default_probe(pair.changed)  # (unless the person chose one) the comparison's sentence from the start
-        self._steps_left = variant.steps
+        self._steps_left = c.steps or variant.steps
         self._state = TRAINING
         self._publish_status()
 

@@ -176,13 +176,14 @@ class ModelFiles(QObject):
         folder = str(path)
         self.when_discarded(lambda: self.client.send(Follow(folder)), tr("Following a run replaces the current model."))
 
-    def run_experiment(self, name: str) -> None:
-        """Train the bundled experiment ``name`` beside its baseline in this window (the Experiment panel shows
-        both; asking first if unsaved work would be replaced)."""
+    def run_experiment(self, name: str, steps: int | None = None) -> None:
+        """Train the bundled experiment ``name`` beside its baseline in this window, for ``steps`` updates (None:
+        the experiment's own); the Experiment panel shows both. Asks first if unsaved work would be replaced."""
         self.first_launch.person_takes_over()
         self.bring_forward("experiment")
         self.when_discarded(
-            lambda: self.client.send(RunExperiment(name)), tr("Running an experiment replaces the current model.")
+            lambda: self.client.send(RunExperiment(name, steps=steps)),
+            tr("Running an experiment replaces the current model."),
         )
 
     def open_bundled(self) -> None:

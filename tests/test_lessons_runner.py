@@ -1,8 +1,8 @@
 """A lesson run in the window (explorer/lessons/runner.py): every bundled lesson is stepped from its first slide to
 its last, each question answered on the way, and each slide's scene is what the window shows — the view, the
-sentence decoded to the slide's step, the attention head, the lanes; lesson 3 trains its experiments headless
-and follows them; a clicker (PageDown / PageUp) steps the slides in presenter mode; the current view saved as a
-slide reads back as it was shown."""
+sentence decoded to the slide's step, the attention head, the lanes; lesson 3 trains each experiment in the window
+beside its baseline and shows the run each slide names; a clicker (PageDown / PageUp) steps the slides in presenter
+mode; the current view saved as a slide reads back as it was shown."""
 
 import pytest
 
@@ -27,8 +27,12 @@ def window(make_window, monkeypatch, qtbot):
 def settled(window, slide) -> bool:
     """The window shows the slide's scene (its model arrived, its sentence decoded to its step)."""
     runner, scene = window.lessons, slide.scene
-    if runner.pending is not None or runner.waiting_folder is not None or window.presenter.view != scene.view:
+    if runner.pending is not None or window.presenter.view != scene.view:
         return False
+    if slide.model.startswith("experiment:"):  # the run named, compared once with the other
+        name, _, run = slide.model.removeprefix("experiment:").partition("/")
+        e = window.experiment.experiment
+        return e is not None and (e.name, e.run) == (name, run or "variant") and window.experiment.compared is not None
     if scene.view == "lanes":
         v = window.lanes.view
         return (
@@ -56,12 +60,11 @@ def wait_settled(qtbot, window, slide, n: int) -> None:
         runner, d, lanes = window.lessons, window.decoding.view, window.lanes.view
         raise AssertionError(
             f"slide {n + 1} ({slide.scene.view}, model {slide.model!r}) did not settle:"
-            f" pending {runner.pending is not None}, waiting for {runner.waiting_folder},"
+            f" pending {runner.pending is not None}, experiment {window.experiment.experiment},"
             f" view {window.presenter.view}, message"
             f" {window.message_bar.label.text()!r}, decoding {None if d is None else (d.settings.text, d.position)}"
             f" waiting {window.decoding.waiting}, lanes {None if lanes is None else (lanes.text, lanes.position)}"
-            f" waiting {window.lanes.waiting}, processes"
-            f" {[(k, p.state(), p.exitCode()) for k, p in runner.processes.items()]}"
+            f" waiting {window.lanes.waiting}"
         ) from None
 
 
@@ -95,20 +98,27 @@ def test_a_bundled_lesson_is_stepped_from_first_to_last_slide(qtbot, window, num
     assert window.lessons.index == len(read_lesson(bundled_lessons()[number]).slides) - 2
 
 
-def test_the_experiments_lesson_trains_and_follows_each_experiment(qtbot, window):
+def test_the_experiments_lesson_trains_each_experiment_in_the_window(qtbot, window):
     window.lessons.experiment_steps = 3
     step_through(qtbot, window, bundled_lessons()[2], window.lessons.next)
-    out = window.data_dir / "experiments"
-    assert {p.name for p in out.iterdir()} >= {"no_positional", "no_scaling", "no_residual"}
-    assert (out / "no_positional" / "baseline" / "metrics.jsonl").read_text().count("\n") == 3
+    runs = {rid: info.experiment for rid, info in window.training.runs.items() if info.experiment is not None}
+    names = {"no_positional", "no_scaling", "no_residual", "post_ln_no_warmup", "no_label_smoothing"}
+    assert {e.name for e in runs.values()} == names
+    last = [rid for rid, e in runs.items() if e.name == "no_label_smoothing"]
+    loss = window.training.live_plots.plots["loss_plot"]
+    assert len(last) == 2 and all(len(loss.data(rid, "train")[0]) == 3 for rid in last)  # both, 3 updates each
+    assert not window.window_status.status.dirty  # an experiment is made again by one click: nothing to save
 
 
 def test_an_experiment_that_cannot_be_trained_is_said_and_not_waited_for(qtbot, window):
-    window.lessons._run_experiment("no_such_experiment", "baseline")
-    assert window.lessons.waiting_folder is not None
-    qtbot.waitUntil(lambda: window.lessons.waiting_folder is None, timeout=60000)
+    runner = window.lessons
+    assert runner.open(bundled_lessons()[2])
+    qtbot.waitUntil(lambda: runner.pending is None, timeout=60000)
+    runner.pending = runner.slide
+    runner._run_experiment("no_such_experiment", "baseline")
+    qtbot.waitUntil(lambda: runner.pending is None, timeout=60000)
     said = window.message_bar.label.text()
-    assert "“no_such_experiment” could not be trained" in said and "invalid choice" in said, said
+    assert "no_such_experiment" in said and "no_positional" in said, said
 
 
 def test_a_clicker_steps_the_slides_in_presenter_mode(qtbot, window):

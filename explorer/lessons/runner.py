@@ -1,26 +1,26 @@
 """A lesson running in the window: a bar above the panels shows the slide's text (and its question, then the answer),
-and each slide sets its scene — the model it names (opened, or an experiment trained headless and followed), the
-sentence, the view, the decoding mode and the steps shown, the attention layer and head.
+and each slide sets its scene — the model it names (opened, or an experiment trained in the window beside its
+baseline), the sentence, the view, the decoding mode and the steps shown, the attention layer and head.
 
 Next (▶, or → / PageDown on a clicker in presenter mode) reveals a slide's answer first, then goes on; Back goes
 back a slide. A student opens the same file (*File → Open a lesson…*) and steps through it at a desk. *File → Add
 this view to a lesson…* appends the window's current scene as a new slide to a lesson file.
 
 Route: :meth:`LessonRunner.open` → :func:`explorer.lessons.lesson.read_lesson`; a slide's model through the
-window's own :meth:`~explorer.main_window.MainWindow.open_checkpoint` / ``follow_run`` (an experiment: ``python -m
-model.experiment`` in a process of its own, its variant's folder followed as it trains); the scene through
+window's own :meth:`~explorer.main_window.MainWindow.open_checkpoint` / ``follow_run`` (an experiment:
+:meth:`explorer.model_files.ModelFiles.run_experiment`, both runs in the engine; a later slide of the same experiment
+looks inside the run it names); the scene through
 :meth:`explorer.presenter.Presenter.apply`, once every panel has taken the model (the window calls
 :meth:`LessonRunner.on_run` last).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from PySide6.QtCore import QCoreApplication, QObject, QProcess, Qt, QTimer
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from explorer.i18n import language, tr
@@ -31,6 +31,7 @@ from explorer.widgets.wrapped_label import WrappedLabel
 if TYPE_CHECKING:
     from explorer.answers import RunInfo
     from explorer.panels.decoding import DecodingPanel
+    from explorer.panels.experiment import ExperimentPanel
     from explorer.panels.lanes import LanesPanel
     from explorer.presenter import Presenter
     from explorer.worker import Engine
@@ -40,12 +41,20 @@ LETTERS = "ABCDEFGH"
 ANSWER = "#2e7d32"
 
 
+class ExperimentStarter(Protocol):
+    """What runs an experiment in the window (:class:`explorer.model_files.ModelFiles`)."""
+
+    def run_experiment(self, name: str, steps: int | None = None) -> None: ...
+
+
 class LessonWindow(Protocol):
     """What a lesson uses of the main window (:class:`explorer.main_window.MainWindow`)."""
 
     engine: Engine
     decoding: DecodingPanel
     lanes: LanesPanel
+    experiment: ExperimentPanel
+    files: ExperimentStarter
     presenter: Presenter
     data_dir: Path
 
@@ -99,18 +108,12 @@ class LessonRunner(QObject):
         self.run_id = self.opened_from = -1  # the run shown now; the one shown when a model was asked for
         self.steps_pending = 0  # decoding steps to show once the sentence's first view arrives
         self.experiment_steps: int | None = None  # updates of an experiment's runs (None: the experiment's own)
-        self.processes: dict[str, QProcess] = {}  # experiments trained for this lesson, by name
-        self.waiting_folder: Path | None = None
-        self.poll = QTimer(self)
-        self.poll.setInterval(300)
-        self.poll.timeout.connect(self._follow_when_there)
-        app = QCoreApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.stop_experiments)
+        self.wanted_run = ""  # the run of an experiment the slide shows ("baseline" / "variant"; "" none)
         bar.back_button.clicked.connect(self.back)
         bar.next_button.clicked.connect(self.next)
         bar.close_button.clicked.connect(self.close)
         window.decoding.view_shown.connect(self._on_view)
+        window.engine.engine_failed.connect(self._on_failed)
         self.retranslate()
 
     @property
@@ -225,6 +228,7 @@ class LessonRunner(QObject):
     # -- models -----------------------------------------------------------------------------------------------------
     def _open_model(self, model: str) -> None:
         self.opened_from = self.run_id  # the model asked for arrives as another run
+        self.wanted_run = ""
         assert self.lesson is not None and self.lesson.path is not None
         try:
             found = resolve_model(model, self.lesson.path.parent)
@@ -242,51 +246,24 @@ class LessonRunner(QObject):
             self.window.open_checkpoint(str(found))
 
     def _run_experiment(self, name: str, run: str) -> None:
-        """Train the experiment headless in a process of its own (once a session) and follow the run asked for."""
-        out = self.window.data_dir / "experiments" / name
-        folder = out / ("baseline" if run == "baseline" else name)
-        if name not in self.processes and not (folder / "model.ckpt").exists():  # (a run of an earlier day: kept)
-            process = self.processes[name] = named(QProcess(self), name)
-            # a method of the runner, not a lambda: a process killed as the runner is destroyed tells no one
-            process.finished.connect(self._on_experiment_finished)
-            steps = [] if self.experiment_steps is None else ["--steps", str(self.experiment_steps)]
-            process.start(sys.executable, ["-m", "model.experiment", "--variant", name, "--out", str(out), *steps])
-        self.waiting_folder = folder
-        self.window.note(tr("Training the experiment “{name}” beside its baseline…").format(name=name))
-        self.poll.start()
+        """Train the experiment in the window beside its baseline (a slide of the experiment already shown looks
+        inside the run it names instead) and show the run asked for."""
+        self.wanted_run = run
+        shown = self.window.experiment.experiment
+        if shown is None or shown.name != name:
+            self.window.files.run_experiment(name, self.experiment_steps)  # the variant arrives first: see on_run
+        elif shown.run != run:
+            self.window.experiment.look_inside(run)
+        else:
+            slide, self.pending = self.pending, None
+            if slide is not None:
+                self._set_scene(slide)
 
-    def _on_experiment_finished(self, code: int, _status: QProcess.ExitStatus) -> None:
-        process = self.sender()
-        if isinstance(process, QProcess):
-            self._experiment_ended(process.objectName(), code)
-
-    def _experiment_ended(self, name: str, code: int) -> None:
-        """An experiment's process ended: one that failed is said (with the last line it wrote), and the slide
-        waiting for it stops waiting."""
-        process = self.processes[name]
-        if code == 0:
-            return
-        lines = bytes(process.readAllStandardError().data()).decode(errors="replace").strip().splitlines()
-        why = lines[-1] if lines else tr("exit status {code}").format(code=code)
-        if self.waiting_folder is not None and self.waiting_folder.parent.name == name:
-            self.poll.stop()
-            self.waiting_folder, self.pending = None, None
-        said = tr("The experiment “{name}” could not be trained: {why}").format(name=name, why=why)
-        self.window.show_message(said, "warning")
-
-    def stop_experiments(self) -> None:
-        """The experiments still training for this lesson stop (the window closes)."""
-        for process in self.processes.values():
-            if process.state() != QProcess.ProcessState.NotRunning:
-                process.kill()
-                process.waitForFinished(3000)
-
-    def _follow_when_there(self) -> None:
-        folder = self.waiting_folder
-        if folder is not None and (folder / "model.ckpt").exists() and (folder / "metrics.jsonl").exists():
-            self.poll.stop()
-            self.waiting_folder = None
-            self.window.follow_run(str(folder))
+    def _on_failed(self, request_id: int, message: str) -> None:
+        """The engine refused a request: a slide waiting for an experiment waits no longer (the message bar says
+        why)."""
+        if self.pending is not None and self.wanted_run:
+            self.pending, self.wanted_run = None, ""
 
     def on_run(self, info: RunInfo) -> None:
         """A model arrived and every panel has taken it (the window calls this last): the scene that waited for
@@ -296,6 +273,10 @@ class LessonRunner(QObject):
         if (
             info.run_id == self.opened_from
         ):  # news of the run shown before (a followed run's end): not the model asked for
+            return
+        e = info.experiment
+        if self.pending is not None and e is not None and self.wanted_run and e.run != self.wanted_run:
+            self.window.experiment.look_inside(self.wanted_run)  # (the experiment shows its variant first)
             return
         slide, self.pending = self.pending, None
         if slide is not None and slide is self.slide:

@@ -223,9 +223,13 @@ class ExperimentPanel(QWidget):
         self._draw()
 
     def _look_inside(self) -> None:
-        run = self.look.currentData()
+        self.look_inside(self.look.currentData())
+
+    def look_inside(self, run: str) -> None:
+        """Every other panel shows ``run`` ("baseline" or "variant") of the experiment shown."""
         if self.client is not None and self.experiment is not None and run != self.experiment.run:
-            self.client.send(LookInside(run))
+            self.look.setCurrentIndex(self.look.findData(run))
+            self.client.send(LookInside("baseline" if run == "baseline" else "variant"))
 
     # -- drawing ------------------------------------------------------------------------------------------------------
     def _draw(self) -> None:
