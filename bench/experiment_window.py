@@ -4,7 +4,7 @@ For each chosen experiment: the engine (:class:`explorer.worker.Engine`, as the 
 runs in turns, a comparison at every probe snapshot) trains the pair for the experiment's updates; then the headless
 :class:`model.experiments.paired.PairedRun` trains the same pair the same number of updates. Printed: each one's
 seconds, the ratio of their rates (goal ≥ 0.8: the window's comparisons cost little), the engine's last figures and
-whether they show the prediction.
+whether they show the prediction. Each is measured in a fresh process, one after the other.
 
     python -m bench.experiment_window [--only no_scaling one_head] [--steps N] [--threads 2]
 """
@@ -67,6 +67,15 @@ def headless(variant: Variant, steps: int, threads: int) -> float:
     return time.perf_counter() - t0
 
 
+def fresh(measure, *args):
+    """``measure(*args)`` in a process of its own, as the window and the CLI each run in theirs: an engine
+    lowers PyTorch's helper threads and tunes the interpreter for the window, for the whole process."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(measure, args)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=["no_scaling", "one_head"], help="experiments to run")
@@ -81,8 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for variant in (v for v in VARIANTS if v.name in args.only):
         steps = args.steps or variant.steps
-        window_s, (base, changed) = in_engine(variant, steps, engine_threads)
-        plain_s = headless(variant, steps, args.threads)
+        window_s, (base, changed) = fresh(in_engine, variant, steps, engine_threads)
+        plain_s = fresh(headless, variant, steps, args.threads)
         ratio = plain_s / window_s
         verdict = "shows it" if shown(variant, base, changed) else "does NOT show it"
         goal = "" if ratio >= GOAL else f" (goal ≥ {GOAL})"

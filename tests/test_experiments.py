@@ -126,3 +126,17 @@ def test_the_list_and_wrong_input_are_said(capsys):
     assert "--out" in capsys.readouterr().err
     with pytest.raises(ValueError, match="no_positional"):
         variant_named("no_such_thing")
+
+
+def test_the_figure_at_an_evaluated_step_is_that_evaluation():
+    """measure() reuses the held-out evaluation made at this very step (the window compares at every 50th) and
+    gives what evaluating again gives."""
+    pair = PairedRun(variant_named("no_positional"), eval_every=2)
+    pair.train(2)
+    session = pair.changed
+    assert session.history.evals[-1]["step"] == session.step == 2
+    calls = []
+    evaluate = session.evaluate
+    session.evaluate = lambda *a, **k: calls.append(a) or evaluate(*a, **k)  # type: ignore[method-assign]
+    kept = pair.measure("variant")
+    assert calls == [] and kept == pytest.approx(evaluate("valid")["exact_match"])

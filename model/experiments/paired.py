@@ -125,6 +125,9 @@ class PairedRun:
             return causal_loss(session)
         if how == "long_exact_match":
             return float(self._longer(session)["exact_match"])
+        last = session.history.evals[-1] if session.history.evals else {}
+        if last.get("step") == session.step and last.get("split") == "valid" and how in last:
+            return float(last[how])  # evaluated at this very step already (eval_every): not twice
         found = session.evaluate("valid")
         return float(found[how])
 
