@@ -3,8 +3,8 @@
     xvfb-run -a -s "-screen 0 1366x768x24" .venv/bin/python docs/make_lesson_screenshots.py
 
 Opens the window on the bundled model, runs each lesson to a slide that shows what it teaches (lesson 2: the lanes
-run to their end; lesson 3: a question answered), enters presenter mode, and saves
-docs/images/lesson-<n>-presenter-<W>x<H>.png; then docs/images/lanes-<W>x<H>.png, the Decoding panel beside the
+run to their end; lesson 3: its first experiment, both runs compared after 300 updates), enters presenter mode, and
+saves docs/images/lesson-<n>-presenter-<W>x<H>.png; then docs/images/lanes-<W>x<H>.png, the Decoding panel beside the
 Lanes tab in the default layout, a sentence stepped a few steps, the beam lane's tree under the lanes. <W>x<H> is
 the screen's size. Xvfb has no window manager: the window is put on the screen (full, or its available part) as
 one would.
@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "images"
-SHOWN = {0: 4, 1: 7, 2: 1}  # lesson → the slide (0-based) shown
+SHOWN = {0: 4, 1: 7, 2: 2}  # lesson → the slide (0-based) shown (lesson 3: its first experiment, side by side)
+EXPERIMENT_STEPS = 300  # updates of each run of lesson 3's experiment before the shot
 LANES_STEPS = 4  # the lanes shot: steps of every lane
 
 
@@ -63,6 +64,13 @@ def main() -> None:
     window.engine.release()
     pump(app, 2)
     runner, lanes = window.lessons, window.lanes
+    runner.experiment_steps = EXPERIMENT_STEPS
+    experiment = window.experiment
+
+    def compared() -> bool:  # an experiment slide: both runs compared where they paused
+        shown = runner.slide is not None and runner.slide.scene.view == "experiment"
+        return not shown or (experiment.compared is not None and experiment.compared.step >= EXPERIMENT_STEPS)
+
     for number, slide in SHOWN.items():
         runner.open(bundled_lessons()[number])
         pump(app, 20, lambda: runner.pending is None)
@@ -74,6 +82,7 @@ def main() -> None:
         window.presenter.set_on(True)
         window.setGeometry(screen.geometry())  # full screen, as a window manager makes it
         pump(app, 20, lambda: runner.pending is None and not window.decoding.waiting and settled(lanes))
+        pump(app, 300, compared)
         pump(app, 3)
         window.grab().save(str(OUT / f"lesson-{number + 1}-presenter-{size}.png"))
         window.presenter.set_on(False)

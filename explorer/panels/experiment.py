@@ -125,7 +125,7 @@ class ExperimentPanel(QWidget):
         self.outputs.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.outputs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.outputs.verticalHeader().setVisible(False)
-        for combo in (self.choice, self.look, self.kind):  # long names shrink, not the window (1024 px screens)
+        for combo in (self.choice, self.look):  # long names shrink, not the window (1024 px screens)
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(10)
         rows = self.outputs.verticalHeader().defaultSectionSize()
