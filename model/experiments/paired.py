@@ -35,7 +35,7 @@ from model.training.config import train_config_for
 from model.training.trainer import evaluate
 
 RUNS = ("baseline", "variant")
-LONGER = 6  # the longest held-out sentences of "long_exact_match" are this many symbols longer than any trained on
+LONGER = 6  # the longest held-out sentences of the "long_" figures are this many symbols longer than any trained on
 
 
 def data_for(variant: Variant, task: str | None = None, seed: int = 0) -> DataSpec:
@@ -123,8 +123,8 @@ class PairedRun:
             return attention_entropy(session)
         if how == "causal_loss":
             return causal_loss(session)
-        if how == "long_exact_match":
-            return float(self._longer(session)["exact_match"])
+        if how in ("long_exact_match", "long_bleu"):
+            return float(self._longer(session)[how.removeprefix("long_")])
         last = session.history.evals[-1] if session.history.evals else {}
         if last.get("step") == session.step and last.get("split") == "valid" and how in last:
             return float(last[how])  # evaluated at this very step already (eval_every): not twice
