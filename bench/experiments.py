@@ -5,7 +5,7 @@ For each experiment of :data:`model.experiments.VARIANTS`: the baseline and the 
 experiment's figure for each, the seconds both took together, and whether the figure moved the way the
 prediction says (by at least ``MARGIN`` of the baseline's value). The table in docs/benchmarks.md is this output.
 
-    python -m bench.experiments [--only no_positional no_residual] [--steps N] [--threads 2]
+    python -m bench.experiments [--only no_positional no_residual] [--steps N] [--threads 2] [--seeds 3]
 """
 
 from __future__ import annotations
@@ -32,15 +32,19 @@ def shown(variant: Variant, baseline: float, changed: float) -> bool:
     return gap >= room
 
 
-def run(variant: Variant, steps: int | None, threads: int) -> str:
+def run(variant: Variant, steps: int | None, threads: int, seeds: int = 1) -> str:
+    """The pair trained ``seeds`` times (seeds 0, 1, …); the figures are the means over the seeds."""
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
-    pair = PairedRun(variant)
     n = steps if steps is not None else variant.steps
-    pair.train(n)
+    figures = []
+    for seed in range(seeds):
+        pair = PairedRun(variant, seed=seed)
+        pair.train(n)
+        figures.append((pair.measure("baseline"), pair.measure("variant")))
     seconds = time.perf_counter() - t0
-    base, changed = pair.measure("baseline"), pair.measure("variant")
-    said = MEASURES[variant.measure][0]
+    base, changed = (float(sum(f[i] for f in figures) / seeds) for i in (0, 1))
+    said = MEASURES[variant.measure][0] + (f" (mean of {seeds} seeds)" if seeds > 1 else "")
     verdict = "shows it" if shown(variant, base, changed) else "does NOT show it"
     return (
         f"| {variant.name} | {variant.task} | {n} | {said} | {base:.3f} | {changed:.3f} | {seconds:.0f} s | {verdict} |"
@@ -52,13 +56,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", nargs="*", help="experiments to run (default: all)")
     ap.add_argument("--steps", type=int, help="updates of each run (default: each experiment's own)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=1, help="train each pair this many times; figures averaged")
     args = ap.parse_args(argv)
     chosen = [v for v in VARIANTS if not args.only or v.name in args.only]
     print(f"tiny preset, cpu, {args.threads} threads; each pair trained side by side (both runs' steps counted)")
     print("| experiment | task | steps each | figure | baseline | variant | time, both runs | prediction |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for variant in chosen:
-        print(run(variant, args.steps, args.threads), flush=True)
+        print(run(variant, args.steps, args.threads, args.seeds), flush=True)
 
 
 if __name__ == "__main__":
