@@ -205,11 +205,14 @@ class EngineBase(QThread):
             EngineStatus(self._state, s.step if s else 0, self._run_id, self._unsaved(s), self._path, self.device_label)
         )
 
+    def _in_pair(self, s: Session | None) -> bool:
+        """``s`` is a run of the experiment open now (RunExperiment)."""
+        return self._pair is not None and any(s is run for run in self._pair.sessions.values())
+
     def _unsaved(self, s: Session | None) -> bool:
         """Trained since it was saved, and not an experiment's run (one click makes that again exactly: the same
         seed, initial weights and batches), so replacing it asks first."""
-        pair = self._pair
-        return bool(s and s.dirty) and (pair is None or all(s is not run for run in pair.sessions.values()))
+        return bool(s and s.dirty) and not self._in_pair(s)
 
     def _need_session(self) -> Session:
         if self.session is None:

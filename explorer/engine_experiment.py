@@ -76,7 +76,7 @@ class ExperimentHandlers(FileHandlers):
         """A run of the experiment says which it is and carries the other run (its curves, its label)."""
         info = run_info_of(s, self._run_id, self._follow)
         pair = self._pair
-        if pair is None or all(s is not other for other in pair.sessions.values()):
+        if pair is None or not self._in_pair(s):
             return info
         run = "variant" if s is pair.changed else "baseline"
         other = "baseline" if run == "variant" else "variant"
@@ -127,7 +127,7 @@ class ExperimentHandlers(FileHandlers):
     def _compare(self) -> None:
         """Both runs at this step, side by side (after each probe snapshot of the shown run)."""
         pair = self._pair
-        if pair is None or self.session is None or all(self.session is not s for s in pair.sessions.values()):
+        if pair is None or self.session is None or not self._in_pair(self.session):
             return
         source, target = self._probe.get("source"), self._probe.get("target")
         inspections = None

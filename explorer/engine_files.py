@@ -38,7 +38,7 @@ class FileHandlers(EngineBase):
         # the model, its data and tokenizers live long: keep them out of the collector's full walks, which
         # a fast-training model triggers often and which hold the GIL (the window's too) while they walk
         gc.freeze()
-        if self._pair is not None and all(session is not s for s in self._pair.sessions.values()):
+        if self._pair is not None and not self._in_pair(session):
             self._run_id = max(self._run_id, *self._pair_ids.values())  # (a new id after the baseline's too)
             self._pair, self._pair_ids = None, {}  # another model: the experiment is over
         self.session, self._path = session, path

@@ -10,12 +10,9 @@ ZH_LESSONS: dict[str, str] = {
     "The slide's text:": "幻灯片的文字：",
     "The slide's text in Chinese:": "幻灯片的中文文字：",
     "Slide added to {path}": "幻灯片已加入 {path}",
-    "Training the experiment “{name}” beside its baseline…": "正在训练实验“{name}”和它的基线……",
     "◀ Slide": "◀ 上一张",
     "Close the lesson": "结束这节课",
     "{title} — slide {n} of {total}": "{title}——第 {n} 张，共 {total} 张",
     "Show the answer": "显示答案",
     "Slide ▶": "下一张 ▶",
-    "exit status {code}": "退出状态 {code}",
-    "The experiment “{name}” could not be trained: {why}": "实验“{name}”无法训练：{why}",
 }

@@ -115,8 +115,7 @@ class ExperimentPanel(QWidget):
         self.layer.setRange(1, 1)
         self.head = named(QSpinBox(), "experiment_head")
         self.head.setRange(AVERAGE, 1)
-        for w in (self.kind,):
-            w.currentIndexChanged.connect(lambda _: self._draw_maps())
+        self.kind.currentIndexChanged.connect(lambda _: self._draw_maps())
         for spin in (self.layer, self.head):
             spin.valueChanged.connect(lambda _: self._draw_maps())
         self.maps = (Heatmap("experiment_baseline_map"), Heatmap("experiment_variant_map"))
@@ -275,11 +274,11 @@ class ExperimentPanel(QWidget):
                 heatmap.set_data(np.zeros((0, 0)), [], [])
                 continue
             values, bits, rows, cols = found
-            inspection = c.inspections[i] if c is not None and c.inspections is not None else None
-            masks = inspection.masks if inspection is not None else {}
+            assert c is not None and c.inspections is not None  # (found in them)
+            masks = c.inspections[i].masks
             mask = ~masks[kind] if kind in masks and masks[kind].shape == values.shape else None
             entropy = tr("entropy {bits} bits").format(bits=f"{bits:.2f}")
-            heatmap.set_title(f"{titles[i]} · {tr('step {n}').format(n=c.step if c else 0)} · {entropy}")
+            heatmap.set_title(f"{titles[i]} · {tr('step {n}').format(n=c.step)} · {entropy}")
             heatmap.set_data(values, rows, cols, mask)
 
     def _draw_outputs(self) -> None:
