@@ -1,15 +1,15 @@
 """One source of truth for the settings: each ModelConfig / TrainConfig field a person sets declares its label,
-help and range once, and the command line, the settings form and the plain-data round trip follow from it."""
+help and range once, and the command line, the settings form and the plain-data round trip follow from it (the
+form's own widgets are tested in test_settings_form.py)."""
 
 import dataclasses
 import json
 import typing
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from model.core.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, PRESETS, ModelConfig
+from model.core.config import ACTIVATIONS, NORM_KINDS, POSITIONAL_KINDS, ModelConfig
 from model.core.settings import form_settings, from_plain, settings_of
 from model.data import DataError, DataSpec
 from model.data.tokenization import TokenizerSpec
@@ -127,130 +127,13 @@ def test_flags_given_become_fields_and_override_the_preset(parser):
     assert train.warmup_steps == 7 and train.eval_every == TRAIN_PRESETS["small"]["eval_every"]
 
 
-# -- the settings form ---------------------------------------------------------------------------------------------
-@pytest.fixture
-def form(qtbot):
-    from explorer.panels.settings_form import SettingsForm
-
-    f = SettingsForm()
-    qtbot.addWidget(f)
-    return f
-
-
-def test_every_form_setting_has_its_widget_and_range(form):
-    from PySide6.QtWidgets import QCheckBox, QComboBox
-
-    form.experts_spin.setValue(64)  # the maximum of "Experts per token" follows the number of experts
-    for cls, widgets in ((ModelConfig, form.model_widgets), (TrainConfig, form.train_widgets)):
-        for s in form_settings(cls):
-            w = form.rate if s.name in ("noam_factor", "lr") else widgets[s.name]
-            if s.choices:
-                # each item's data is the value (the text may be a readable name, e.g. of the family)
-                assert isinstance(w, QComboBox) and tuple(w.itemData(i) for i in range(w.count())) == s.choices
-            elif s.kind is bool:
-                assert isinstance(w, QCheckBox)
-            else:
-                low = round(s.setting.low, w.decimals()) if s.kind is float else s.setting.low  # as Qt shows it
-                assert (w.minimum(), w.maximum(), w.singleStep()) == pytest.approx(
-                    (low, s.setting.high, s.setting.step)
-                ), s.name
-    assert set(form.model_overrides()) == {s.name for s in form_settings(ModelConfig)}
-    for attribute in (
-        "d_model",
-        "heads",
-        "enc_layers",
-        "dec_layers",
-        "d_ff",
-        "dropout",
-        "positional",
-        "norm",
-        "activation",
-        "tie",
-        "batch",
-        "schedule",
-        "warmup",
-        "rate",
-        "smoothing",
-        "clip",
-        "seed",
-        "eval_every",
-    ):
-        assert getattr(form, attribute) is not None
-
-
+# -- the settings' labels ------------------------------------------------------------------------------------------
 def test_every_form_label_has_a_chinese_translation():
     from explorer.i18n_zh import ZH
 
     labels = {s.setting.label for cls in SETTINGS_CLASSES for s in form_settings(cls)}
     assert {"Heads", "Noam factor", "Learning rate", "Tied embeddings"} <= labels
     assert not sorted(label for label in labels if label not in ZH)
-
-
-def test_the_rate_row_follows_the_schedule_by_its_label_not_its_text(form):
-    from explorer.i18n import language
-
-    assert form._rate_label.text() == "Noam factor" and form.rate.value() == 1.0 and form.rate.decimals() == 3
-    form.schedule.setCurrentText("cosine")
-    assert form._rate_label.text() == "Learning rate" and form.rate.value() == 5e-4 and form.rate.decimals() == 6
-    language.set("zh")
-    try:
-        form.retranslate()
-        assert form._rate_label.text() == "学习率"
-        form.schedule.setCurrentIndex(form.schedule.findData("noam"))  # its text is the value's Chinese name
-        assert form._rate_label.text() == "Noam 系数"
-    finally:
-        language.set("en")
-        form.retranslate()
-    assert form._rate_label.text() == "Noam factor"
-
-
-def test_a_preset_sets_the_fields_it_names(form):
-    form.tie.setChecked(False)
-    form.positional.setCurrentText("rope")
-    form.seed.setValue(9)
-    form.preset_combo.setCurrentText("paper_base")
-    overrides = form.model_overrides()
-    assert all(overrides[k] == v for k, v in PRESETS["paper_base"].items() if k in overrides)
-    assert overrides["tie_embeddings"] is True and overrides["positional"] == "rope"  # not named: kept
-    assert form.seed.value() == 0 and form.warmup.value() == TRAIN_PRESETS["paper_base"]["warmup_steps"]
-    form.preset_combo.setCurrentText("tiny")
-    assert form.tie.isChecked() is False
-
-
-@pytest.mark.parametrize("schedule", SCHEDULES)
-def test_form_spec_show_run_form_round_trip(form, qtbot, schedule):
-    from explorer.panels.settings_form import SettingsForm
-
-    form.preset_combo.setCurrentText("small")
-    for s in form_settings(ModelConfig):
-        if s.name not in ("d_model", "n_heads", "d_ff"):  # keep d_model divisible by n_heads
-            _set(form.model_widgets[s.name], _example(s))
-    form.schedule.setCurrentText(schedule)
-    for s in form_settings(TrainConfig):
-        if s.name in form.train_widgets and s.name != "schedule":
-            _set(form.train_widgets[s.name], _example(s))
-    form.rate.setValue(0.25)
-    spec = form.spec()
-    assert spec.train.schedule == schedule
-    assert getattr(spec.train, "noam_factor" if schedule == "noam" else "lr") == 0.25
-    run = SimpleNamespace(
-        model_config=ModelConfig.preset(spec.preset, src_vocab_size=30, tgt_vocab_size=30, **spec.model_overrides),
-        train_config=spec.train,
-        data=spec.data,
-        tokenizer=spec.tokenizer,
-        preset=spec.preset,
-    )
-    other = SettingsForm()
-    qtbot.addWidget(other)
-    other.schedule.setCurrentText("noam" if schedule != "noam" else "constant")
-    other.show_run(run)
-    assert other.spec() == spec and not other.edited
-
-
-def _set(widget, value):
-    from explorer.panels.settings_form import set_widget_value
-
-    set_widget_value(widget, value)
 
 
 # -- plain data ----------------------------------------------------------------------------------------------------
@@ -306,15 +189,3 @@ def test_the_bundled_checkpoint_reads_with_the_one_policy():
             assert {k: v for k, v in read.items() if k not in meta[key]} == {
                 k: defaults[k] for k in read if k not in meta[key]
             }, (path.name, key)
-
-
-def test_the_form_lists_the_problems_without_the_engine_s_heading(qtbot):
-    pytest.importorskip("pytestqt")
-    from explorer.panels.settings_form import SettingsForm
-
-    form = SettingsForm()
-    qtbot.addWidget(form)
-    form.heads.setValue(7)  # d_model 64 is not divisible by 7
-    assert not form.validate()
-    text = form.error_label.text()
-    assert "divisible" in text and "Invalid" not in text
