@@ -5,9 +5,7 @@ and the CSV export keeps every node."""
 import csv
 import math
 from collections import Counter
-from functools import cache
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -22,6 +20,7 @@ from explorer.widgets.beam_tree_items import ACCENT, COL_GAP, NODE_H, PITCH_Y, S
 from model.decoding.stepping import DecodeDriver  # noqa: E402
 from model.io.snapshots import DecodeSettings  # noqa: E402
 from resources import default_model  # noqa: E402
+from tests.beam_steps import pieces_of, step_views  # noqa: E402
 
 SENTENCE = "Did you read two interesting books in the library yesterday?"
 
@@ -38,23 +37,6 @@ def bundled():
 @pytest.fixture(scope="module")
 def untrained(copy_session_factory):
     return copy_session_factory()  # its hypotheses mostly end at max_len, without EOS
-
-
-@cache
-def pieces_of(session) -> tuple[str, ...]:
-    """The target pieces, one tuple per session (the panel passes the same one at every step)."""
-    tok = session.tgt_tok
-    return tuple(tok.display_token(i) for i in range(tok.vocab_size))
-
-
-def step_views(session, settings: DecodeSettings) -> list:
-    """The engine's view after each step, to the end of the search."""
-    driver = DecodeDriver(session)
-    driver.start(settings)
-    views = [driver.act("step")]
-    while not views[-1].at_end:
-        views.append(driver.act("step"))
-    return views
 
 
 def make_tree(qtbot, width: int, height: int) -> BeamTreeView:
@@ -348,129 +330,7 @@ def test_a_whole_search_at_once_is_drawn_in_full(qtbot, untrained):
     assert all(math.isfinite(n.log_prob) for n in tree.nodes)
 
 
-# -- the pieces: what is drawn, where it goes, the overlay -------------------------------------------------------
-class Host:
-    """The least a column asks of its tree: fonts and the pieces."""
-
-    pruned_shown = False
-
-    def piece(self, token: int) -> str:
-        return f"t{token}"
-
-    def fonts(self, bold: bool) -> tuple[QFont, QFont]:
-        return QFont(), QFont()
-
-
-def test_a_column_puts_its_kept_nodes_first_and_the_pruned_ones_under_the_badge(qtbot):
-    from explorer.widgets.beam_tree_items import FINISHED, LIVE, PRUNED, Column
-
-    arrays = {
-        "status": np.array([LIVE, FINISHED, PRUNED, PRUNED], np.int8),
-        "token": np.array([5, 6, 7, 8]),
-        "log_prob": np.array([-0.1, -0.4, -2.0, -3.0]),
-        "score": np.array([np.nan, -0.5, np.nan, np.nan]),
-        "live_index": np.array([0, -1, -1, -1]),
-    }
-    column = Column(1, arrays, np.zeros(4, np.int64), Host())
-    assert (column.n_kept, column.n_pruned) == (2, 2)
-    assert column.rows.tolist() == [0, 1, 3, 4]  # row 2: the "+2 pruned" badge
-    assert [column.index(row) for row in range(6)] == [0, 1, None, 2, 3, None]
-    finished = column.node(1)
-    assert (finished.status, finished.piece, finished.score, finished.live_index) == ("finished", "t6", -0.5, None)
-    assert column.node(0).live_index == 0 and column.node(4).status == "pruned"
-    assert column.shown_rows().tolist() == [0, 1]
-    folded = column.boundingRect()
-    column.set_expanded(True)
-    assert column.shown_rows().tolist() == [0, 1, 3, 4] and column.boundingRect().height() > folded.height()
-
-
-def test_a_step_s_continuations_are_grouped_by_prefix_most_probable_first(untrained):
-    from explorer.widgets.beam_tree_items import Column
-
-    view = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))[-1]
-    entering = np.arange(3)
-    for level, step in enumerate(view.steps[1:], start=2):
-        column = Column.from_step(step, level, entering[: len(step.prefixes)], Host())
-        kept = slice(0, column.n_kept)
-        parents, log_probs = column.parent_row[kept], column.log_prob[kept]
-        assert (np.diff(parents) >= 0).all()  # grouped by the prefix they extend
-        for parent in set(parents.tolist()):
-            assert (np.diff(log_probs[parents == parent]) <= 0).all()  # most probable first
-        assert set(column.live_index[column.live_index >= 0].tolist()) == set(range(len(column.live_rows())))
-
-
-def test_the_layout_keeps_the_columns_drawn_and_adds_new_steps_as_time_allows(qtbot, untrained):
-    from PySide6.QtWidgets import QGraphicsScene
-
-    from explorer.widgets.beam_tree_layout import BeamTreeLayout
-
-    views = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))
-    pieces, eos = pieces_of(untrained), untrained.model_cfg.eos_id
-    scene = QGraphicsScene()
-    layout = BeamTreeLayout(scene, Host())
-    assert not layout.is_for(pieces, eos)
-    layout.restart(pieces, eos)
-    assert layout.is_for(pieces, eos) and len(layout.columns) == 1 and layout.prefix_row(0, 0) == 0
-    before, last = views[-2], views[-1]
-    n = len(before.steps)
-    assert n >= 2 and len(last.steps) == n + 1
-    assert layout.keep_drawn(before.steps) == 0 and len(layout.pending) == n
-    assert layout.add_pending(0.0) and len(layout.columns) == 1  # no time left: nothing added yet
-    assert not layout.add_pending(1.0) and len(layout.columns) == n + 1
-    drawn = list(layout.columns)
-    assert layout.keep_drawn(last.steps) == n and len(layout.pending) == 1  # one more step: one more column
-    layout.add_pending(1.0)
-    assert layout.columns[: n + 1] == drawn and len(scene.items()) == n + 2
-    assert layout.keep_drawn(views[0].steps) == 1 and len(scene.items()) == 2  # Back to the first step
-    assert layout.prefix_row(5, 0) is None  # a level not drawn
-
-
-def test_the_layout_finds_what_is_drawn_at_a_point_and_the_best_path(qtbot, untrained):
-    from PySide6.QtWidgets import QGraphicsScene
-
-    from explorer.widgets.beam_tree_layout import BeamTreeLayout
-
-    view = step_views(untrained, DecodeSettings("3 1 4 1", 3, max_len=7))[-1]
-    layout = BeamTreeLayout(QGraphicsScene(), Host())
-    layout.restart(pieces_of(untrained), untrained.model_cfg.eos_id)
-    layout.keep_drawn(view.steps)
-    layout.add_pending(10.0)
-    for node in layout.nodes:
-        point = node_rect(node.level, node.row).center()
-        found = layout.node_at(point.x(), point.y())
-        assert (found == node) == (node.status != "pruned")  # pruned ones only once their level shows them
-        if node.live_index is not None:
-            assert layout.prefix_row(node.level, node.live_index) == node.row
-    level = next(c.level for c in layout.columns if c.n_pruned)
-    badge = badge_rect(level, layout.columns[level].n_kept).center()
-    assert layout.badge_at(badge.x(), badge.y()) == level and layout.node_at(badge.x(), badge.y()) is None
-    layout.set_expanded(True)
-    assert all(layout.node_at(*node_rect(n.level, n.row).center().toTuple()) == n for n in layout.nodes)
-    finished = [n for n in layout.nodes if n.status == "finished"]
-    column, row = layout.best_path()[-1]
-    assert column.node(row).score == max(n.score for n in finished)  # the highest ★
-
-
-def test_the_zoom_bar_names_its_buttons_and_sits_in_the_corner(qtbot):
-    from PySide6.QtCore import QRect
-    from PySide6.QtWidgets import QWidget
-
-    from explorer.widgets.beam_tree_bar import ZoomBar
-
-    view = QWidget()
-    qtbot.addWidget(view)
-    bar = ZoomBar(view)
-    assert list(bar.buttons) == ["fit", "zoom_out", "zoom_in", "show_pruned"]
-    assert [b.objectName() for b in bar.buttons.values()] == [f"beam_tree_{k}" for k in bar.buttons]
-    assert [b.isCheckable() for b in bar.buttons.values()] == [False, False, False, True]
-    bar.retranslate()
-    assert [b.text() for b in bar.buttons.values()] == ["Fit", "−", "+", "Show pruned"] and "best" in bar.legend.text()
-    area = QRect(0, 0, 500, 300)
-    bar.place(area)
-    geometry = bar.widget.geometry()
-    assert area.contains(geometry) and area.right() - geometry.right() == area.bottom() - geometry.bottom() == 7
-
-
+# -- the tooltips ------------------------------------------------------------------------------------------------
 def test_hovering_a_node_or_a_badge_says_what_it_is(qtbot, untrained):
     from PySide6.QtCore import QEvent
     from PySide6.QtGui import QHelpEvent
