@@ -1,8 +1,8 @@
-"""The training panel and its pieces: the plots redrawn one per tick and arranged by family, the run list kept
-bounded with every ticked run, the controls enabled as the engine's state allows, the settings column as wide
-as its form, and the view state that presenter mode and scenes set."""
+"""The training panel (explorer/panels/training.py): after a new run the plots show the ticked runs only, the run
+list is kept bounded with every ticked run, a rolled-back run is redrawn from its history, the settings column is as
+wide as its form, and the view state that presenter mode and scenes set. Its pieces have their own files:
+test_training_plots.py, test_training_runs.py, test_training_controls.py and test_settings_form.py."""
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -10,6 +10,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from explorer.widgets.metric_plot import nice_ceiling  # noqa: E402
+from tests.training_batches import steps_batch  # noqa: E402
 
 
 @pytest.fixture
@@ -19,26 +20,6 @@ def panel(qtbot):
     p = TrainingPanel()
     qtbot.addWidget(p)
     return p
-
-
-def steps_batch(run_id: int, first: int, n: int):
-    """``n`` updates of a dense model from step ``first``: a falling loss, a rising accuracy."""
-    from explorer.answers import MetricsBatch
-    from model.io.snapshots import StepColumns
-
-    x = np.arange(first, first + n, dtype=float)
-    cols = StepColumns(
-        step=x,
-        time=x / 100,
-        loss=0.5 + 3 * np.exp(-x / 300),
-        lr=np.full(n, 1e-3),
-        token_accuracy=1 - np.exp(-x / 300),
-        grad_norm=np.full(n, 2.0),
-        tokens_per_s=np.full(n, 5000.0),
-        aux_loss=np.zeros(n),
-        expert_load=np.zeros((n, 0)),
-    )  # a dense model: no experts
-    return MetricsBatch(run_id, cols, ())
 
 
 def evaluations_batch(run_id: int, steps):
@@ -150,92 +131,6 @@ def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_
     assert list(x) == list(kept.history_steps.step) and x[-1] == 20
     assert list(y) == list(kept.history_steps.loss)
     assert panel.plots["lr_plot"].data(1, "schedule")[0].size  # the schedule drawn ahead stays
-
-
-# -- the plots: one redrawn per tick, arranged by family ----------------------------------------------------------
-def test_each_tick_redraws_one_plot_with_new_data_in_turn_and_none_behind_another_tab(panel, monkeypatch):
-    plots = panel.live_plots
-    plots.add_steps(1, steps_batch(1, 1, 50).steps)
-    redrawn: list[str] = []
-    for name, plot in plots.plots.items():
-        original = plot.redraw
-        monkeypatch.setattr(plot, "redraw", lambda name=name, original=original: (redrawn.append(name), original()))
-    changed = [name for name, plot in plots.plots.items() if plot.stale]
-    assert set(changed) == {"loss_plot", "accuracy_plot", "lr_plot", "grad_plot", "speed_plot"}
-    plots.set_step(50, training=True)  # training: the step marker waits for the learning-rate plot's redraw
-    assert panel.step_marker.value() != 50
-    for ticks in range(1, len(changed) + 1):
-        plots._tick()
-        assert len(redrawn) == ticks  # never two plots in one tick
-        if redrawn[-1] == "lr_plot":
-            assert panel.step_marker.value() == 50
-    assert redrawn == changed  # in the plots' order, each once
-    plots._tick()
-    assert len(redrawn) == len(changed)  # nothing new: nothing redrawn
-    plots.add_steps(1, steps_batch(1, 51, 5).steps)
-    panel.set_on_screen(False)
-    plots._tick()
-    assert len(redrawn) == len(changed)  # behind another tab: the data wait
-    assert all(plots.plots[name].stale for name in changed)
-
-
-def test_the_experts_load_takes_a_row_of_its_own_under_the_first():
-    from explorer.panels.training_plots import columns_for, plot_rows
-
-    names = ("loss_plot", "accuracy_plot", "quality_plot", "lr_plot", "grad_plot", "speed_plot")
-    assert plot_rows(names, 3) == [list(names[:3]), list(names[3:])]
-    assert plot_rows((*names, "expert_load_plot"), 2) == [
-        ["loss_plot", "accuracy_plot"],
-        ["expert_load_plot"],
-        ["quality_plot", "lr_plot"],
-        ["grad_plot", "speed_plot"],
-    ]
-    assert (columns_for(1149), columns_for(1150)) == (2, 3)
-
-
-# -- the run list ------------------------------------------------------------------------------------------------
-def test_the_run_list_ticks_the_newest_run_and_lets_the_oldest_go(qtbot):
-    from explorer.panels.training_runs import MAX_RUNS, RunList
-
-    runs = RunList()
-    qtbot.addWidget(runs)
-    assert runs.add_run(1) == [] and runs.ticked() == {1}
-    runs.add_run(2)
-    assert runs.ticked() == {2}  # a new run: the earlier ones unticked
-    runs.item(1).setCheckState(Qt.CheckState.Checked)  # run 1 again, for comparison
-    assert runs.ticked() == {1, 2}
-    forgotten = [rid for run in range(3, MAX_RUNS + 4) for rid in runs.add_run(run)]
-    assert forgotten == [1, 2, 3]  # the oldest, one at a time
-    ids = [runs.item(i).data(Qt.ItemDataRole.UserRole) for i in range(runs.count())]
-    assert ids == list(range(MAX_RUNS + 3, 3, -1))  # the newest first
-    runs.make_bold(4)
-    assert runs.item(runs.count() - 1).font().bold() and not runs.item(0).font().bold()
-
-
-# -- the controls ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "state, valid, has_run, enabled, pause_text",
-    [
-        ("idle", True, False, {"start", "step", "step_n", "scratch"}, "Pause"),
-        ("idle", True, True, {"start", "step", "step_n", "scratch", "reset"}, "Pause"),
-        ("training", True, True, {"pause", "stop", "reset"}, "Pause"),
-        ("paused", True, True, {"start", "step", "step_n", "scratch", "reset", "pause", "stop"}, "Resume"),
-        ("error", False, True, {"pause", "stop"}, "Resume"),
-    ],
-)
-def test_the_controls_are_enabled_as_the_engine_state_allows(
-    qtbot, english, state, valid, has_run, enabled, pause_text
-):
-    from explorer.panels.training_controls import TrainingControls
-
-    controls = TrainingControls()
-    controls.retranslate()
-    controls.update_buttons(state, valid, has_run)
-    buttons = ("start", "step", "step_n", "scratch", "reset", "pause", "stop")
-    assert {b for b in buttons if getattr(controls, f"{b}_button").isEnabled()} == enabled
-    assert controls.pause_button.text() == pause_text
-    if not valid:
-        assert "settings on the left cannot work" in controls.scratch_button.toolTip()  # greyed: says why
 
 
 # -- the settings column -----------------------------------------------------------------------------------------
