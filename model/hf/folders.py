@@ -40,6 +40,7 @@ from torch import Tensor
 
 from model.core.config import ModelConfig
 from model.core.settings import ConfigError
+from model.hf.supported import SUPPORTED, unsupported
 from model.io.checkpoint import MAX_LAYERS, MAX_POSITIONS, CheckpointError, weight_shapes
 from model.io.safe_files import NotAFileError, check_regular, inside, open_regular, read_regular
 
@@ -50,14 +51,6 @@ if TYPE_CHECKING:
     from model.data import DataSpec
     from model.training.config import TrainConfig
 
-SUPPORTED = {
-    "marian": ("MarianMTModel",),
-    "gpt2": ("GPT2LMHeadModel", "GPT2Model"),
-    "bert": ("BertForMaskedLM", "BertForPreTraining"),
-}
-SUPPORTED_TEXT = (
-    "Marian translation models (opus-mt-*: MarianMTModel), GPT-2 (GPT2LMHeadModel) and BERT (BertForMaskedLM)"
-)
 ACTIVATIONS = {
     "swish": "silu",
     "silu": "silu",
@@ -100,18 +93,12 @@ def read_config(folder: Path) -> dict[str, Any]:
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         raise s.wrong("model_type", model_type, f"one of {', '.join(SUPPORTED)}")
-    if model_type not in SUPPORTED:
-        raise HFImportError(
-            f"{folder}: model_type {model_type!r} is not supported; this program opens {SUPPORTED_TEXT}."
-        )
-    architectures = config.get("architectures") or [SUPPORTED[model_type][0]]
-    if not (isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)):
+    architectures = config.get("architectures")
+    if architectures and not (isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)):
         raise s.wrong("architectures", architectures, "a list of class names such as ['GPT2LMHeadModel']")
-    if not any(a in SUPPORTED[model_type] for a in architectures):
-        raise HFImportError(
-            f"{folder}: architecture {', '.join(map(str, architectures))} is not supported for {model_type}; "
-            f"this program opens {', '.join(SUPPORTED[model_type])} (a model with its language-model head)."
-        )
+    reason = unsupported(config)
+    if reason is not None:
+        raise HFImportError(f"{folder}: {reason}")
     return config
 
 
