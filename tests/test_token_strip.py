@@ -1,0 +1,77 @@
+"""Token chips (explorer/widgets/token_strip.py): an unknown piece shown as it was typed and said to read <unk>,
+tooltips that quote tokens literally, the tint of a weight per chip, rows that wrap, and a click on a chip."""
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QEvent, QPoint, Qt  # noqa: E402
+from PySide6.QtGui import QColor, QHelpEvent  # noqa: E402
+from PySide6.QtWidgets import QApplication, QToolTip  # noqa: E402
+
+from explorer.widgets.token_strip import TokenStrip, plain_tooltip  # noqa: E402
+
+
+@pytest.fixture
+def strip(qtbot):
+    strip = TokenStrip()
+    qtbot.addWidget(strip)
+    strip.resize(400, 60)
+    strip.show()
+    qtbot.waitExposed(strip)
+    return strip
+
+
+def chip_centre(strip: TokenStrip, index: int) -> QPoint:
+    """The middle of chip ``index``, found by asking the strip what is under each point of its first row."""
+    xs = [x for x in range(strip.width()) if strip.chip_at(QPoint(x, 5)) == index]
+    return QPoint((xs[0] + xs[-1]) // 2, 5)
+
+
+def tooltip_at(strip: TokenStrip, pos: QPoint) -> str:
+    QApplication.sendEvent(strip, QHelpEvent(QEvent.Type.ToolTip, pos, strip.mapToGlobal(pos)))
+    return QToolTip.text() if QToolTip.isVisible() else ""
+
+
+def test_a_tooltip_shows_its_text_literally():
+    assert plain_tooltip("[<b>] & [&amp;]") == "<p style='white-space:pre'>[&lt;b&gt;] &amp; [&amp;amp;]</p>"
+
+
+def test_an_unknown_piece_shows_what_was_typed_and_says_it_reads_unk(strip):
+    strip.set_tokens(["the", "<unk>", "sat", "<eos>"], highlight={1}, typed=["the", "cat", "sat", "<eos>"])
+    assert strip.tokens == ["the", "cat", "sat", "<eos>"] and strip.pieces == ["the", "<unk>", "sat", "<eos>"]
+    assert strip.toolTip() == plain_tooltip("[the] [<unk>] [sat] [<eos>]")  # the strip's: what the model reads
+    said = tooltip_at(strip, chip_centre(strip, 1))
+    assert said == plain_tooltip("“cat” is not in the model's vocabulary: it reads <unk>")
+
+
+def test_a_weight_tints_its_chip_red_or_blue_the_strongest_at_four_fifths(strip):
+    strip.set_tokens(["a", "b", "c", "d"])
+    strip.set_weights([2.0, -1.0, float("nan")], "attribution")
+    # red (214, 96, 77) at 0.8 of the way from white; blue (67, 147, 195) at 0.8 × 1/2 = 0.4 of the way
+    assert strip.tint(0) == QColor(round(255 - 0.8 * 41), round(255 - 0.8 * 159), round(255 - 0.8 * 178))
+    assert strip.tint(1) == QColor(round(255 - 0.4 * 188), round(255 - 0.4 * 108), round(255 - 0.4 * 60))
+    assert strip.tint(2) is None and strip.tint(3) is None  # no value (NaN, or none given): untinted
+    assert tooltip_at(strip, chip_centre(strip, 1)) == plain_tooltip("“b”: -1.0000\nattribution")
+    strip.set_weights(None, "attribution")
+    assert strip.tint(0) is None and strip.legend == ""
+
+
+def test_chips_wrap_to_more_rows_when_narrow_and_a_legend_takes_a_line(strip):
+    strip.set_tokens([f"token{i}" for i in range(12)])
+    one_row = strip.heightForWidth(5000)
+    assert strip.heightForWidth(120) > 2 * one_row  # several rows
+    strip.set_weights([1.0] * 12, "what the tint means")
+    assert strip.heightForWidth(5000) > one_row
+
+
+def test_a_click_on_a_chip_says_which_only_when_chips_are_clickable(qtbot, strip):
+    strip.set_tokens(["<bos>", "the", "cat", "<eos>"])
+    clicked: list[int] = []
+    strip.chip_clicked.connect(clicked.append)
+    qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=chip_centre(strip, 2))
+    assert clicked == []
+    strip.set_clickable(True)
+    qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=chip_centre(strip, 2))
+    qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=QPoint(395, 55))  # beside the chips: nothing
+    assert clicked == [2] and strip.cursor().shape() == Qt.CursorShape.PointingHandCursor
