@@ -14,9 +14,19 @@ from explorer.panels.decoding import DecodingPanel  # noqa: E402
 from explorer.panels.lanes import PARTED, LanesPanel  # noqa: E402
 from explorer.worker import Engine  # noqa: E402
 from model.decoding.lanes import LanesDriver, standard_lanes  # noqa: E402
-from tests.test_worker import _copy_spec  # noqa: E402
 
 SENTENCE = "1 2 3 4"
+
+
+def _copy_spec():
+    """A tiny copy-task model to train for a few steps."""
+    from explorer.commands import NewModelSpec
+    from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
+
+    data = DataSpec(task="copy", n_train=300, n_valid=20, n_test=20, length=6, min_length=3, alphabet=6)
+    return NewModelSpec(data, "tiny", {}, train_config_for("tiny", eval_every=0, batch_size=16), TokenizerSpec("word"))
 
 
 @pytest.fixture
