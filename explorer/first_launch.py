@@ -81,6 +81,7 @@ class FirstLaunch:
         self.covers: list[LoadingCover] = []  # over the views while the bundled model is read
         self.say_loading: Callable[[bool], None] = lambda on: None  # the status row's note of it
         self._training = False  # the engine trains (its last state)
+        self.get_model: Callable[[], object] = lambda: None  # File → Get a model
 
     def use_panels(
         self,
@@ -155,7 +156,7 @@ class FirstLaunch:
         if self.settings.value("welcomed", False, type=bool) or self.bar.showing:
             return
         self.settings.setValue("welcomed", True)
-        actions = [(tr("Train from scratch"), self.train_from_scratch)]
+        actions = [(tr("Train from scratch"), self.train_from_scratch), (tr("Get a real model…"), self.get_model)]
         self.bar.show_message(welcome_text(), "info", actions, kind="welcome")
 
     def is_automatic(self, info: RunInfo) -> bool:

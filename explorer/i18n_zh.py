@@ -500,6 +500,7 @@ ZH = {
 from explorer.i18n_zh_ablation import ZH_ABLATION  # noqa: E402
 from explorer.i18n_zh_decoding import ZH_DECODING  # noqa: E402
 from explorer.i18n_zh_experiment import ZH_EXPERIMENT  # noqa: E402
+from explorer.i18n_zh_get_model import ZH_GET_MODEL  # noqa: E402
 from explorer.i18n_zh_inspecting import ZH_INSPECTING  # noqa: E402
 from explorer.i18n_zh_interpret import ZH_INTERPRET  # noqa: E402
 from explorer.i18n_zh_lanes import ZH_LANES  # noqa: E402
@@ -511,6 +512,7 @@ ZH.update(ZH_TRAINING)
 ZH.update(ZH_DECODING)
 ZH.update(ZH_LANES)
 ZH.update(ZH_EXPERIMENT)
+ZH.update(ZH_GET_MODEL)
 ZH.update(ZH_LESSONS)
 ZH.update(ZH_INSPECTING)
 ZH.update(ZH_SETTINGS)

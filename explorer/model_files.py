@@ -30,6 +30,7 @@ from model.io.follow import RunFolderError, check_run_folder
 from resources import default_model
 
 if TYPE_CHECKING:
+    from explorer.get_model import GetModelDialog
     from explorer.panels.training import TrainingPanel
 
 CHECKPOINT_FILTER = N_("Transformer Explorer checkpoints (*.ckpt);;All files (*)")
@@ -69,6 +70,8 @@ class ModelFiles(QObject):
         self.bundled_run: int | None = None  # the run that is the bundled model, while it is open
         self._bundled_requests: set[int] = set()  # loads of the bundled model asked for from the menu
         self._after_save: dict[int, Callable[[], object]] = {}  # what waits for a save: by its request
+        self.get_model_dialog: GetModelDialog | None = None
+        first_launch.get_model = self.get_model
 
     def attach(self) -> None:
         self.client.engine.saved.connect(self._on_saved)
@@ -159,6 +162,19 @@ class ModelFiles(QObject):
             if not path:
                 return
         self.open_checkpoint(path)
+
+    def get_model(self) -> GetModelDialog:
+        """File → Get a model: a model from the Hugging Face Hub, fetched while the window goes on working, then
+        opened as a model folder (asking first if unsaved work would be lost)."""
+        from explorer.get_model import GetModelDialog
+
+        if self.get_model_dialog is None:
+            self.get_model_dialog = GetModelDialog(lambda folder: self.open_model_folder(folder), self.window)
+        else:
+            self.get_model_dialog.show_cache()
+        self.get_model_dialog.show()
+        self.get_model_dialog.raise_()
+        return self.get_model_dialog
 
     def follow_run(self, path: str | None = None) -> None:
         """Show a training run another process writes into a folder: its curves live, its newest checkpoint as

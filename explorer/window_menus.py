@@ -23,6 +23,7 @@ ACTION_NAMES = {
     "open": N_("Open checkpoint…"),
     "save": N_("Save"),
     "open_folder": N_("Open model folder…"),
+    "get_model": N_("Get a model from the Hub…"),
     "follow": N_("Follow a training run…"),
     "open_lesson": N_("Open a lesson…"),
     "add_slide": N_("Add this view to a lesson…"),
@@ -38,6 +39,10 @@ ACTION_NAMES = {
 FOLDER_TIP = N_(
     "A model downloaded from the Hugging Face Hub (huggingface-cli download NAME --local-dir DIR): "
     "a Marian translator (opus-mt-…), GPT-2 or BERT"
+)
+GET_TIP = N_(
+    "Opus-MT translators, GPT-2 and BERT from the Hugging Face Hub, fetched into its cache and opened here; "
+    "also without network, from the cache"
 )
 FOLLOW_TIP = N_(
     "Watch a run that another process writes into a folder (python -m model.train … --out DIR, or "
@@ -108,6 +113,7 @@ class WindowMenus:
         menu.addAction(self._action("new", w.new_model, keys.New))
         menu.addAction(self._action("open", lambda: w.files.open_checkpoint(), keys.Open))
         menu.addAction(self._action("open_folder", lambda: w.files.open_model_folder()))
+        menu.addAction(self._action("get_model", lambda: w.files.get_model()))
         menu.addAction(self._action("follow", lambda: w.files.follow_run()))
         menu.addAction(self._action("open_bundled", lambda: w.files.open_bundled()))
         menu.addAction(self._action("open_lesson", lambda: w.lessons.ask_open()))
@@ -176,6 +182,7 @@ class WindowMenus:
             self.actions[key].setText(tr(text))
         self.actions["open_folder"].setToolTip(tr(FOLDER_TIP))
         self.actions["follow"].setToolTip(tr(FOLLOW_TIP))
+        self.actions["get_model"].setToolTip(tr(GET_TIP))
         self.file_menu.setToolTipsVisible(True)
 
     def _name_experiments(self) -> None:

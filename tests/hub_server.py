@@ -44,6 +44,21 @@ class Hub:
         return [r for r in self.requests if r.method == "GET" and r.file == file]
 
 
+# files a Hub repository holds beside the ones this engine reads
+EXTRA = {"README.md": b"# tiny\n", "tf_model.h5": b"\0" * 5000, "flax_model.msgpack": b"\1" * 3000}
+
+
+def gpt2_repo(root: Path) -> dict[str, bytes]:
+    """A tiny GPT-2's files as a Hub repository holds them: the ones this engine reads, a ``pytorch_model.bin``
+    beside ``model.safetensors`` (which must not be fetched) and files of other libraries."""
+    from tests.hf_folders import gpt2_folder
+
+    folder = gpt2_folder(root)
+    files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    files["pytorch_model.bin"] = files["model.safetensors"][:100]
+    return {**files, **EXTRA}
+
+
 class _Handler(BaseHTTPRequestHandler):
     hub: Hub
     protocol_version = "HTTP/1.1"

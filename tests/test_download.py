@@ -15,22 +15,16 @@ from pathlib import Path
 import pytest
 
 from model.hf import download as dl
-from tests.hf_folders import gpt2_folder
-from tests.hub_server import Hub, HubServer
+from tests.hub_server import Hub, HubServer, gpt2_repo
 
 pytest.importorskip("transformers")
 
 REPO = "tiny-org/tiny-gpt2"
-# files a Hub repository holds beside the ones this engine reads
-EXTRA = {"README.md": b"# tiny\n", "tf_model.h5": b"\0" * 5000, "flax_model.msgpack": b"\1" * 3000}
 
 
 @pytest.fixture(scope="module")
 def gpt2_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    folder = gpt2_folder(tmp_path_factory.mktemp("hub"))
-    files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-    files["pytorch_model.bin"] = files["model.safetensors"][:100]  # must not be fetched: safetensors is preferred
-    return {**files, **EXTRA}
+    return gpt2_repo(tmp_path_factory.mktemp("hub"))
 
 
 @pytest.fixture()
@@ -68,7 +62,8 @@ def test_only_the_files_the_engine_reads_are_fetched_and_the_folder_opens(hub: H
 
     from model.hf.folders import read_folder
 
-    assert read_folder(folder).origin["model_type"] == "gpt2"  # the engine opens what was fetched
+    opened = read_folder(folder)  # the engine opens what was fetched, named by its id, not the commit
+    assert opened.origin["model_type"] == "gpt2" and opened.name == REPO
 
 
 def test_cancel_half_way_then_a_second_try_fetches_only_what_is_missing(hub: Hub, tmp_path: Path) -> None:

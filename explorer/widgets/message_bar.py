@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton
@@ -39,7 +39,7 @@ class MessageBar(QFrame):
         self,
         text: str,
         level: str = "info",
-        actions: list[tuple[str, Callable[[], None]]] | None = None,
+        actions: Sequence[tuple[str, Callable[[], object]]] | None = None,
         closable: bool = True,
         kind: str = "",
     ) -> None:
@@ -67,7 +67,7 @@ class MessageBar(QFrame):
             self.buttons.append(b)
         self.show()
 
-    def _hide_then(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def _hide_then(self, callback: Callable[[], object]) -> Callable[[], None]:
         """A button's action: the bar goes away, then the callback runs."""
 
         def act() -> None:

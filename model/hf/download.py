@@ -264,15 +264,17 @@ def download(
         meter.file = SAFETENSORS_INDEX
         plan = files_to_fetch(sizes, _shards(fetch(SAFETENSORS_INDEX, bar)))
         meter.total = sum(sizes.get(n) or 0 for n in plan)
-    for name in plan:
-        if name in (CONFIG, SAFETENSORS_INDEX):
-            continue
+    _fetch_all([n for n in plan if n not in (CONFIG, SAFETENSORS_INDEX)], sizes, meter, lambda n: fetch(n, bar))
+    return Path(config_path).parent
+
+
+def _fetch_all(names: list[str], sizes: dict[str, int | None], meter: _Meter, fetch: Callable[[str], str]) -> None:
+    for name in names:
         meter.file = name
         before = meter.done
-        fetch(name, bar)
+        fetch(name)
         if meter.done == before:  # found in the cache: counted as fetched
             meter.add(sizes.get(name) or 0)
-    return Path(config_path).parent
 
 
 def _is_missing(exc: Exception) -> bool:
@@ -284,11 +286,11 @@ def _is_missing(exc: Exception) -> bool:
 def cached_models(cache_dir: str | Path | None = None) -> list[CachedModel]:
     """The models in the Hub cache that open in this engine (a config.json of a supported architecture and
     weights), newest first."""
-    from huggingface_hub import scan_cache_dir
+    from huggingface_hub import constants, scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
 
-    try:
-        cache = scan_cache_dir(cache_dir)
+    try:  # the cache hf_hub_download writes to (its constant as it is now, not as scan_cache_dir imported it)
+        cache = scan_cache_dir(cache_dir or constants.HF_HUB_CACHE)
     except (CacheNotFound, OSError, ValueError):
         return []
     found: list[tuple[float, CachedModel]] = []

@@ -708,6 +708,15 @@ class FolderModel:
     origin: dict[str, Any]  # where it came from, for the session's notes
 
 
+def _cached_repo_id(folder: Path) -> str | None:
+    """``owner/name`` for a snapshot folder of the Hub cache (``models--owner--name/snapshots/COMMIT``), whose own
+    name is a commit hash."""
+    repo = folder.parent.parent.name
+    if folder.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo.removeprefix("models--").replace("--", "/")
+    return None
+
+
 def read_folder(folder: str | Path, progress: Progress | None = None) -> FolderModel:
     """The model in ``folder``, its configuration, weights and tokenizers checked; raises :class:`HFImportError`.
 
@@ -730,7 +739,7 @@ def read_folder(folder: str | Path, progress: Progress | None = None) -> FolderM
     report("reading the weights", 0.1)
     cfg, weights = read_model(folder, config, specials)
     _check_tokenizers(cfg, src_tok, tgt_tok, where)
-    name = str(config.get("_name_or_path") or folder.name)
+    name = str(config.get("_name_or_path") or _cached_repo_id(folder) or folder.name)
     origin = {
         "model_type": model_type,
         "name": name,
