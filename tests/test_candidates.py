@@ -65,10 +65,6 @@ def test_the_note_and_title_are_plain_text_and_the_note_goes_when_empty(bars):
     assert bars.title.text() == "Step 2: after “<b>”" and bars.title.textFormat() == bars.note.textFormat()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CandidateBars.export writes repr() of a numpy float: np.float64(0.5) under NumPy 2, not 0.5",
-)
 def test_the_csv_export_holds_every_bar_with_its_flags(bars, tmp_path):
     bars.set_data(['say "hi"', "b", "c"], np.array([0.5, 0.25, 0.125]), {0}, cut={2}, drawn=1)
     bars.export(tmp_path / "bars.csv")

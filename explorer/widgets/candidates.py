@@ -171,7 +171,7 @@ class CandidateBars(QWidget):
                 f.write("token,probability,kept,cut,drawn\n")
                 for i, (t, p) in enumerate(zip(self.tokens, self.probs)):
                     flags = f"{int(i in self.chosen)},{int(i in self.cut)},{int(i == self.drawn)}"
-                    f.write(f'"{t.replace(chr(34), chr(34) * 2)}",{p!r},{flags}\n')
+                    f.write(f'"{t.replace(chr(34), chr(34) * 2)}",{float(p)!r},{flags}\n')
             return
         if path.suffix.lower() == ".npy":
             write_numbers(path, self.probs)
