@@ -1,22 +1,16 @@
-"""Ready on first launch: the bundled model, the desktop entry, language, presenter mode, themes, help."""
+"""Ready on first launch: the bundled model, language, presenter mode, help."""
 
 import ast
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl  # noqa: E402
-from PySide6.QtGui import QDropEvent, QPalette  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from explorer.desktop import check_desktop_entry  # noqa: E402
 from explorer.i18n import ZH, language  # noqa: E402
 from model.session import Session  # noqa: E402
 from resources import default_model  # noqa: E402
@@ -156,58 +150,6 @@ def test_every_interface_string_has_a_chinese_translation():
             assert (field in english) == (field in chinese), english
 
 
-def test_install_desktop_entry_into_a_temporary_home(tmp_path):
-    env = {**os.environ, "HOME": str(tmp_path)}
-    env.pop("XDG_DATA_HOME", None)
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), "--install-desktop-entry"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    share = tmp_path / ".local" / "share"
-    entry = share / "applications" / "transformer-explorer.desktop"
-    assert entry.is_file()
-    assert check_desktop_entry(entry) == []
-    text = entry.read_text(encoding="utf-8")
-    assert "Icon=transformer-explorer" in text and "MimeType=application/x-transformer-explorer-checkpoint;" in text
-    assert (share / "icons/hicolor/scalable/apps/transformer-explorer.svg").is_file()
-    assert (share / "icons/hicolor/256x256/apps/transformer-explorer.png").is_file()
-    assert "*.ckpt" in (share / "mime/packages/transformer-explorer.xml").read_text(encoding="utf-8")
-    if shutil.which("desktop-file-validate"):
-        check = subprocess.run(["desktop-file-validate", str(entry)], capture_output=True, text=True)
-        assert check.returncode == 0, check.stdout + check.stderr
-
-
-def test_check_desktop_entry_catches_broken_entries(tmp_path):
-    bad = tmp_path / "bad.desktop"
-    bad.write_text("[Desktop Entry]\nType=Application\nName=X\nExec=/nonexistent/prog\nIcon=x\n", encoding="utf-8")
-    problems = check_desktop_entry(bad)
-    assert any("existing program" in p for p in problems) and any("double-click" in p for p in problems)
-
-
-def test_a_dropped_checkpoint_opens(make_window, qtbot, tmp_path, copy_session_factory):
-    path = tmp_path / "dropped.ckpt"
-    session = copy_session_factory()
-    session.train_steps(7)
-    session.save(path)
-    window = make_window()
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(path))])
-    event = QDropEvent(QPoint(10, 10), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
-    window.dropEvent(event)
-    assert event.isAccepted()
-    qtbot.waitUntil(lambda: window.status.path == str(path) and window.status.step == 7, timeout=15000)
-    other = QMimeData()
-    other.setUrls([QUrl.fromLocalFile(str(tmp_path / "notes.txt"))])
-    ignored = QDropEvent(QPoint(10, 10), Qt.CopyAction, other, Qt.LeftButton, Qt.NoModifier)
-    ignored.setAccepted(False)
-    window.dropEvent(ignored)
-    assert not ignored.isAccepted()
-
-
 def test_presenter_mode_and_auto_pause(make_window, qtbot):
     window = make_window()
     base = QApplication.font().pointSizeF()
@@ -228,18 +170,6 @@ def test_presenter_mode_and_auto_pause(make_window, qtbot):
     assert not window.training.settings_area.isHidden()
 
 
-def test_dark_theme(make_window):
-    window = make_window()
-    window.set_theme("dark")
-    palette = QApplication.palette()
-    assert palette.color(QPalette.Window).lightness() < 80 and palette.color(QPalette.Text).lightness() > 180
-    axis = window.training.plots["loss_plot"].plot.getPlotItem().getAxis("left")
-    assert axis.textPen().color().lightness() > 180  # the plots follow
-    assert window.settings.value("theme") == "dark"
-    window.set_theme("light")
-    assert QApplication.palette().color(QPalette.Window).lightness() > 180
-
-
 def test_help_explains_each_panel(make_window):
     window = make_window()
     for key, box in window.help_boxes.items():
@@ -249,23 +179,6 @@ def test_help_explains_each_panel(make_window):
     assert "triangle" in window.help_boxes["attention"].text.text()
     assert "sine and cosine" in window.help_boxes["positional"].text.text()
     assert "log-probability" in window.help_boxes["decoding"].text.text()
-
-
-def test_a_file_open_event_opens_the_checkpoint(make_window, qtbot, tmp_path, copy_session_factory):
-    """How macOS hands over a double-clicked checkpoint."""
-    from PySide6.QtGui import QFileOpenEvent
-
-    from explorer.app import FileOpenForwarder
-
-    path = tmp_path / "opened.ckpt"
-    session = copy_session_factory()
-    session.train_steps(4)
-    session.save(path)
-    window = make_window()
-    forwarder = FileOpenForwarder(window)
-    assert forwarder.eventFilter(QApplication.instance(), QFileOpenEvent(str(path)))
-    qtbot.waitUntil(lambda: window.status.path == str(path) and window.status.step == 4, timeout=15000)
-    assert not forwarder.eventFilter(QApplication.instance(), QFileOpenEvent(str(tmp_path / "notes.txt")))
 
 
 def test_restoring_waits_for_its_own_load(make_window, qtbot, copy_session_factory, tmp_path):

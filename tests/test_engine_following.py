@@ -1,0 +1,187 @@
+"""Following a run another process writes (explorer/engine_following.py): the engine reads the run's folder and
+passes on its log as metrics, its checkpoint as the model every panel shows, its probe snapshots and how fresh it
+is; first driven directly on this thread, then in the window, which never writes into the folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("pytestqt")
+
+from explorer.answers import FollowStatus, MetricsBatch, ProbeSnapshot, RunInfo  # noqa: E402
+from explorer.commands import Follow  # noqa: E402
+from explorer.engine_following import FollowingHandlers  # noqa: E402
+from model.data import DataSpec  # noqa: E402
+from model.io import follow  # noqa: E402
+from model.session import Session  # noqa: E402
+from model.training.trainer import TrainConfig  # noqa: E402
+
+
+def record(step: int) -> str:
+    return json.dumps(
+        {
+            "step": step,
+            "time": step / 10,
+            "loss": 5.0 - step / 100,
+            "lr": 1e-3,
+            "token_accuracy": 0.1,
+            "grad_norm": 1.0,
+            "tokens_per_s": 1000.0,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def session():
+    s = Session.create(DataSpec(task="copy", n_train=300), "tiny", TrainConfig(batch_size=16, eval_every=0))
+    s.train_steps(3)
+    return s
+
+
+class Following:
+    """The following handlers on this thread (their signals arrive at once), and what they said."""
+
+    def __init__(self) -> None:
+        self.engine = FollowingHandlers()
+        self.engine._device = torch.device("cpu")
+        self.status: list[FollowStatus] = []
+        self.runs: list[RunInfo] = []
+        self.batches: list[MetricsBatch] = []
+        self.probes: list[ProbeSnapshot] = []
+        e = self.engine
+        e.follow_changed.connect(self.status.append)
+        e.run_described.connect(self.runs.append)
+        e.metrics_logged.connect(self.batches.append)
+        e.probe_recorded.connect(self.probes.append)
+
+    def look(self) -> None:
+        self.engine._poll_run(force=True)
+
+
+def test_the_log_comes_first_then_the_checkpoint_then_what_is_new(qtbot, tmp_path, session):
+    _writer(tmp_path, session, range(1, 4))
+    seen = Following()
+    seen.engine._start_following(Follow(str(tmp_path)))
+    status = seen.status[-1]
+    assert (status.folder, status.step, status.waiting) == (str(tmp_path), 3, True)
+    assert seen.engine.session is None and seen.runs == []  # no model to show yet
+    session.save(tmp_path / "model.ckpt")
+    seen.look()
+    [info] = seen.runs
+    assert list(info.history_steps.step) == [1, 2, 3] and info.weights_step == 3  # the history is the log
+    assert seen.engine.session.step == 3 and not seen.status[-1].waiting
+    _writer(tmp_path, session, range(4, 6))
+    follow.write_probe(tmp_path / "probe", session.inspect("3 1 4", None))
+    seen.look()
+    assert [list(b.steps.step) for b in seen.batches] == [[4, 5]] and seen.batches[0].run_id == info.run_id
+    assert [(p.source, p.step, p.run_id) for p in seen.probes] == [("3 1 4", 3, info.run_id)]
+    assert seen.status[-1].step == 5 and len(seen.runs) == 1
+    seen.engine._unfollow()
+    assert seen.status[-1] == FollowStatus("") and seen.engine._follow is None
+
+
+def test_newer_weights_of_the_same_run_keep_its_run_and_a_final_checkpoint_says_how_it_ended(qtbot, tmp_path):
+    s = Session.create(DataSpec(task="copy", n_train=300), "tiny", TrainConfig(batch_size=16, eval_every=0))
+    s.save(tmp_path / "model.ckpt")
+    seen = Following()
+    seen.engine._start_following(Follow(str(tmp_path)))
+    run_id = seen.runs[-1].run_id
+    s.train_steps(2)
+    s.notes["ended"] = follow.ending_note(s.step, 0)  # the trainer's last save
+    s.save(tmp_path / "model.ckpt")
+    seen.look()
+    assert seen.runs[-1].run_id == run_id and seen.runs[-1].weights_step == 2  # the same run, newer weights
+    assert seen.status[-1].ended == "finished"
+    _writer(tmp_path, s, range(3, 4))  # the run was resumed: it runs again
+    seen.look()
+    assert seen.status[-1].ended == ""
+
+
+def test_a_folder_that_holds_no_run_is_refused_and_changes_nothing(qtbot, tmp_path):
+    seen = Following()
+    with pytest.raises(follow.RunFolderError, match="no metrics.jsonl or model.ckpt"):
+        seen.engine._start_following(Follow(str(tmp_path)))
+    assert seen.engine._follow is None and seen.status == []
+
+
+def _writer(folder: Path, session: Session, steps: range) -> None:
+    with open(folder / "metrics.jsonl", "a", encoding="utf-8") as f:
+        f.write("".join(record(s) + "\n" for s in steps))
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, qtbot, tmp_path, session):
+    pytest.importorskip("pytestqt")
+    run = tmp_path / "run"
+    run.mkdir()
+    _writer(run, session, range(1, 4))
+    window = make_window()
+    seen = []
+    window.engine.follow_changed.connect(seen.append)
+    window.follow_run(str(run))
+    qtbot.waitUntil(lambda: bool(seen) and bool(seen[-1].folder) and seen[-1].waiting, timeout=30000)
+    assert "waiting for its first checkpoint" in window.note_label.text()
+    session.save(run / "model.ckpt")
+    follow.write_probe(run / "probe", session.inspect("3 1 4", None))
+    qtbot.waitUntil(lambda: window.training.current is not None and window.status.step == 3, timeout=30000)
+    loss_x, _ = window.training.plots["loss_plot"].data(window.training.current.run_id, "train")
+    assert list(loss_x) == [1, 2, 3]  # the log, not the checkpoint's own history
+    qtbot.waitUntil(lambda: len(window.attention.over_training.snapshots) == 1, timeout=30000)
+    assert window.attention.over_training.snapshots[0].source == "3 1 4"
+    before = _files(run)
+    _writer(run, session, range(4, 9))
+    with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:
+        f.write(record(9)[:15])  # a line being written
+    qtbot.waitUntil(
+        lambda: len(window.training.plots["loss_plot"].data(window.training.current.run_id, "train")[0]) == 8,
+        timeout=30000,
+    )
+    qtbot.waitUntil(lambda: window.step_label.text() == "step 8", timeout=30000)  # the run's step, not the model's
+    assert "Following run" in window.note_label.text() and window.state_label.text() == "following"
+    d = window.decoding
+    d.input.setText("3 1 4 1")
+    d.translate_button.click()  # the person steps through a sentence on the followed model
+    qtbot.waitUntil(lambda: d.view is not None and not d.waiting, timeout=30000)
+    assert d.view.weights_step == 3
+    session.train_steps(2)
+    with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:  # the torn line ends; an evaluation follows
+        f.write(
+            record(9)[15:]
+            + "\n"
+            + json.dumps({"step": 9, "split": "valid", "loss": 2.0, "exact_match": 0.25, "bleu": 30.0, "sentences": 10})
+            + "\n"
+        )
+    session.save(run / "model.ckpt")  # the trainer saves newer weights, seen in the same look as the log lines
+    run_id = window.training.current.run_id
+    qtbot.waitUntil(lambda: window.status.step == 5, timeout=30000)
+    assert window.training.current.run_id == run_id  # the same run, newer weights
+    qtbot.waitUntil(
+        lambda: len(window.training.plots["quality_plot"].data(run_id, "exact_match")[0]) == 1, timeout=30000
+    )
+    assert list(window.training.plots["loss_plot"].data(run_id, "train")[0]) == list(range(1, 10))
+    qtbot.waitUntil(lambda: not d.waiting and d.view.weights_step == 5, timeout=30000)  # redrawn by itself
+    assert d.view.position == 0 and d.view.settings.text == "3 1 4 1"
+    d.run_button.click()  # the same sentence goes on, on the newer weights
+    qtbot.waitUntil(lambda: not d.waiting and d.view.weights_step == 5 and d.view.at_end, timeout=30000)
+    after = _files(run)
+    written_by_the_test = ("model.ckpt", "metrics.jsonl")
+    assert {k: v for k, v in after.items() if k not in written_by_the_test} == {
+        k: v for k, v in before.items() if k not in written_by_the_test
+    }
+    assert set(after) == set(before)  # nothing added by the window
+    window.follow_run(str(tmp_path / "empty-dir-that-is-not-there"))
+    assert "does not exist" in window.message_bar.label.text()
+    from explorer.commands import Pause, Start
+
+    window.engine.submit(Start())  # the person trains the model in the window: following ends, their run goes on
+    qtbot.waitUntil(lambda: seen[-1].folder == "" and window.status.state == "training", timeout=30000)
+    window.engine.submit(Pause())
+    qtbot.waitUntil(lambda: window.status.state == "paused", timeout=30000)
+    assert window.note_label.text() == "" and set(_files(run)) == set(before)
