@@ -23,9 +23,19 @@ from explorer.panels.interpret import WhyPanel  # noqa: E402
 from explorer.panels.interpret_state import WhyView  # noqa: E402
 from explorer.widgets.token_strip import shown_piece  # noqa: E402
 from explorer.worker import Engine  # noqa: E402
-from tests.test_worker import _copy_spec  # noqa: E402
 
 SENTENCE = "1 2 3 4"
+
+
+def _copy_spec():
+    """A tiny translator of the copy task (short sentences over 6 symbols)."""
+    from explorer.commands import NewModelSpec
+    from model.data import DataSpec
+    from model.data.tokenization import TokenizerSpec
+    from model.training.trainer import train_config_for
+
+    data = DataSpec(task="copy", n_train=300, n_valid=20, n_test=20, length=6, min_length=3, alphabet=6)
+    return NewModelSpec(data, "tiny", {}, train_config_for("tiny", eval_every=0, batch_size=16), TokenizerSpec("word"))
 
 
 def family_spec(arch):
