@@ -45,7 +45,7 @@ class FeedForward(nn.Module):
         """The sublayer's output, and no routing (``real`` is for layers with a router)."""
         return self(x), None
 
-    def step_function(self) -> Callable[[Tensor], Tensor]:
+    def step_function(self) -> Callable[[Tensor, Callable[..., Tensor]], Tensor]:
         """The same FFN on plain tensors, for one decoding step (see :func:`model.core.layers.decoder_step`)."""
         return DenseStep(
             (self.linear1.weight, self.linear1.bias), (self.linear2.weight, self.linear2.bias), self.activation
@@ -64,5 +64,5 @@ class DenseStep:
     ff2: tuple[Tensor, Tensor]
     activation: Callable[[Tensor], Tensor]
 
-    def __call__(self, h: Tensor) -> Tensor:
-        return F.linear(self.activation(F.linear(h, *self.ff1)), *self.ff2)
+    def __call__(self, h: Tensor, linear: Callable[..., Tensor] = F.linear) -> Tensor:
+        return linear(self.activation(linear(h, *self.ff1)), *self.ff2)

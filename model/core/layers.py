@@ -40,7 +40,7 @@ class FeedForwardSublayer(Protocol):
     or, as an option, a Mixture-of-Experts layer (:class:`~model.families.moe.MoEFeedForward`)."""
 
     def sublayer(self, x: Tensor, real: Tensor | None = None) -> tuple[Tensor, Routing | None]: ...
-    def step_function(self) -> Callable[[Tensor], Tensor]: ...
+    def step_function(self) -> Callable[[Tensor, LinearFn], Tensor]: ...
     def inactive_parameters(self) -> int: ...
 
 
@@ -176,6 +176,7 @@ class DecoderLayer(nn.Module):
 
 
 Norm = tuple[Tensor, Tensor, float]
+LinearFn = Callable[[Tensor, Tensor, Tensor | None], Tensor]  # F.linear's signature: x, W, b
 
 
 def _norms(*norms: nn.LayerNorm | None) -> tuple[Norm | None, ...]:
@@ -192,7 +193,7 @@ class DecoderStepWeights(NamedTuple):
     self_out: tuple[Tensor, Tensor]  # self-attention W^O
     cross_q: tuple[Tensor, Tensor] | None  # cross-attention W^Q (W^K, W^V were applied to the memory once)
     cross_out: tuple[Tensor, Tensor] | None  # cross-attention W^O; None for a decoder-only block
-    ffn: Callable[[Tensor], Tensor]  # the feed-forward sublayer (a dense FFN as plain tensors)
+    ffn: Callable[[Tensor, LinearFn], Tensor]  # the feed-forward sublayer (a dense FFN as plain tensors)
     norms: tuple[Norm | None, ...]  # before/after self-attention, cross-attention (None: none), FFN
     residual: bool = True  # x + Sublayer(x); False: Sublayer(x) alone (no residual connections)
     scale: float | None = None  # the factor of QKᵀ in both attentions; None: 1/√d_k (1.0: unscaled)
@@ -209,6 +210,7 @@ def decoder_step(
     position: int,
     need_weights: bool = False,
     bias: Tensor | None = None,
+    linear: LinearFn = F.linear,
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """One decoder layer for one new position ``x [B, 1, d]`` (inference, no dropout).
 
@@ -218,7 +220,8 @@ def decoder_step(
     over precomputed memory keys/values ``[B, H, S, Dh]`` (none in a decoder-only
     block), feed-forward. ``bias [1, H, 1, position + 1]``: T5's relative bias of this
     row. Written on plain tensors because at batch 1 the per-call overhead of module
-    dispatch is a large share of a step.
+    dispatch is a large share of a step. ``linear(x, W, b)`` computes each projection: ``F.linear``, or the int8
+    fast mode's (:class:`model.decoding.int8.Int8Linears`).
     """
     B, _, d = x.shape
     H, Dh = w.n_heads, d // w.n_heads
@@ -230,7 +233,7 @@ def decoder_step(
 
     # 1. masked self-attention: only positions ≤ this one exist in the cache
     h = norm(x, n1) if w.pre_norm else x
-    q, k, v = F.linear(h, *w.qkv).view(B, 1, 3, H, Dh).permute(2, 0, 3, 1, 4)  # each [B, H, 1, Dh]
+    q, k, v = linear(h, *w.qkv).view(B, 1, 3, H, Dh).permute(2, 0, 3, 1, 4)  # each [B, H, 1, Dh]
     if w.rope is not None:
         q, k = w.rope(q, position), w.rope(k, position)
     cache_k[:, :, position : position + 1] = k
@@ -238,7 +241,7 @@ def decoder_step(
     a, self_w = scaled_dot_product_attention(
         q, cache_k[:, :, : position + 1], cache_v[:, :, : position + 1], None, 0.0, need_weights, bias, w.scale
     )
-    x = skip(x, F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.self_out), w.residual)
+    x = skip(x, linear(a.transpose(1, 2).reshape(B, 1, d), *w.self_out), w.residual)
     if not w.pre_norm:
         x = norm(x, n1)
 
@@ -246,15 +249,15 @@ def decoder_step(
     cross_w = None
     if w.cross_q is not None and w.cross_out is not None and memory_k is not None and memory_v is not None:
         h = norm(x, n2) if w.pre_norm else x
-        q = F.linear(h, *w.cross_q).view(B, 1, H, Dh).transpose(1, 2)  # [B, H, 1, Dh]
+        q = linear(h, *w.cross_q).view(B, 1, H, Dh).transpose(1, 2)  # [B, H, 1, Dh]
         a, cross_w = scaled_dot_product_attention(q, memory_k, memory_v, memory_mask, 0.0, need_weights, None, w.scale)
-        x = skip(x, F.linear(a.transpose(1, 2).reshape(B, 1, d), *w.cross_out), w.residual)
+        x = skip(x, linear(a.transpose(1, 2).reshape(B, 1, d), *w.cross_out), w.residual)
         if not w.pre_norm:
             x = norm(x, n2)
 
     # 3. position-wise feed-forward (or the experts the router picks)
     h = norm(x, n3) if w.pre_norm else x
-    x = skip(x, w.ffn(h), w.residual)
+    x = skip(x, w.ffn(h, linear), w.residual)
     if not w.pre_norm:
         x = norm(x, n3)
     return x, self_w, cross_w

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.config import ModelConfig
-from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
+from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, LinearFn, decoder_step
 from model.core.masks import decoder_self_mask, padding_mask, target_tokens
 from model.core.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
 from model.families.bert import Heads
@@ -87,6 +87,7 @@ class DecoderState:
     cache: Tensor  # self-attention keys and values of all layers, [layers, 2, B, H, capacity, Dh]
     weights: list[DecoderStepWeights]  # per decoder layer, gathered once
     length: int = 0  # positions already in the cache
+    linear: LinearFn = F.linear  # computes each projection of a step (the int8 fast mode's, when it is on)
 
     @property
     def capacity(self) -> int:
@@ -153,6 +154,8 @@ class Transformer(nn.Module):
         # 4. the family's heads (BERT's masked-LM transform, pooler and classifier), the output projection
         self.mlm_transform, self.pooler, self.classifier = parts.heads(cfg)
         self.generator = nn.Linear(d, cfg.tgt_vocab_size)  # output projection to logits
+        # what computes the projections of a cached decoding step: float32's F.linear, or the int8 fast mode's
+        self.step_linear: LinearFn = F.linear
         self._reset_parameters()
         self.tie_weights()
 
@@ -385,7 +388,7 @@ class Transformer(nn.Module):
         # nothing to hide: attention skips the masking work
         memory_mask = None if bool(src_mask.all()) else src_mask
         weights = [layer.step_weights() for layer in layers]
-        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0)
+        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0, linear=self.step_linear)
 
     def start_generation(self, batch: int, capacity: int) -> DecoderState:
         """State for a decoder-only model generating ``batch`` sequences of at most ``capacity`` positions
@@ -400,7 +403,8 @@ class Transformer(nn.Module):
         cfg = self.cfg
         layers = cast("list[EncoderLayer]", list(self.decoder_layers))
         cache = self.generator.weight.new_empty(cfg.n_decoder_layers, 2, batch, cfg.n_heads, capacity, cfg.head_dim)
-        return DecoderState([], [], None, cache, [layer.step_weights() for layer in layers], length=0)
+        weights = [layer.step_weights() for layer in layers]
+        return DecoderState([], [], None, cache, weights, length=0, linear=self.step_linear)
 
     @overload
     def decode_step(
@@ -447,7 +451,7 @@ class Transformer(nn.Module):
                     mk, mv = mk.expand(B, -1, -1, -1), mv.expand(B, -1, -1, -1)
             cache = state.cache[i, :, :B]  # [2, B, H, capacity, Dh]
             x, self_w, cross_w = decoder_step(
-                w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights, bias
+                w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights, bias, state.linear
             )
             if residuals is not None:
                 residuals.append(x)
@@ -459,7 +463,7 @@ class Transformer(nn.Module):
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)
         state.length = t + 1
-        logits = F.linear(x[:, 0], self.generator.weight, self.generator.bias)  # [B, V]
+        logits = state.linear(x[:, 0], self.generator.weight, self.generator.bias)  # [B, V]
         return (logits, self_maps, cross_maps) if need_weights else (logits, None, None)
 
     # -- sizes -------------------------------------------------------------------

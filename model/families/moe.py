@@ -62,11 +62,12 @@ class MoEFeedForward(nn.Module):
         """The sublayer's output and what the router did (``real [B, L]``: the positions that are not padding)."""
         return self(x, real)
 
-    def step_function(self) -> Callable[[Tensor], Tensor]:
-        """This layer for one decoding step: the output alone (the routing is not kept)."""
+    def step_function(self) -> Callable[[Tensor, Callable[..., Tensor]], Tensor]:
+        """This layer for one decoding step: the output alone (the routing is not kept; the experts compute in
+        float32 whatever ``linear`` the step is given)."""
         return self._output
 
-    def _output(self, x: Tensor) -> Tensor:
+    def _output(self, x: Tensor, _linear: Callable[..., Tensor] | None = None) -> Tensor:
         return self(x)[0]
 
     def inactive_parameters(self) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from model.data.tokenization import Encoded, normalize_text
+from model.decoding.int8 import Int8Comparison, Int8Linears, compare
 from model.decoding.search import (
     BeamStepper,
     SampleStepper,
@@ -19,6 +20,17 @@ from model.io.snapshots import Translation
 from model.session.state import SessionState
 
 GENERATE_TOKENS = 50  # how far a decoder-only model continues a prompt unless told otherwise
+# what the int8 fast mode is compared on when the model has no held-out sentences of its own
+CHECK_SENTENCES = (
+    "I read a book yesterday.",
+    "My older brother bought a new red bicycle for his daughter last weekend.",
+    "Where is the train station?",
+    "She likes to drink tea in the morning.",
+    "We will go to the park if it does not rain tomorrow.",
+    "How much does this cost?",
+    "The teacher asked the students to write a short story.",
+    "He has lived in Beijing for three years.",
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,31 @@ class SessionDecoding(SessionState):
             hyps = [(self.tgt_tok.decode(h.tokens), h.score, h.log_prob) for h in found]
         reference = self.reference_for(text) if with_reference else None
         return Translation(encoded, ids, hyps[0][0], tokens, hyps, truncated, reference)
+
+    @property
+    def int8(self) -> bool:
+        """Whether cached decoding steps run in the int8 fast mode (float32, exact, is the default)."""
+        return isinstance(self.model.step_linear, Int8Linears)
+
+    def set_int8(self, on: bool) -> Int8Comparison | None:
+        """The int8 fast mode of decoding on or off. On: every cached decoding step computes its linear layers
+        with int8 weights (CPU; a translator's greedy and beam search, the stepper); returns how far greedy
+        decodings of a few sentences then differ from float32 (held-out sentences of the model's data, else
+        :data:`CHECK_SENTENCES`). Off: float32 again, exactly as before."""
+        if not on:
+            self.model.step_linear = torch.nn.functional.linear
+            return None
+        if "translate" not in self.model_cfg.family.decoding:
+            raise ValueError("The int8 fast mode is for translation models (an encoder and a decoder).")
+        if self.device.type != "cpu":
+            raise ValueError("The int8 fast mode is for decoding on the CPU; on a GPU float32 is fast already.")
+        int8 = Int8Linears()
+        int8.prepare(self.model)
+        held_out = [src for src, _ in self._corpus.test[:8]] if self._corpus is not None else []
+        sources = [torch.tensor(self._source(t)[1]) for t in (held_out or CHECK_SENTENCES)]
+        report = compare(self.model, sources, min(40, self.model_cfg.max_len - 1), int8)
+        self.model.step_linear = int8
+        return report
 
     def stepper(
         self,
