@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.config import ModelConfig
-from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, LinearFn, decoder_step
+from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, LinearFn, decoder_step, few_rows_linear
 from model.core.masks import decoder_self_mask, padding_mask, target_tokens
 from model.core.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
 from model.families.bert import Heads
@@ -87,11 +87,31 @@ class DecoderState:
     cache: Tensor  # self-attention keys and values of all layers, [layers, 2, B, H, capacity, Dh]
     weights: list[DecoderStepWeights]  # per decoder layer, gathered once
     length: int = 0  # positions already in the cache
-    linear: LinearFn = F.linear  # computes each projection of a step (the int8 fast mode's, when it is on)
+    linear: LinearFn = few_rows_linear  # computes each projection of a step (the int8 fast mode's, when it is on)
+
+    _views: tuple[int, list[tuple[Tensor, Tensor, Tensor | None, Tensor | None]]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def capacity(self) -> int:
         return self.cache.shape[4]
+
+    def views(self, batch: int) -> list[tuple[Tensor, Tensor, Tensor | None, Tensor | None]]:
+        """Per decoder layer, for the first ``batch`` prefixes: the self-attention key and value cache
+        ``[batch, H, capacity, Dh]`` and the memory's keys and values (one source shared by every prefix: a
+        broadcast view, no copy), made once per batch size rather than at every layer of every step."""
+        if self._views is None or self._views[0] != batch:
+            views = []
+            for i in range(self.cache.shape[0]):
+                mk = mv = None
+                if self.memory_k:  # encoder–decoder: the encoder's keys and values
+                    mk, mv = self.memory_k[i], self.memory_v[i]
+                    if mk.shape[0] != batch:
+                        mk, mv = mk.expand(batch, -1, -1, -1), mv.expand(batch, -1, -1, -1)
+                views.append((self.cache[i, 0, :batch], self.cache[i, 1, :batch], mk, mv))
+            self._views = (batch, views)
+        return self._views[1]
 
     def reorder(self, parents: list[int]) -> None:
         """Keep cache rows ``parents`` (beam parents, possibly repeated) as rows 0..len(parents)-1.
@@ -155,7 +175,7 @@ class Transformer(nn.Module):
         self.mlm_transform, self.pooler, self.classifier = parts.heads(cfg)
         self.generator = nn.Linear(d, cfg.tgt_vocab_size)  # output projection to logits
         # what computes the projections of a cached decoding step: float32's F.linear, or the int8 fast mode's
-        self.step_linear: LinearFn = F.linear
+        self.step_linear: LinearFn = few_rows_linear
         self._reset_parameters()
         self.tie_weights()
 
@@ -443,16 +463,9 @@ class Transformer(nn.Module):
         bias = None if self.decoder_bias is None else self.decoder_bias(1, t + 1, offset=t)
         self_maps: list[Tensor] = []
         cross_maps: list[Tensor] = []
-        for i, w in enumerate(state.weights):
-            mk = mv = None
-            if state.memory_k:  # encoder–decoder: the encoder's keys and values
-                mk, mv = state.memory_k[i], state.memory_v[i]
-                if mk.shape[0] != B:  # one source shared by B beams: a broadcast view, no copy
-                    mk, mv = mk.expand(B, -1, -1, -1), mv.expand(B, -1, -1, -1)
-            cache = state.cache[i, :, :B]  # [2, B, H, capacity, Dh]
-            x, self_w, cross_w = decoder_step(
-                w, x, cache[0], cache[1], mk, mv, state.memory_mask, t, need_weights, bias, state.linear
-            )
+        linear, mask = state.linear, state.memory_mask
+        for w, (ck, cv, mk, mv) in zip(state.weights, state.views(B)):
+            x, self_w, cross_w = decoder_step(w, x, ck, cv, mk, mv, mask, t, need_weights, bias, linear)
             if residuals is not None:
                 residuals.append(x)
             if need_weights:
