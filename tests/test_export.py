@@ -55,6 +55,8 @@ def test_numbers_as_npy_keep_their_shape_and_other_files_are_refused(tmp_path):
     cube = np.random.default_rng(0).random((2, 3, 4))
     write_numbers(tmp_path / "c.npy", cube)
     assert np.array_equal(np.load(tmp_path / "c.npy"), cube)
+    write_numbers(tmp_path / "d.NPY", cube)  # the name the person typed, not d.NPY.npy
+    assert np.array_equal(np.load(tmp_path / "d.NPY"), cube) and not (tmp_path / "d.NPY.npy").exists()
     with pytest.raises(ValueError, match=r"\.txt: use \.csv or \.npy"):
         write_numbers(tmp_path / "c.txt", cube)
     with pytest.raises(ValueError, match="a file without extension"):

@@ -87,7 +87,8 @@ def write_numbers(
     path = Path(path)
     values = np.asarray(values)
     if path.suffix.lower() == ".npy":
-        np.save(path, values)
+        with path.open("wb") as f:  # to the name given: np.save(name) adds ".npy" to "a.NPY"
+            np.save(f, values)
         return
     if path.suffix.lower() != ".csv":
         raise ValueError(f"cannot export numbers to {path.suffix or 'a file without extension'}: use .csv or .npy")
