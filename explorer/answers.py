@@ -350,6 +350,18 @@ class AblationChanged:
 
 
 @dataclass(frozen=True)
+class Int8Changed:
+    """The int8 fast mode is now ``on`` (or off); on, how its greedy decodings of a few sentences compared with
+    float32's: how many kept the same tokens, and the largest change of a chosen token's log-probability."""
+
+    request_id: int
+    on: bool
+    sentences: int = 0
+    same_tokens: int = 0
+    max_logprob_change: float = 0.0
+
+
+@dataclass(frozen=True)
 class SweepProgress:
     """The head-importance sweep: ``done`` of ``total`` heads."""
 

@@ -247,6 +247,14 @@ class WatchLens(Command):
     on: bool
 
 
+@dataclass(frozen=True)
+class SetInt8(Command):
+    """The int8 fast mode of decoding on or off (a translation model, on the CPU): the answer says how far its
+    decodings differ from float32's."""
+
+    on: bool
+
+
 HeadKind = Literal["encoder", "decoder", "cross"]
 
 

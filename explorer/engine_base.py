@@ -36,6 +36,7 @@ from explorer.answers import (
     FollowStatus,
     ImportanceReady,
     InspectionReady,
+    Int8Changed,
     LanesStepped,
     LensReady,
     LoadProgress,
@@ -157,6 +158,7 @@ class EngineBase(QThread):
     attributed = Signal(Attributed)  # how much each input token contributed to each output token
     lens_ready = Signal(LensReady)  # what each layer would predict
     ablation_changed = Signal(AblationChanged)  # the heads switched off for every view, and what that changed
+    int8_changed = Signal(Int8Changed)  # the int8 fast mode of decoding on or off, and how far it differs
     sweep_progressed = Signal(SweepProgress)  # the head-importance sweep, head by head
     importance_ready = Signal(ImportanceReady)  # Δloss / Δaccuracy per head
     experiment_compared = Signal(ExperimentCompared)  # an experiment's two runs side by side at one step

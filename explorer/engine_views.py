@@ -9,6 +9,7 @@ from explorer.answers import (
     EngineMessage,
     Explained,
     InspectionReady,
+    Int8Changed,
     LanesStepped,
     MaskFilled,
     PositionalReady,
@@ -23,6 +24,7 @@ from explorer.commands import (
     Inspect,
     Positional,
     SampleSentence,
+    SetInt8,
 )
 from explorer.engine_base import EngineBase
 from explorer.failures import NO_LANES, RefusedRequest
@@ -63,6 +65,17 @@ class ViewHandlers(EngineBase):
         else:
             view = self._decoder.act(c.action, c.position)
         self.decode_stepped.emit(DecodeStepped(c.request_id, view))
+
+    def _set_int8(self, c: SetInt8) -> None:
+        """The int8 fast mode on or off; a decoding under way is started again by the panel (its steps so far
+        were computed the other way)."""
+        report = self._need_session().set_int8(c.on)
+        self._decoder = self._lanes = None
+        if report is None:
+            self.int8_changed.emit(Int8Changed(c.request_id, False))
+        else:
+            changed = Int8Changed(c.request_id, True, report.sentences, report.same_tokens, report.max_logprob_change)
+            self.int8_changed.emit(changed)
 
     def _decode_lanes(self, c: DecodeLanes) -> None:
         """Decoding lanes: start (one settings per lane), step, back, run, reset, show."""

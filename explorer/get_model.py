@@ -73,7 +73,7 @@ def progress_text(p: DownloadProgress) -> str:
 class DownloadJob(QObject):
     """One download on a thread of its own; its answers arrive on the window's thread as signals."""
 
-    progressed = Signal(object)  # DownloadProgress
+    progressed = Signal(DownloadProgress)
     fetched = Signal(str)  # the folder
     failed = Signal(str, bool)  # the message, whether the person cancelled
 

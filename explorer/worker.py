@@ -49,6 +49,7 @@ from explorer.commands import (
     SampleSentence,
     Save,
     SetAblation,
+    SetInt8,
     SetProbe,
     Shutdown,
     Start,
@@ -227,6 +228,8 @@ class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandler
                 self._decode(c)
             case DecodeLanes():
                 self._decode_lanes(c)
+            case SetInt8():
+                self._set_int8(c)
             case SetProbe():
                 self._set_probe(c)
             case SampleSentence():

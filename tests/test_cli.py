@@ -1,5 +1,6 @@
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -81,6 +82,10 @@ def test_translate_arguments_and_stdin(tmp_path, capsys, monkeypatch):
     assert len(captured.out.splitlines()) == 3 and captured.out.splitlines()[1] == ""
     assert "line 2: empty" in captured.err
     assert "line 3: not in the model's vocabulary" in captured.err and "'z'" in captured.err
+    assert translate.main(["--checkpoint", ckpt, "1 2 3", "--int8"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 1
+    assert re.search(r"int8 fast mode: \d of 8 check sentences decode as in float32", captured.err)
 
 
 def test_bad_inputs_give_messages_not_tracebacks(tmp_path, capsys):

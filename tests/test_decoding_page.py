@@ -16,6 +16,7 @@ from explorer.answers import (  # noqa: E402
     AblationChanged,
     DecodeStepped,
     InspectionReady,
+    Int8Changed,
     MaskFilled,
     SentenceSampled,
 )
@@ -43,6 +44,7 @@ class SyncEngine(QObject):
     sentence_sampled = Signal(SentenceSampled)
     engine_failed = Signal(int, str)
     ablation_changed = Signal(AblationChanged)
+    int8_changed = Signal(Int8Changed)
 
     def __init__(self, session) -> None:
         super().__init__()

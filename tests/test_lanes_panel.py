@@ -135,7 +135,10 @@ def test_the_tree_is_the_beam_lanes_at_every_step(qtbot, panels):
         assert beam.settings.beam_size == 3 and lanes.view.position == want.position
         assert len(lanes.tree.columns) == len(beam.steps) + 1  # the start, then a column per step at the cursor
         for level, step in enumerate(beam.steps, 1):
-            assert tree_kept(lanes.tree, level) == sorted((c.status, c.token, c.log_prob) for c in step.kept)
+            got, kept = tree_kept(lanes.tree, level), sorted((c.status, c.token, c.log_prob) for c in step.kept)
+            assert [g[:2] for g in got] == [k[:2] for k in kept]
+            # the engine's thread may compute with fewer threads than this one: the same sums up to rounding
+            assert [g[2] for g in got] == pytest.approx([k[2] for k in kept], abs=1e-5)
             assert lanes.tree.columns[level].n_pruned == len(step.pruned)
     lanes.on_run(lanes.info)  # a new model: no lanes, no tree
     assert lanes.tree_box.isHidden() and len(lanes.tree.columns) == 1

@@ -38,6 +38,7 @@ from explorer.panels.decoding_progress import DecodingProgress
 from explorer.panels.decoding_state import SPEEDS, DecodingViewState
 from explorer.panels.decoding_translation import TranslationMode
 from explorer.panels.decoding_views import FamilyMode, SentenceBox, StepViews, large_font
+from explorer.panels.int8_switch import Int8Switch
 from explorer.widgets import named
 from explorer.widgets.token_strip import shown_piece
 from model.io.snapshots import DecodeSettings, DecodeView
@@ -178,6 +179,7 @@ class SteppingPage(QWidget):
         self.heads_off = 0  # heads switched off in the model (the attention panel's): the step label says so
         self.sentence = SentenceBox()
         self.controls = SteppingControls(self)
+        self.int8 = Int8Switch(lambda: self.decode_again())  # a translator from a folder: decode with int8 weights
         self.sampling = SamplingBox()
         self.views = StepViews(root, self.family_mode)
         self._connect()
@@ -216,7 +218,10 @@ class SteppingPage(QWidget):
         editing.setSpacing(3)  # on a 768-px screen every pixel of height goes to the candidates and the tree
         editing.addLayout(self.sentence.row)
         editing.addWidget(self.sentence.chips)
-        editing.addLayout(self.controls.settings_row)
+        row = self.controls.settings_row
+        row.insertWidget(row.count() - 1, self.int8.box)  # before the row's stretch
+        editing.addLayout(row)
+        editing.addWidget(self.int8.note)
         editing.addWidget(self.sampling)
         editing.addLayout(self.controls.buttons_row)
         layout = QVBoxLayout(self)
@@ -232,6 +237,7 @@ class SteppingPage(QWidget):
         self._name_inputs()
         self.sampling.retranslate()
         self.controls.retranslate()
+        self.int8.retranslate()
         self._describe_max_len()
         self.views.retranslate()
         if self.view is not None:
@@ -320,6 +326,7 @@ class SteppingPage(QWidget):
     def attach(self, client: EngineClient) -> None:
         self.client = client
         client.engine.decode_stepped.connect(self._on_decode_stepped)
+        self.int8.attach(client)
 
     def _send(self, command: Decode) -> None:
         if self.client is not None:  # the newest decoding request is the one whose answer is shown
@@ -443,6 +450,7 @@ class SteppingPage(QWidget):
         self.family_mode = self.views.family_mode = family_mode
         self.views.eos_id = info.model_config.eos_id
         self.controls.max_len.setMaximum(info.model_config.max_len)  # a longer output has no decoder positions
+        self.int8.on_run(info, new_model)
         self._describe_max_len()
         if new_model:
             self.views.cross_layer.setRange(1, max(1, info.model_config.n_decoder_layers))

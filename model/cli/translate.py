@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy)")
     ap.add_argument("--max-len", type=int, help="longest translation in tokens (default: from the source)")
     ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α of beam search (default 0.6)")
+    ap.add_argument(
+        "--int8",
+        action="store_true",
+        help="the int8 fast mode: the decoder's linear layers with int8 weights (CPU); says how far it differs",
+    )
     add_device_flags(ap)
     ap.add_argument("text", nargs="*", help="sentences to translate (default: read lines from stdin)")
     args = ap.parse_args(argv)
@@ -32,6 +37,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.max_len is not None and not 1 <= args.max_len <= session.model_cfg.max_len:
         ap.error(f"--max-len must be between 1 and {session.model_cfg.max_len} for this model")
+    if args.int8:
+        try:
+            report = session.set_int8(True)
+        except ValueError as exc:
+            ap.error(str(exc))
+        assert report is not None
+        print(
+            f"int8 fast mode: {report.same_tokens} of {report.sentences} check sentences decode as in float32; "
+            f"a chosen token's log-probability moves by at most {report.max_logprob_change:.3f}",
+            file=sys.stderr,
+        )
     for n, line in input_lines(args.text):
         if not line.strip():
             print(f"line {n}: empty, nothing to translate", file=sys.stderr)

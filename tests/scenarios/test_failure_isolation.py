@@ -47,6 +47,7 @@ FAILING: dict[type, tuple[cmd.Command, str | None]] = {  # command → (the requ
     cmd.FillMask: (cmd.FillMask(text="1 <mask> 3"), None),  # an encoder–decoder has no masked-LM head
     cmd.SetProbe: (cmd.SetProbe(source="1 2 3"), "_set_probe"),
     cmd.SampleSentence: (cmd.SampleSentence(), "_sample_sentence"),
+    cmd.SetInt8: (cmd.SetInt8(on=True), "_set_int8"),
     cmd.Attribute: (cmd.Attribute(source="1 2 3", steps=0), None),  # no integration steps
     cmd.LogitLensOf: (cmd.LogitLensOf(source="1 2 3"), "_logit_lens"),
     cmd.SetAblation: (cmd.SetAblation(heads=(("cross", 99, 0),)), None),  # no such layer

@@ -20,6 +20,7 @@ from explorer.answers import (  # noqa: E402
     AblationChanged,
     DecodeStepped,
     InspectionReady,
+    Int8Changed,
     MaskFilled,
     SentenceSampled,
 )
@@ -65,6 +66,7 @@ class SyncEngine(QObject):
     sentence_sampled = Signal(SentenceSampled)
     engine_failed = Signal(int, str)
     ablation_changed = Signal(AblationChanged)  # heads switched off (the decoding panel decodes again)
+    int8_changed = Signal(Int8Changed)  # the int8 fast mode (offered for folders only)
 
     def __init__(self, session: Session) -> None:
         super().__init__()
