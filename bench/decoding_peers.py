@@ -64,7 +64,7 @@ def convert(folder: Path, out: Path, quantization: str | None) -> Path:
 
 def engines(folder: Path, work: Path, threads: int) -> dict[str, object]:
     """Each decoder as a callable that decodes SENTENCE (greedy, or beam 4), checked to produce TOKENS tokens."""
-    import ctranslate2  # type: ignore[import-untyped]
+    import ctranslate2
     import sentencepiece as spm
     import transformers
 
