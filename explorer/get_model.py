@@ -120,6 +120,7 @@ class GetModelDialog(QDialog):
             item = QListWidgetItem(f"{o.repo_id} — {tr(o.what)} ({tr('about {n} MB').format(n=o.megabytes)})")
             item.setData(Qt.ItemDataRole.UserRole, o.repo_id)
             self.offered.addItem(item)
+        self.offered.setWordWrap(True)  # each model's line whole, at any width and in either language
         self.offered.currentItemChanged.connect(self._picked)
         self.offered.itemDoubleClicked.connect(lambda _item: self.fetch())
         layout.addWidget(self.offered)
@@ -132,10 +133,11 @@ class GetModelDialog(QDialog):
         layout.addLayout(row)
         layout.addWidget(QLabel(tr(CACHED_TITLE)))
         self.cached = named(QListWidget(), "cached")
+        self.cached.setMaximumHeight(self.cached.fontMetrics().height() * 6)
         self.cached.itemDoubleClicked.connect(lambda item: self._open(item.data(Qt.ItemDataRole.UserRole)))
         layout.addWidget(self.cached)
         self._add_progress_and_buttons(layout)
-        self.resize(640, 520)
+        self.resize(760, 500)
         self.show_cache()
 
     def _add_progress_and_buttons(self, layout: QVBoxLayout) -> None:
