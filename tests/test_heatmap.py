@@ -51,3 +51,39 @@ def test_new_weights_for_the_same_sentence_change_only_the_image(qtbot, monkeypa
     heatmap.set_data(rng.random((3, 4)), rows, ["x", "y", "w", "<eos>"], ~mask)  # other masked cells
     assert hatching[0] == drawn + 1
     assert heatmap.hatched()[0, 0] and not heatmap.hatched()[0, 3]
+
+
+def test_a_long_texts_grid_keeps_every_peak_and_its_place():
+    """12 × 12 maps of 512 tokens are brought down to the pixels a small map gets: a block becomes its largest
+    weight, so a head that looks at one token still shows it, in the right map and at the right place."""
+    from explorer.widgets.heatmap import GRID_MAP_SIDE, mosaic_of
+
+    maps = np.full((2, 3, 300, 300), 0.001, dtype=np.float32)
+    maps[1, 2, 299, 150] = 1.0  # the last query of layer 2, head 3 looks at key 150 alone
+    masked = ~np.tril(np.ones((300, 300), dtype=bool))  # causal: above the diagonal hidden
+    mosaic, hidden, (L, H, q, k), gap = mosaic_of(maps, masked)
+    f = -(-300 // GRID_MAP_SIDE)  # 4 cells a side become one
+    assert (L, H, q, k) == (2, 3, 75, 75) and f == 4
+    assert mosaic.shape == (2 * 75 + gap, 3 * 75 + 2 * gap)
+    assert mosaic[1 * (75 + gap) + 299 // f, 2 * (75 + gap) + 150 // f] == 1.0
+    assert np.nanmax(mosaic) == 1.0 and np.count_nonzero(mosaic == 1.0) == 1
+    # a block is hidden only if all its cells are: the diagonal blocks keep their visible half
+    assert not hidden[0, 0] and hidden[0, 1] and not hidden[74, 74]
+    assert np.isnan(mosaic[75, 0])  # the gap between the layers
+
+
+def test_a_long_texts_grid_is_drawn_when_ready_and_only_the_newest(qtbot):
+    from explorer.widgets.heatmap import HeatmapGrid, mosaic_of
+
+    grid = HeatmapGrid("grid")
+    qtbot.addWidget(grid)
+    first = np.full((2, 2, 200, 200), 0.2, dtype=np.float32)
+    newest = np.full((2, 2, 200, 200), 0.7, dtype=np.float32)
+    grid.set_data(first)
+    grid.set_data(newest)  # asked for before the first is ready: the first must never be drawn over it
+    qtbot.waitUntil(lambda: not grid.pending, timeout=10000)
+    qtbot.wait(200)  # the first's answer, if late, comes and is dropped
+    drawn = grid.image.image
+    assert drawn.shape == mosaic_of(newest, None)[0].shape
+    assert np.nanmax(drawn) == pytest.approx(0.7) and np.nanmin(drawn) == pytest.approx(0.7)
+    assert grid.maps is newest or np.array_equal(grid.maps, newest)  # exported (NPY) whole, not brought down

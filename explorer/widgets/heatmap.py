@@ -8,6 +8,7 @@ set of cells (the experts a router chose for each token).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -314,6 +315,48 @@ class Heatmap(QWidget):
             )
 
 
+GRID_MAP_SIDE = 96  # the most cells a map of the all-heads grid keeps on a side (a map gets ~50 px on screen)
+
+
+def _pooled(maps: np.ndarray, masked: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, tuple[int, int]]:
+    """``maps [L, H, q, k]`` with each map brought down to at most GRID_MAP_SIDE cells a side: a block of f × f
+    cells becomes its largest weight (a sharp peak stays visible), ``masked`` a block all of whose cells are
+    masked. Short texts are returned as they are. Also the new map size."""
+    L, H, q, k = maps.shape
+    f = -(-max(q, k) // GRID_MAP_SIDE)
+    if f <= 1:
+        return maps, masked, (q, k)
+    pq, pk = -(-q // f) * f, -(-k // f) * f
+    padded = np.zeros((L, H, pq, pk), dtype=np.float32)
+    padded[:, :, :q, :k] = maps
+    pooled = padded.reshape(L, H, pq // f, f, pk // f, f).max(axis=(3, 5))
+    if masked is not None:
+        edge = np.ones((pq, pk), dtype=bool)
+        edge[:q, :k] = masked
+        masked = np.asarray(edge.reshape(pq // f, f, pk // f, f).all(axis=(1, 3)))
+    return pooled, masked, (pq // f, pk // f)
+
+
+Mosaic = tuple[np.ndarray, np.ndarray, tuple[int, int, int, int], int]  # image, hidden cells, (L, H, q, k), gap
+
+
+def mosaic_of(maps: np.ndarray, masked: np.ndarray | None) -> Mosaic:
+    """The grid's one image: every map (brought down by :func:`_pooled`) side by side, layers down and heads
+    across, a gap of NaN between them; the masked cells of each (gaps excluded); the shape of a map; the gap."""
+    L, H = maps.shape[:2]
+    maps, masked, (q, k) = _pooled(maps, masked)
+    gap = max(1, min(q, k) // 12)
+    tiles = np.full((L, q + gap, H, k + gap), np.nan, dtype=np.float32)
+    shown = maps if masked is None else np.where(masked, np.nan, maps)
+    tiles[:, :q, :, :k] = shown.transpose(0, 2, 1, 3)
+    rows, cols = L * (q + gap) - gap, H * (k + gap) - gap
+    mosaic = tiles.reshape(L * (q + gap), H * (k + gap))[:rows, :cols]
+    hidden = np.zeros((L, q + gap, H, k + gap), dtype=bool)  # the masked cells of every map
+    if masked is not None:
+        hidden[:, :q, :, :k] = masked[None, :, None, :]
+    return mosaic, hidden.reshape(L * (q + gap), H * (k + gap))[:rows, :cols], (L, H, q, k), gap
+
+
 def _same_mask(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -324,6 +367,7 @@ class HeatmapGrid(QWidget):
     """Layers × heads small maps as one mosaic image (one draw call); click a map to pick it."""
 
     cell_clicked = Signal(int, int)  # layer, head (0-based)
+    _mosaic_ready = Signal(int, object)  # the maps asked for, their Mosaic
 
     def __init__(self, object_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -349,16 +393,21 @@ class HeatmapGrid(QWidget):
         layout.addWidget(self.view, 1)
         self._shape = (0, 0, 0, 0)
         self._gap = 1
+        self._asked = 0  # maps asked for so far: a mosaic made for older ones is not drawn
+        self.pending = False  # a long text's mosaic is being made
+        self._mosaic_ready.connect(self._draw_mosaic)  # queued: made on another thread
         self.retranslate()
 
     def retranslate(self) -> None:
         self.hint.setText(tr("Rows: layers; columns: heads. Click a map to look at it closely."))
 
     def set_data(self, maps: np.ndarray, masked: np.ndarray | None = None) -> None:
-        """``maps [layers, heads, Lq, Lk]``; ``masked [Lq, Lk]`` cells are hatched in every map."""
+        """``maps [layers, heads, Lq, Lk]``; ``masked [Lq, Lk]`` cells are hatched in every map. The maps of a
+        long text are brought down to the pixels they get on a thread of their own (for 12 × 12 maps of 512
+        tokens that reads 150 MB): the window goes on, and the grid is drawn when they are ready."""
         maps = np.asarray(maps, dtype=np.float32)
         self.maps = maps
-        L, H, q, k = maps.shape
+        self._asked += 1
         if not maps.size:  # nothing to show: no image, and no layer or head names of the last one
             self.image.clear()
             self.overlay.hide()
@@ -367,16 +416,20 @@ class HeatmapGrid(QWidget):
             self.plot.getAxis("bottom").setTicks([[]])
             self.cross_out(self.crossed)
             return
-        gap = max(1, min(q, k) // 12)
-        mosaic = np.full((L * (q + gap) - gap, H * (k + gap) - gap), np.nan, dtype=np.float32)
-        hidden = np.zeros(mosaic.shape, dtype=bool)  # the masked cells of every map (not the gaps between maps)
-        for layer in range(L):
-            for head in range(H):
-                block = maps[layer, head] if masked is None else np.where(masked, np.nan, maps[layer, head])
-                cells = slice(layer * (q + gap), layer * (q + gap) + q), slice(head * (k + gap), head * (k + gap) + k)
-                mosaic[cells] = block
-                if masked is not None:
-                    hidden[cells] = masked
+        if max(maps.shape[2:]) <= GRID_MAP_SIDE:
+            self._draw_mosaic(self._asked, mosaic_of(maps, masked))
+            return
+        asked = self._asked
+        self.pending = True
+        threading.Thread(
+            target=lambda: self._mosaic_ready.emit(asked, mosaic_of(maps, masked)), name="grid", daemon=True
+        ).start()
+
+    def _draw_mosaic(self, asked: int, made: Mosaic) -> None:
+        if asked != self._asked:  # newer maps were asked for since
+            return
+        self.pending = False
+        mosaic, hidden, (L, H, q, k), gap = made
         self.image.setImage(mosaic, levels=(0.0, 1.0), autoLevels=False, lut=ATTENTION_MAP.getLookupTable(nPts=256))
         self.image.setRect(QRectF(0, 0, mosaic.shape[1], mosaic.shape[0]))
         self._hatch(hidden)
