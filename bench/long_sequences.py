@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 
-
 LAYERS, HEADS = 12, 12
 
 
@@ -112,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label}: {value:.1f} ms (goal <= {goal}): {'holds' if value <= goal else 'FAILS'}")
     print(f"  (timer lateness max {max(lateness):.1f} ms over {len(lateness)} ticks)")
     print(
-        f"  all-heads grid from asking to drawn (the maps brought down on their own thread): {ms(min(shown_times)):.0f} ms"
+        "  all-heads grid from asking to drawn (the maps brought down on their own thread): "
+        f"{ms(min(shown_times)):.0f} ms"
     )
     return 0
 
