@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -57,6 +58,23 @@ def gpt2_repo(root: Path) -> dict[str, bytes]:
     files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     files["pytorch_model.bin"] = files["model.safetensors"][:100]
     return {**files, **EXTRA}
+
+
+def hub_of(repo_id: str, files: dict[str, bytes], monkeypatch: Any, cache: Path | None = None) -> Hub:
+    """A Hub holding ``files`` as ``repo_id``, with ``huggingface_hub`` set for a test: online, small transfer
+    chunks (many progress reports for a small file), and its cache at ``cache`` when given (not the person's);
+    ``monkeypatch`` puts every setting back afterwards."""
+    from huggingface_hub import constants
+
+    from model.hf import download
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", constants.DOWNLOAD_CHUNK_SIZE)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", constants.HF_HUB_DISABLE_XET)
+    if cache is not None:
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(download, "CHUNK", 8 * 1024)
+    return Hub(repos={repo_id: dict(files)}, chunk=8 * 1024)
 
 
 class _Handler(BaseHTTPRequestHandler):

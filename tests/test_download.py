@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from model.hf import download as dl
-from tests.hub_server import Hub, HubServer, gpt2_repo
+from tests.hub_server import Hub, HubServer, gpt2_repo, hub_of
 
 pytest.importorskip("transformers")
 
@@ -29,13 +29,7 @@ def gpt2_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 @pytest.fixture()
 def hub(gpt2_files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> Hub:
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", constants.DOWNLOAD_CHUNK_SIZE)
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", constants.HF_HUB_DISABLE_XET)
-    monkeypatch.setattr(dl, "CHUNK", 8 * 1024)  # many progress reports for a small file
-    return Hub(repos={REPO: dict(gpt2_files)}, chunk=8 * 1024)
+    return hub_of(REPO, gpt2_files, monkeypatch)
 
 
 def _get(hub: Hub, cache: Path, **kw: object) -> Path:

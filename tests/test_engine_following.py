@@ -19,20 +19,7 @@ from model.data import DataSpec  # noqa: E402
 from model.io import follow  # noqa: E402
 from model.session import Session  # noqa: E402
 from model.training.trainer import TrainConfig  # noqa: E402
-
-
-def record(step: int) -> str:
-    return json.dumps(
-        {
-            "step": step,
-            "time": step / 10,
-            "loss": 5.0 - step / 100,
-            "lr": 1e-3,
-            "token_accuracy": 0.1,
-            "grad_norm": 1.0,
-            "tokens_per_s": 1000.0,
-        }
-    )
+from tests.run_records import record  # noqa: E402
 
 
 @pytest.fixture(scope="module")

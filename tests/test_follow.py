@@ -3,7 +3,6 @@ tested in test_engine_following.py."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -13,20 +12,7 @@ from model.data import DataSpec
 from model.io import follow
 from model.session import Session
 from model.training.trainer import TrainConfig
-
-
-def record(step: int) -> str:
-    return json.dumps(
-        {
-            "step": step,
-            "time": step / 10,
-            "loss": 5.0 - step / 100,
-            "lr": 1e-3,
-            "token_accuracy": 0.1,
-            "grad_norm": 1.0,
-            "tokens_per_s": 1000.0,
-        }
-    )
+from tests.run_records import record
 
 
 def test_the_log_is_read_as_it_grows_torn_lines_garbage_and_rewrites_included(tmp_path):

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from explorer.get_model import OFFERED, GetModelDialog, progress_text
 from model.hf import download as dl
-from tests.hub_server import Hub, HubServer, gpt2_repo
+from tests.hub_server import Hub, HubServer, gpt2_repo, hub_of
 
 pytest.importorskip("transformers")
 
@@ -27,14 +27,7 @@ def gpt2_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 @pytest.fixture()
 def hub(gpt2_files: dict[str, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Hub:
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # not the person's own cache
-    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", constants.DOWNLOAD_CHUNK_SIZE)
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", constants.HF_HUB_DISABLE_XET)
-    monkeypatch.setattr(dl, "CHUNK", 8 * 1024)
-    return Hub(repos={REPO: dict(gpt2_files)}, chunk=8 * 1024)
+    return hub_of(REPO, gpt2_files, monkeypatch, tmp_path / "hub-cache")
 
 
 def _from(hub: Hub) -> functools.partial:

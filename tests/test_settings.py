@@ -14,6 +14,7 @@ from model.core.settings import form_settings, from_plain, settings_of
 from model.data import DataError, DataSpec
 from model.data.tokenization import TokenizerSpec
 from model.training.config import OPTIMIZERS, SCHEDULES, TRAIN_PRESETS, TrainConfig, train_config_for
+from tests.setting_values import other_value
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS_CLASSES = (ModelConfig, TrainConfig)
@@ -100,20 +101,11 @@ def test_flags_keep_their_names(parser):
         assert flag in options
 
 
-def _example(s):
-    """A value for setting ``s`` other than its default."""
-    if s.choices:
-        return next(c for c in s.choices if c != s.default)
-    if s.kind is bool:
-        return not s.default
-    return s.default + 1 if s.kind is int else s.default + 0.125
-
-
 def test_flags_given_become_fields_and_override_the_preset(parser):
     from model.cli.common import given_flags, given_settings
 
     for cls, s in all_settings():
-        value = _example(s)
+        value = other_value(s)
         if s.kind is bool:
             argv = [f"--{s.flag}" if value else f"--no-{s.flag}"]
         else:

@@ -24,6 +24,7 @@ from model.data import MONOLINGUAL_TASKS, DataError, DataSpec  # noqa: E402
 from model.data.tokenization import TokenizerSpec  # noqa: E402
 from model.families.registry import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY  # noqa: E402
 from model.training.config import SCHEDULES, TRAIN_PRESETS, TrainConfig  # noqa: E402
+from tests.setting_values import other_value  # noqa: E402
 
 
 @pytest.fixture
@@ -33,15 +34,6 @@ def form(qtbot):
     f = SettingsForm()
     qtbot.addWidget(f)
     return f
-
-
-def _example(s):
-    """A value for setting ``s`` other than its default."""
-    if s.choices:
-        return next(c for c in s.choices if c != s.default)
-    if s.kind is bool:
-        return not s.default
-    return s.default + 1 if s.kind is int else s.default + 0.125
 
 
 def _set(widget, value):
@@ -129,11 +121,11 @@ def test_form_spec_show_run_form_round_trip(form, qtbot, schedule):
     form.preset_combo.setCurrentText("small")
     for s in form_settings(ModelConfig):
         if s.name not in ("d_model", "n_heads", "d_ff"):  # keep d_model divisible by n_heads
-            _set(form.model_widgets[s.name], _example(s))
+            _set(form.model_widgets[s.name], other_value(s))
     form.schedule.setCurrentText(schedule)
     for s in form_settings(TrainConfig):
         if s.name in form.train_widgets and s.name != "schedule":
-            _set(form.train_widgets[s.name], _example(s))
+            _set(form.train_widgets[s.name], other_value(s))
     form.rate.setValue(0.25)
     spec = form.spec()
     assert spec.train.schedule == schedule
