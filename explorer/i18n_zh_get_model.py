@@ -9,8 +9,8 @@ ZH_GET_MODEL: dict[str, str] = {
     "Translation, Chinese → English (Marian: 6 + 6 layers, d 512)": "翻译，中文 → 英语（Marian：6 + 6 层，d 512）",
     "GPT-2: continues a text (12 layers, 124 M parameters)": "GPT-2：续写文本（12 层，1.24 亿参数）",
     "DistilGPT-2: a smaller GPT-2 (6 layers)": "DistilGPT-2：较小的 GPT-2（6 层）",
-    "BERT, Chinese: fills in a masked character (12 layers)": "BERT 中文：填出被遮盖的字（12 层）",
-    "BERT, English: fills in a masked word (12 layers)": "BERT 英文：填出被遮盖的词（12 层）",
+    "BERT, Chinese: fills in a masked character (12 layers)": "BERT 中文：填出被掩码的字（12 层）",
+    "BERT, English: fills in a masked word (12 layers)": "BERT 英文：填出被掩码的词（12 层）",
     "Models that open in this program, fetched from the Hugging Face Hub into its cache (the one transformers "
     "uses): only the files this program reads. Any other Marian, GPT-2 or BERT model can be typed by its id.": (
         "能在本程序中打开的模型，从 Hugging Face Hub 下载到它的缓存（与 transformers 共用），只下载本程序读取的文件。"
