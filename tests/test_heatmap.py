@@ -61,7 +61,8 @@ def test_a_long_texts_grid_keeps_every_peak_and_its_place():
     maps = np.full((2, 3, 300, 300), 0.001, dtype=np.float32)
     maps[1, 2, 299, 150] = 1.0  # the last query of layer 2, head 3 looks at key 150 alone
     masked = ~np.tril(np.ones((300, 300), dtype=bool))  # causal: above the diagonal hidden
-    mosaic, hidden, (L, H, q, k), gap = mosaic_of(maps, masked)
+    made = mosaic_of(maps, masked)
+    mosaic, hidden, (L, H, q, k), gap = made.image, made.hidden, made.shape, made.gap
     f = -(-300 // GRID_MAP_SIDE)  # 4 cells a side become one
     assert (L, H, q, k) == (2, 3, 75, 75) and f == 4
     assert mosaic.shape == (2 * 75 + gap, 3 * 75 + 2 * gap)
@@ -84,6 +85,6 @@ def test_a_long_texts_grid_is_drawn_when_ready_and_only_the_newest(qtbot):
     qtbot.waitUntil(lambda: not grid.pending, timeout=10000)
     qtbot.wait(200)  # the first's answer, if late, comes and is dropped
     drawn = grid.image.image
-    assert drawn.shape == mosaic_of(newest, None)[0].shape
+    assert drawn.shape == mosaic_of(newest, None).image.shape
     assert np.nanmax(drawn) == pytest.approx(0.7) and np.nanmin(drawn) == pytest.approx(0.7)
     assert grid.maps is newest or np.array_equal(grid.maps, newest)  # exported (NPY) whole, not brought down

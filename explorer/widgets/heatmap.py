@@ -9,6 +9,7 @@ set of cells (the experts a router chose for each token).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -337,7 +338,14 @@ def _pooled(maps: np.ndarray, masked: np.ndarray | None) -> tuple[np.ndarray, np
     return pooled, masked, (pq // f, pk // f)
 
 
-Mosaic = tuple[np.ndarray, np.ndarray, tuple[int, int, int, int], int]  # image, hidden cells, (L, H, q, k), gap
+@dataclass(frozen=True)
+class Mosaic:
+    """The grid's one image, its masked cells (gaps excluded), the shape of a map in it and the gap between."""
+
+    image: np.ndarray
+    hidden: np.ndarray
+    shape: tuple[int, int, int, int]  # layers, heads, rows and columns of a map
+    gap: int
 
 
 def mosaic_of(maps: np.ndarray, masked: np.ndarray | None) -> Mosaic:
@@ -354,7 +362,7 @@ def mosaic_of(maps: np.ndarray, masked: np.ndarray | None) -> Mosaic:
     hidden = np.zeros((L, q + gap, H, k + gap), dtype=bool)  # the masked cells of every map
     if masked is not None:
         hidden[:, :q, :, :k] = masked[None, :, None, :]
-    return mosaic, hidden.reshape(L * (q + gap), H * (k + gap))[:rows, :cols], (L, H, q, k), gap
+    return Mosaic(mosaic, hidden.reshape(L * (q + gap), H * (k + gap))[:rows, :cols], (L, H, q, k), gap)
 
 
 def _same_mask(a: np.ndarray | None, b: np.ndarray | None) -> bool:
@@ -367,7 +375,7 @@ class HeatmapGrid(QWidget):
     """Layers × heads small maps as one mosaic image (one draw call); click a map to pick it."""
 
     cell_clicked = Signal(int, int)  # layer, head (0-based)
-    _mosaic_ready = Signal(int, object)  # the maps asked for, their Mosaic
+    _mosaic_ready = Signal(int, Mosaic)  # the maps asked for, their mosaic
 
     def __init__(self, object_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -429,7 +437,7 @@ class HeatmapGrid(QWidget):
         if asked != self._asked:  # newer maps were asked for since
             return
         self.pending = False
-        mosaic, hidden, (L, H, q, k), gap = made
+        mosaic, hidden, (L, H, q, k), gap = made.image, made.hidden, made.shape, made.gap
         self.image.setImage(mosaic, levels=(0.0, 1.0), autoLevels=False, lut=ATTENTION_MAP.getLookupTable(nPts=256))
         self.image.setRect(QRectF(0, 0, mosaic.shape[1], mosaic.shape[0]))
         self._hatch(hidden)
