@@ -54,8 +54,15 @@ def _byte_level_bpe(lines: list[str], vocab_size: int):
     return tok
 
 
-def gpt2_folder(root: Path, name: str = "tiny-gpt2", vocab_size: int = 320, seed: int = 0) -> Path:
-    """A GPT-2 folder: 2 layers, d_model 24, 3 heads, 64 positions; the tokenizer's last id ends a text."""
+def gpt2_folder(
+    root: Path,
+    name: str = "tiny-gpt2",
+    vocab_size: int = 320,
+    seed: int = 0,
+    shape: tuple[int, int, int, int] = (2, 3, 24, 64),
+) -> Path:
+    """A GPT-2 folder: ``shape`` = (layers, heads, d_model, positions), by default 2 layers, 3 heads, d_model 24
+    and 64 positions; the tokenizer's last id ends a text."""
     import torch
 
     folder = Path(root) / name
@@ -64,8 +71,15 @@ def gpt2_folder(root: Path, name: str = "tiny-gpt2", vocab_size: int = 320, seed
     end = v - 1
     assert tok.token_to_id("<|endoftext|>") == end
     torch.manual_seed(seed)
+    layers, heads, width, positions = shape
     config = transformers.GPT2Config(
-        vocab_size=v, n_embd=24, n_layer=2, n_head=3, n_positions=64, bos_token_id=end, eos_token_id=end
+        vocab_size=v,
+        n_embd=width,
+        n_layer=layers,
+        n_head=heads,
+        n_positions=positions,
+        bos_token_id=end,
+        eos_token_id=end,
     )
     transformers.GPT2LMHeadModel(config).save_pretrained(folder)
     fast = transformers.GPT2TokenizerFast(

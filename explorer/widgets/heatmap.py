@@ -103,6 +103,8 @@ def _placed_every(
     placed = []
     for i in [*range(0, last, step), last]:
         left, right = extent[i]
+        if i == 0 and left < left_end and last > 0:  # a first label wider than the edge allows: left out
+            continue
         line = next((k for k in range(lines) if left >= ends[k] + LABEL_GAP and right <= right_end), None)
         if line is None:
             return None
