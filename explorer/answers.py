@@ -178,6 +178,18 @@ class FollowStatus:
 
 
 @dataclass(frozen=True)
+class ScalarsLogged:
+    """Scalars a followed run logged beyond the metrics the training plots draw (a TensorBoard tag, a Trainer's
+    evaluation metric such as eval_bleu, a number a RunWriter loop logged): the new points of each tag."""
+
+    folder: str  # the followed folder they come from (another folder: what was drawn before is dropped)
+    reset: bool  # the run's scalars start again from these (a rewritten log): drop what was drawn for it
+    tags: tuple[str, ...]  # each as the run named it ("train/loss", "eval_bleu")
+    steps: tuple[np.ndarray, ...]  # per tag: the steps of its new points (int64, increasing)
+    values: tuple[np.ndarray, ...]  # per tag: the values (float64)
+
+
+@dataclass(frozen=True)
 class RunInfo:
     """What a run is, for the run list and the model/data panels."""
 

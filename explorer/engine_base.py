@@ -48,6 +48,7 @@ from explorer.answers import (
     ProbeSnapshot,
     RunData,
     RunInfo,
+    ScalarsLogged,
     SentenceSampled,
     SweepProgress,
 )
@@ -155,6 +156,7 @@ class EngineBase(QThread):
     failure_named = Signal(EngineFailure)  # the same failure as the engine thread names it (untranslated)
     load_progressed = Signal(LoadProgress)  # a model folder being opened: what is being read, how far
     follow_changed = Signal(FollowStatus)  # the run being followed: how fresh it is (about once a second)
+    scalars_logged = Signal(ScalarsLogged)  # a followed run's own scalars (TensorBoard tags, Trainer metrics)
     attributed = Signal(Attributed)  # how much each input token contributed to each output token
     lens_ready = Signal(LensReady)  # what each layer would predict
     ablation_changed = Signal(AblationChanged)  # the heads switched off for every view, and what that changed
