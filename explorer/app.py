@@ -50,8 +50,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--follow",
         metavar="DIR",
-        help="follow a training run that another process writes into DIR "
-        "(python -m model.train … --out DIR): its curves, its newest checkpoint, its probe snapshots",
+        help="follow a training run that another process writes into DIR: this project's (python -m model.train … "
+        "--out DIR), a Hugging Face Trainer's output_dir, TensorBoard event files, or a loop's model.follow.RunWriter: "
+        "its curves, its newest checkpoint, its probe snapshots",
+    )
+    ap.add_argument(
+        "--probe",
+        metavar="TEXT",
+        default="",
+        help="with --follow: the sentence whose attention is computed at each checkpoint of a run that writes no "
+        "probe snapshots of its own (a Trainer's; default: the sentence in the Decoding panel)",
     )
     ap.add_argument("--measure-startup", action="store_true", help=argparse.SUPPRESS)  # start-up measurement
     return ap.parse_args(argv)
@@ -192,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         open_path=args.open_path or args.checkpoint,
         start_default=not (args.new or args.follow),
         follow_path=args.follow,
+        follow_probe=args.probe,
     )
     opener = FileOpenForwarder(window)
     app.installEventFilter(opener)

@@ -79,6 +79,7 @@ class Follow(Command):
     training) ends the following."""
 
     folder: str
+    probe: str = ""  # the sentence whose attention is computed at each checkpoint of a run that writes no probes
 
 
 # -- training --------------------------------------------------------------------------------------

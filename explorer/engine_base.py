@@ -108,7 +108,8 @@ def run_info_of(s: Session, run_id: int, follow: RunFollowing | None = None) -> 
         parameters=s.model.parameter_breakdown(),
         total_parameters=s.model.num_parameters(),
         active_parameters=s.model.active_parameters(),
-        schedule=_frozen(s.lr_schedule(horizon)),
+        # a Trainer's (or a loop's) checkpoint folder: its schedule is the Trainer's, which only the log shows
+        schedule=_frozen(np.empty(0) if follow and follow.watcher.checkpoint_path.is_dir() else s.lr_schedule(horizon)),
         src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
         tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
         src_words=s.source_words(),

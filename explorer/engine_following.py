@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from explorer.answers import IDLE, Evaluation, FollowStatus, MetricsBatch, ProbeSnapshot
+import numpy as np
+
+from explorer.answers import IDLE, Evaluation, FollowStatus, MetricsBatch, ProbeSnapshot, ScalarsLogged
 from explorer.commands import Follow
 from explorer.engine_base import attention_entropy
 from explorer.engine_files import FileHandlers
@@ -16,6 +18,7 @@ from explorer.run_following import RunFollowing
 from model.interpret.head_functions import head_functions
 from model.io.follow import RunWatcher, run_ending
 from model.io.snapshots import StepColumns
+from model.io.trainer_folder import CHECKPOINT, Scalars
 
 
 class FollowingHandlers(FileHandlers):
@@ -25,6 +28,8 @@ class FollowingHandlers(FileHandlers):
         following = RunFollowing(RunWatcher(Path(c.folder)), c.request_id)  # RunFolderError: not a run
         self._state = IDLE
         self._follow = following
+        if c.probe.strip():  # the sentence whose attention is computed at each checkpoint (--probe)
+            self._probe.update(source=c.probe.strip(), target=None, chosen=True)
         self._poll_run(force=True)
 
     def _unfollow(self) -> None:
@@ -43,7 +48,12 @@ class FollowingHandlers(FileHandlers):
         fresh_steps, fresh_evals = f.take(poll.records, poll.reset)
         if f.ended and (poll.reset or any(step["step"] > self._weights_step() for step in fresh_steps)):
             f.ended = ""  # resumed: it runs again
+        scalars, rewritten = f.take_scalars(poll)
+        if scalars or rewritten:
+            self._emit_scalars(f, scalars, rewritten)
         installed = poll.checkpoint and self._read_followed_checkpoint(f)  # a new run: its history is the log
+        if installed:  # a new run in the plots: its scalars so far with it
+            self._emit_scalars(f, f.all_scalars(), True)
         if self.session is None or installed:
             pass
         elif poll.reset:  # a rewritten log (a resume dropped lines): drawn anew
@@ -76,17 +86,25 @@ class FollowingHandlers(FileHandlers):
         from model.io.checkpoint import CheckpointError
         from model.session import Session
 
+        path = f.watcher.checkpoint_path
         try:
-            session = Session.load(f.watcher.checkpoint_path, device=self._device.type)
-        except (CheckpointError, OSError, ValueError, EOFError, RuntimeError):
-            f.watcher.retry_checkpoint()  # being copied by a sync tool, say: read it at the next look
+            session = Session.load(path, device=self._device.type)
+        except (CheckpointError, OSError, ValueError, EOFError, RuntimeError) as exc:
+            if path.is_dir() and not isinstance(exc, OSError) and path.exists():  # a Trainer's checkpoint as it is
+                f.watcher.refuse_checkpoint(f"{path} cannot be opened: {exc}")
+            else:  # being copied by a sync tool, or deleted under save_total_limit: the next look reads the newest
+                f.watcher.retry_checkpoint()
             return False
+        m = CHECKPOINT.fullmatch(path.name)
+        if m and path.is_dir():
+            session.step = int(m.group(1))  # a Trainer's checkpoint-N: its weights after N updates
         f.ended = run_ending(session.notes, session.step)  # the trainer's last save says that the run ended
         if self.session is None or f.run_id != self._run_id:
             self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
             f.run_id = self._run_id
             # (the probes are the trainer's; torch's optimizer imports, 1–4 s, are read aside: polling goes on)
             self._later = [self._describe_data, prepare_optimizers_aside]
+            self._probe_checkpoint(f)
             return True
         session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need
         self.session = session
@@ -94,7 +112,36 @@ class FollowingHandlers(FileHandlers):
             self._decoder.session = session
         self.run_described.emit(self._run_info(session))
         self._publish_status()
+        self._probe_checkpoint(f)
         return False
+
+    def _probe_checkpoint(self, f: RunFollowing) -> None:
+        """A run of checkpoint-N folders (a Trainer's, a RunWriter loop's) writes no probe snapshots: the probe's
+        attention on the checkpoint just read, for the timeline. The probe is the one chosen (--probe, the Attention
+        panel), else the sentence in the Decoding panel, else the data's first test sentence."""
+        if not f.watcher.computes_probes or self.session is None:
+            return
+        settings = self._decoder.settings if self._decoder is not None else None
+        if self._probe.get("chosen"):
+            pass
+        elif settings is not None and settings.text.strip():
+            target = "" if self.session.model_cfg.single_stream else None
+            self._probe.update(source=settings.text.strip(), target=target)
+        else:
+            self._default_probe(self.session)
+        self._record_probe()
+
+    def _emit_scalars(self, f: RunFollowing, scalars: Scalars, reset: bool) -> None:
+        tags = tuple(scalars)
+        self.scalars_logged.emit(
+            ScalarsLogged(
+                str(f.watcher.folder),
+                reset,
+                tags,
+                tuple(np.asarray(scalars[t][0], dtype=np.int64) for t in tags),
+                tuple(np.asarray(scalars[t][1], dtype=np.float64) for t in tags),
+            )
+        )
 
     def _weights_step(self) -> int:
         return self.session.step if self.session is not None else 0

@@ -101,6 +101,7 @@ class MainWindow(QMainWindow):
         open_path: str | None = None,
         start_default: bool = True,
         follow_path: str | None = None,
+        follow_probe: str = "",
     ) -> None:
         super().__init__()
         self.setObjectName("main_window")
@@ -132,7 +133,7 @@ class MainWindow(QMainWindow):
         self.retranslate()
         self._begin(open_path, start_default)
         if follow_path:
-            QTimer.singleShot(0, lambda: self.follow_run(follow_path))
+            QTimer.singleShot(0, lambda: self.files.follow_run(follow_path, follow_probe))
 
     # -- building the window ---------------------------------------------------------------------------
     def _create_panels(self) -> None:

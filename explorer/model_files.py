@@ -176,9 +176,10 @@ class ModelFiles(QObject):
         self.get_model_dialog.raise_()
         return self.get_model_dialog
 
-    def follow_run(self, path: str | None = None) -> None:
+    def follow_run(self, path: str | None = None, probe: str = "") -> None:
         """Show a training run another process writes into a folder: its curves live, its newest checkpoint as
-        the model, its probe snapshots. Nothing is written into the folder."""
+        the model, its probe snapshots (or, for a run that writes none, ``probe``'s attention at each checkpoint).
+        Nothing is written into the folder."""
         if path is None:
             path = QFileDialog.getExistingDirectory(self.window, tr("Follow a training run"), self.recent.last_folder())
             if not path:
@@ -190,7 +191,9 @@ class ModelFiles(QObject):
             return
         self.first_launch.person_takes_over()
         folder = str(path)
-        self.when_discarded(lambda: self.client.send(Follow(folder)), tr("Following a run replaces the current model."))
+        self.when_discarded(
+            lambda: self.client.send(Follow(folder, probe)), tr("Following a run replaces the current model.")
+        )
 
     def run_experiment(self, name: str, steps: int | None = None) -> None:
         """Train the bundled experiment ``name`` beside its baseline in this window, for ``steps`` updates (None:

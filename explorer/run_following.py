@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from explorer.answers import Evaluation
-from model.io.follow import RunWatcher
+from model.io.follow import Poll, RunWatcher, add_scalars
 from model.io.snapshots import TRAIN_METRICS, History, StepColumns
+from model.io.trainer_folder import Scalars
 
 
 class RunFollowing:
@@ -24,6 +25,8 @@ class RunFollowing:
         self.probes: list[Path] = []
         self.polled = self.said = 0.0
         self.ended = ""  # how the run ended, as its final checkpoint says ("" while it runs)
+        self.logged: Scalars = {}  # the log's other numbers so far, per tag (a Trainer's eval_bleu, epoch …)
+        self.events: Scalars = {}  # the TensorBoard event files' scalars so far, per tag
 
     @property
     def last_step(self) -> int:
@@ -41,6 +44,28 @@ class RunFollowing:
         self.history.evals.extend(evals)
         return steps, evals
 
+    def take_scalars(self, poll: Poll) -> tuple[Scalars, bool]:
+        """Keep the poll's scalars; → what the window is to draw: the new points, or (True) all of them again
+        after either source was rewritten."""
+        if poll.reset:
+            self.logged = {}
+        if poll.events_reset:
+            self.events = {}
+        add_scalars(self.logged, poll.scalars)
+        add_scalars(self.events, poll.events)
+        if poll.reset or poll.events_reset:
+            return self.all_scalars(), True
+        fresh: Scalars = {}
+        add_scalars(fresh, poll.scalars)
+        add_scalars(fresh, poll.events)
+        return fresh, False
+
+    def all_scalars(self) -> Scalars:
+        everything: Scalars = {}
+        add_scalars(everything, self.logged)
+        add_scalars(everything, self.events)
+        return everything
+
     def steps(self) -> StepColumns:
         return StepColumns.from_history(self.history.train)
 
@@ -49,11 +74,13 @@ class RunFollowing:
 
 
 def _step_record(record: dict[str, Any]) -> dict[str, Any] | None:
-    """A training line of a metrics log with every number the plots take (a dense model's log has no aux_loss);
-    None for a line without them."""
-    out = {"aux_loss": 0.0, "expert_load": record.get("expert_load", []), "time": math.nan}
+    """A training line of a log with the numbers the plots take: those it lacks are NaN (a dense model's log has
+    no aux_loss; a loop's RunWriter may log only its loss); None for a line without a loss."""
+    if not isinstance(record.get("loss"), (int, float)) or isinstance(record.get("loss"), bool):
+        return None
+    out = {"aux_loss": 0.0, "expert_load": record.get("expert_load", [])}
     for key in TRAIN_METRICS:
-        value = record.get(key, out.get(key))
+        value = record.get(key, out.get(key, math.nan))
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return None
         out[key] = float(value)

@@ -5,14 +5,16 @@ is; first driven directly on this thread, then in the window, which never writes
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 pytest.importorskip("pytestqt")
 
-from explorer.answers import FollowStatus, MetricsBatch, ProbeSnapshot, RunInfo  # noqa: E402
+from explorer.answers import FollowStatus, MetricsBatch, ProbeSnapshot, RunInfo, ScalarsLogged  # noqa: E402
 from explorer.commands import Follow  # noqa: E402
 from explorer.engine_following import FollowingHandlers  # noqa: E402
 from model.data import DataSpec  # noqa: E402
@@ -39,7 +41,9 @@ class Following:
         self.runs: list[RunInfo] = []
         self.batches: list[MetricsBatch] = []
         self.probes: list[ProbeSnapshot] = []
+        self.scalars: list[ScalarsLogged] = []
         e = self.engine
+        e.scalars_logged.connect(self.scalars.append)
         e.follow_changed.connect(self.status.append)
         e.run_described.connect(self.runs.append)
         e.metrics_logged.connect(self.batches.append)
@@ -172,3 +176,46 @@ def test_the_window_follows_a_run_and_never_writes_into_its_folder(make_window, 
     window.engine.submit(Pause())
     qtbot.waitUntil(lambda: window.status.state == "paused", timeout=30000)
     assert window.note_label.text() == "" and set(_files(run)) == set(before)
+
+
+def _doc_example() -> str:
+    """The RunWriter example of docs/following-runs.md, as it stands."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "following-runs.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+
+
+def test_the_documented_loop_is_followed_checkpoint_by_checkpoint(qtbot, tmp_path, monkeypatch):
+    """docs/following-runs.md's loop, run as written (a small local GPT-2 for distilgpt2), followed as it saves."""
+    pytest.importorskip("transformers")
+    from model.follow import RunWriter
+    from tests.hf_folders import gpt2_folder
+
+    code = _doc_example()
+    assert code.count("\n") <= 30 and 'MODEL = "distilgpt2"' in code
+    source, out = gpt2_folder(tmp_path / "models"), tmp_path / "runs" / "my-loop"
+    code = code.replace('MODEL = "distilgpt2"', f"MODEL = {str(source)!r}").replace('"runs/my-loop"', repr(str(out)))
+    seen = Following()
+    save = RunWriter.checkpoint
+
+    def checkpoint_then_look(writer, model, step, tokenizer=None):  # the window looks after each save
+        if seen.engine._follow is None:
+            seen.engine._start_following(Follow(str(out), probe="The cat sat"))
+        path = save(writer, model, step, tokenizer)
+        seen.look()
+        assert seen.engine.session.step == step and seen.probes[-1].step == step
+        return path
+
+    monkeypatch.setattr(RunWriter, "checkpoint", checkpoint_then_look)
+    exec(compile(code, "following-runs.md", "exec"), {})
+    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logged] == list(range(1, 201)) and logged[-1]["loss"] < logged[0]["loss"]
+    [info] = seen.runs[:1]
+    assert list(info.history_steps.step) == list(range(1, 51)) and info.weights_step == 50  # the log so far
+    later = np.concatenate([b.steps.loss for b in seen.batches])
+    assert list(np.concatenate([b.steps.step for b in seen.batches])) == list(range(51, 201))
+    assert list(later) == pytest.approx([r["loss"] for r in logged[50:]])
+    assert list(info.history_steps.lr) == pytest.approx([r["lr"] for r in logged[:50]])
+    assert [(p.step, p.source) for p in seen.probes] == [(s, "The cat sat") for s in (50, 100, 150, 200)]
+    assert {r.run_id for r in seen.runs} == {info.run_id}  # newer weights of the same run
+    assert len(info.schedule) == 0  # the loop's schedule is its own: only the log shows it
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-150", "checkpoint-200", "metrics.jsonl"]

@@ -3,12 +3,15 @@ tested in test_engine_following.py."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 import pytest
+import torch
 
 from model.data import DataSpec
+from model.follow import RunWriter
 from model.io import follow
 from model.session import Session
 from model.training.trainer import TrainConfig
@@ -43,7 +46,7 @@ def test_a_folder_that_holds_no_run_is_named_with_what_was_looked_for(tmp_path):
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(follow.RunFolderError, match="is a file"):
         follow.check_run_folder(tmp_path / "file.txt")
-    with pytest.raises(follow.RunFolderError, match="no metrics.jsonl or model.ckpt"):
+    with pytest.raises(follow.RunFolderError, match="no metrics.jsonl or model.ckpt.*checkpoint-N.*TensorBoard"):
         follow.check_run_folder(tmp_path)
 
 
@@ -102,3 +105,88 @@ def test_the_watcher_sees_a_replaced_checkpoint_and_new_probes_once(tmp_path, se
     follow.write_probe(tmp_path / "probe", session.inspect("1 2 3", None))
     assert [p.name for p in watcher.poll().probes] == ["step-000000003.npz"]
     assert watcher.poll().probes == []
+
+
+# -- the runs engineers run: a Trainer's folder, a loop's RunWriter ---------------------------------------------
+def test_a_trainer_folder_a_loops_folder_and_an_event_file_are_runs(tmp_path):
+    trainer = tmp_path / "trainer"
+    (trainer / "checkpoint-2").mkdir(parents=True)
+    assert follow.check_run_folder(trainer) == trainer
+    events = tmp_path / "tb" / "runs" / "Dec03_host"
+    events.mkdir(parents=True)
+    (events / "events.out.tfevents.1.host").write_bytes(b"")
+    assert follow.check_run_folder(tmp_path / "tb") == tmp_path / "tb"
+
+
+def test_a_loops_lines_are_split_into_what_the_plots_draw_and_scalars_of_their_own(tmp_path):
+    with RunWriter(tmp_path) as w:
+        w.log(1, loss=2.5, lr=1e-3, reward=0.25)
+        w.log(2, loss=torch.tensor(2.0), learning_rate=5e-4, eval_loss=2.2, eval_bleu=3.5)
+        w.log(3, loss=float("nan"))  # a diverged loss stays a point
+        with pytest.raises(ValueError, match="not a number"):
+            w.log(4, loss="low")
+        with pytest.raises(ValueError, match="whole number"):
+            w.log(2.5, loss=1.0)
+    poll = follow.RunWatcher(tmp_path).poll()
+    train = [r for r in poll.records if "split" not in r]
+    assert [(r["step"], r["lr"]) for r in train[:2]] == [(1, 1e-3), (2, 5e-4)] and train[1]["loss"] == 2.0
+    assert np.isnan(train[2]["loss"]) and np.isnan(train[0]["grad_norm"])
+    assert [r for r in poll.records if "split" in r] == [{"step": 2, "split": "valid", "loss": 2.2}]
+    assert poll.scalars == {"reward": ([1], [0.25]), "eval_bleu": ([2], [3.5])}
+    assert follow.RunWatcher(tmp_path).tail.bad == 0
+
+
+def test_own_log_lines_bring_no_scalars_but_the_numbers_they_do_not_know(tmp_path):
+    lines = [
+        json.loads(record(1)),
+        {"step": 1, "time": 1.0, "split": "valid", "loss": 2.0, "bleu": 3.0, "sentences": 8},
+    ]
+    lines[0]["beta"] = 0.5
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    poll = follow.RunWatcher(tmp_path).poll()
+    assert [r.get("split") for r in poll.records] == [None, "valid"] and poll.scalars == {"beta": ([1], [0.5])}
+
+
+def test_a_loops_hugging_face_checkpoints_appear_whole_and_the_oldest_go(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from tests.hf_folders import gpt2_folder
+
+    source = gpt2_folder(tmp_path / "models")
+    model = transformers.GPT2LMHeadModel.from_pretrained(source)
+    tokenizer = transformers.GPT2TokenizerFast.from_pretrained(source)
+    run = tmp_path / "run"
+    w = RunWriter(run, tokenizer=tokenizer, keep=2)
+    watcher = follow.RunWatcher(run)
+    for step in (10, 20, 30):
+        path = w.checkpoint(model, step)
+        assert path == run / f"checkpoint-{step}" and (path / "tokenizer.json").is_file()
+        poll = watcher.poll()
+        assert poll.checkpoint and watcher.checkpoint_path == path and watcher.computes_probes
+        assert not watcher.poll().checkpoint  # seen once
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoint-20", "checkpoint-30", "metrics.jsonl"]
+    with pytest.raises(TypeError, match="Hugging Face model"):
+        w.checkpoint(object(), 40)
+    with pytest.raises(ValueError, match="keep"):
+        RunWriter(run, keep=0)
+
+
+def test_a_loop_can_save_a_session_as_this_projects_checkpoint(tmp_path, session):
+    w = RunWriter(tmp_path)
+    assert w.checkpoint(session, 7) == tmp_path / "model.ckpt"
+    watcher = follow.RunWatcher(tmp_path)
+    assert watcher.poll().checkpoint and not watcher.computes_probes  # this project's checkpoint: probes as before
+    assert Session.load(tmp_path / "model.ckpt").step == 7
+
+
+def test_a_checkpoint_that_cannot_be_opened_is_not_tried_again_until_a_newer_one_comes(tmp_path):
+    for step in (2, 4):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        for name in ("config.json", "model.safetensors", "trainer_state.json"):
+            (folder / name).write_text("{}")
+        if step == 2:
+            watcher = follow.RunWatcher(tmp_path)
+            assert watcher.poll().checkpoint
+            watcher.refuse_checkpoint("checkpoint-2 is a T5")
+            assert not watcher.poll().checkpoint and watcher.problem == "checkpoint-2 is a T5"
+    assert watcher.poll().checkpoint and watcher.checkpoint_path == tmp_path / "checkpoint-4"

@@ -34,6 +34,8 @@ import numpy as np
 from model.families.registry import FAMILIES
 from model.io.safe_files import NotAFileError, open_regular
 from model.io.snapshots import TRAIN_METRICS, Inspection, RouterView
+from model.io.tensorboard_events import EventScalars, event_files
+from model.io.trainer_folder import Scalars, TrainerLog, checkpoints, entry_records, has_weights, is_trainer_folder
 
 MAX_PROBES = 300  # probe snapshots kept in a run folder
 READ_LIMIT = 16 << 20  # bytes of the log read per poll: a huge backlog arrives over several polls
@@ -83,10 +85,12 @@ def check_run_folder(path: str | Path) -> Path:
         raise RunFolderError(f"{path} does not exist")
     if not path.is_dir():
         raise RunFolderError(f"{path} is a file; choose the folder a training run writes (its --out)")
-    if not (path / "metrics.jsonl").exists() and not (path / "model.ckpt").exists():
+    own = (path / "metrics.jsonl").exists() or (path / "model.ckpt").exists()
+    if not own and not is_trainer_folder(path) and not event_files(path):
         raise RunFolderError(
-            f"{path} holds no training run: there is no metrics.jsonl or model.ckpt in it (start one with "
-            f"python -m model.train … --out {path})"
+            f"{path} holds no training run: there is no metrics.jsonl or model.ckpt in it (python -m model.train … "
+            f"--out {path}, or model.follow.RunWriter), no checkpoint-N folder or trainer_state.json (a Hugging "
+            "Face Trainer's output_dir) and no TensorBoard event file"
         )
     return path
 
@@ -162,11 +166,11 @@ def _number(value: Any) -> bool:
 
 
 def _valid_record(record: dict[str, Any]) -> bool:
-    """Whether a log line holds a record the engine can take: a training step with every metric, or an evaluation
-    ("split": "valid" or "test", with a loss); every value a number but the split and the expert loads (a list
-    of numbers)."""
+    """Whether a log line holds a record the engine can take: a step (a whole number), every value a number but the
+    split (an evaluation's: "valid" or "test", with a loss) and the expert loads (a list of numbers). Which numbers
+    a training line has is free (a loop that logs only its loss, with other scalars): see :func:`line_records`."""
     step: Any = record.get("step")
-    if not _number(step) or not 0 <= step < _NUMBER_LIMIT:  # NaN and infinity fail this too
+    if not _number(step) or not 0 <= step < _NUMBER_LIMIT or step != int(step):  # NaN and infinity fail this too
         return False
     load = record.get("expert_load", [])
     if not isinstance(load, list) or len(load) > EXPERTS_LIMIT or not all(map(_number, load)):
@@ -175,7 +179,38 @@ def _valid_record(record: dict[str, Any]) -> bool:
         return False
     if "split" in record:
         return record["split"] in ("valid", "test") and "loss" in record
-    return all(k in record for k in TRAIN_METRICS if k not in ("time", "aux_loss"))  # a dense run logs no aux_loss
+    return True
+
+
+# the numbers of this project's own log lines (model.cli.train): what is not one of them is a scalar of its own
+OWN_TRAIN = frozenset((*TRAIN_METRICS, "expert_load"))
+OWN_EVAL = frozenset(
+    ("step", "time", "split", "loss", "sentences", "exact_match", "bleu", "perplexity", "mlm_accuracy")
+    + ("nsp_accuracy", "aux_loss", "expert_load")
+)
+
+
+def line_records(record: dict[str, Any]) -> tuple[list[dict[str, Any]], Scalars]:
+    """A valid log line as the training steps and evaluations it holds, and its other numbers as scalars (each
+    under its own name, at the line's step). This project's trainer writes a step with all of TRAIN_METRICS, or an
+    evaluation with "split"; a loop's RunWriter writes what it has, under the Trainer's names or this project's."""
+    step = int(record["step"])
+    if "split" in record:
+        known: frozenset[str] = OWN_EVAL
+        records = [record]
+    elif all(k in record for k in TRAIN_METRICS if k not in ("time", "aux_loss")):
+        known, records = OWN_TRAIN, [record]
+    else:
+        return entry_records(record)
+    return records, {k: ([step], [float(v)]) for k, v in record.items() if k not in known}
+
+
+def add_scalars(into: Scalars, points: Scalars) -> None:
+    """Append ``points`` to ``into``, tag by tag."""
+    for tag, (steps, values) in points.items():
+        have = into.setdefault(tag, ([], []))
+        have[0].extend(steps)
+        have[1].extend(values)
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
@@ -191,40 +226,85 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 class Poll:
     records: list[dict[str, Any]]  # new log lines: training steps and evaluations
     reset: bool  # the log was rewritten: ``records`` start from its beginning
-    checkpoint: bool  # model.ckpt is new or was replaced since the last poll
+    checkpoint: bool  # the run's newest checkpoint is new or was replaced since the last poll
     probes: list[Path]  # probe snapshots not seen before, oldest first
+    scalars: Scalars = field(default_factory=dict)  # new points of the log's other numbers, per tag
+    events: Scalars = field(default_factory=dict)  # new points of the TensorBoard event files, per tag
+    events_reset: bool = False  # an event file was rewritten: ``events`` start from the beginning
 
 
 @dataclass
 class RunWatcher:
-    """What changed in a run folder since the last :meth:`poll`."""
+    """What changed in a run folder since the last :meth:`poll`: this project's run (metrics.jsonl, model.ckpt,
+    probe/), a Hugging Face Trainer's output_dir (checkpoint-N/ with trainer_state.json: :mod:`model.io.
+    trainer_folder`), TensorBoard event files (:mod:`model.io.tensorboard_events`), or several of them."""
 
     folder: Path
     tail: MetricsTail = field(init=False)
+    trainer: TrainerLog = field(init=False)
+    events: EventScalars = field(init=False)
     last_change: float = field(default_factory=time.monotonic)
     skipped_probes: int = 0  # probe snapshots that could not be read (see problem)
     problem: str = ""  # the latest file skipped and why, for the person to see ("" while there is none)
-    _checkpoint: tuple[int, int, int] | None = None
+    checkpoint_path: Path = field(init=False)  # the newest checkpoint: model.ckpt, or a Trainer's checkpoint-N/
+    _checkpoint: tuple[Any, ...] | None = None
+    _refused: tuple[Any, ...] | None = None  # a checkpoint that cannot be opened as it is (not tried again)
     _probes: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.folder = check_run_folder(self.folder)
         self.tail = MetricsTail(self.folder / "metrics.jsonl")
+        self.trainer = TrainerLog(self.folder)
+        self.events = EventScalars(self.folder)
+        self.checkpoint_path = self.folder / "model.ckpt"
 
     @property
-    def checkpoint_path(self) -> Path:
-        return self.folder / "model.ckpt"
+    def computes_probes(self) -> bool:
+        """Whether the engine computes the probe sentence's attention at each new checkpoint: a Trainer's or a
+        RunWriter's checkpoint-N/ (this project's trainer writes probe snapshots itself, with --probe)."""
+        return self.checkpoint_path.is_dir() and not (self.folder / "probe").is_dir()
 
     def poll(self) -> Poll:
         records, reset = self.tail.read()
-        signature = _signature(self.checkpoint_path)
-        if signature is None and os.path.lexists(self.checkpoint_path) and not self.checkpoint_path.is_file():
+        lines: list[dict[str, Any]] = []
+        scalars: Scalars = {}
+        for record in records:
+            more, points = line_records(record)
+            lines += more
+            add_scalars(scalars, points)
+        logged, points, rewritten = self.trainer.read()
+        lines += logged
+        add_scalars(scalars, points)
+        events, events_reset = self.events.read()
+        self.problem = self.trainer.problem or self.events.problem or self.problem
+        changed = self._newest_checkpoint()
+        probes = self._new_probes()
+        if lines or reset or rewritten or changed or probes or events or events_reset or scalars:
+            self.last_change = time.monotonic()
+        return Poll(lines, reset or rewritten, changed, probes, scalars, events, events_reset)
+
+    def _newest_checkpoint(self) -> bool:
+        """Whether the newest checkpoint is new or was replaced (then at ``checkpoint_path``)."""
+        own = self.folder / "model.ckpt"
+        path = own
+        signature: tuple[Any, ...] | None = _signature(own)
+        if signature is None and os.path.lexists(own) and not own.is_file():
             self.problem = (
-                f"{self.checkpoint_path} is not a regular file (a pipe, a device or a folder), so it is not read; "
+                f"{own} is not a regular file (a pipe, a device or a folder), so it is not read; "
                 "remove it: the trainer writes a new one at its next save"
             )
-        changed = signature is not None and signature != self._checkpoint
-        self._checkpoint = signature if signature is not None else self._checkpoint
+        if signature is None:
+            complete = [(n, p) for n, p in checkpoints(self.folder) if has_weights(p)]
+            if complete:
+                path = complete[-1][1]
+                state = _signature(path / "trainer_state.json")
+                signature = None if state is None else (path.name, *state)
+        changed = signature is not None and signature != self._checkpoint and signature != self._refused
+        if changed:
+            self._checkpoint, self.checkpoint_path = signature, path
+        return changed
+
+    def _new_probes(self) -> list[Path]:
         probes = []
         try:
             names = sorted(p.name for p in (self.folder / "probe").glob("step-*.npz"))
@@ -234,9 +314,12 @@ class RunWatcher:
             if name not in self._probes:
                 self._probes.add(name)
                 probes.append(self.folder / "probe" / name)
-        if records or reset or changed or probes:
-            self.last_change = time.monotonic()
-        return Poll(records, reset, changed, probes)
+        return probes
+
+    def refuse_checkpoint(self, why: str) -> None:
+        """The checkpoint just found cannot be opened as it is (another architecture, say): said, and not tried
+        again until a newer one comes."""
+        self._refused, self.problem = self._checkpoint, why
 
     def read_probe(self, path: Path) -> Inspection | None:
         """The probe snapshot at ``path``; None when it is gone (thinned out by the trainer meanwhile) or cannot be

@@ -99,7 +99,10 @@ def read_state(path: Path) -> dict[str, Any]:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 2**63
+    """A number a float holds (NaN and infinity too: a diverged loss is a point of its curve)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**63)
 
 
 # a log's names (the Trainer's, or this project's own in a RunWriter loop's lines) → the training plots' metrics
@@ -118,11 +121,13 @@ TRAIN_NAMES = {
 def entry_records(entry: Any) -> tuple[list[dict[str, Any]], Scalars]:
     """What one ``log_history`` entry holds: the training step or evaluation record it is (none for a summary
     such as train_runtime), and its other numbers as scalars at its step. Not an entry (no whole step): nothing."""
-    if not isinstance(entry, dict) or not _number(entry.get("step")) or not 0 <= entry["step"] == int(entry["step"]):
+    given: Any = entry.get("step") if isinstance(entry, dict) else None
+    if not _number(given) or not math.isfinite(given) or not 0 <= given == int(given):
         return [], {}
-    step = int(entry["step"])
+    step = int(given)
     numbers = {k: float(v) for k, v in entry.items() if isinstance(k, str) and k != "step" and _number(v)}
-    records, used = [], set()
+    records: list[dict[str, Any]] = []
+    used: set[str] = set()
     if "loss" in numbers:
         record: dict[str, Any] = {"step": step, **dict.fromkeys(set(TRAIN_NAMES.values()), math.nan)}
         record.update({TRAIN_NAMES[k]: numbers[k] for k in TRAIN_NAMES if k in numbers})
@@ -162,7 +167,7 @@ class TrainerLog:
         if path is None or signature == self._signature:
             return [], {}, False
         try:
-            history = read_state(path)["log_history"]
+            history = read_state(path).get("log_history", [])
         except FileNotFoundError:
             return [], {}, False  # deleted under save_total_limit: the next poll finds the newer one
         except (OSError, TrainerStateError) as exc:
