@@ -219,3 +219,42 @@ def test_the_documented_loop_is_followed_checkpoint_by_checkpoint(qtbot, tmp_pat
     assert {r.run_id for r in seen.runs} == {info.run_id}  # newer weights of the same run
     assert len(info.schedule) == 0  # the loop's schedule is its own: only the log shows it
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint-150", "checkpoint-200", "metrics.jsonl"]
+
+
+def _drawn(batches: list[ScalarsLogged]) -> dict[str, list[tuple[int, float]]]:
+    """What the window has of each tag after these batches (a reset drops what came before)."""
+    drawn: dict[str, list[tuple[int, float]]] = {}
+    for batch in batches:
+        if batch.reset:
+            drawn = {}
+        for tag, steps, values in zip(batch.tags, batch.steps, batch.values, strict=True):
+            drawn.setdefault(tag, []).extend(zip(steps.tolist(), values.tolist(), strict=True))
+    return drawn
+
+
+def test_tensorboard_scalars_written_while_following_arrive_as_written(qtbot, tmp_path):
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    written: dict[str, list[tuple[int, float]]] = {"train/loss": [], "eval/bleu": []}
+    writer = SummaryWriter(str(tmp_path / "runs" / "exp1"))  # a loop's default place: runs/<name>
+    writer.add_scalar("train/loss", 4.0, 0)
+    writer.flush()
+    seen = Following()
+    seen.engine._start_following(Follow(str(tmp_path)))
+    written["train/loss"].append((0, 4.0))
+    for step in range(1, 40):
+        loss = float(np.float32(4.0 / (1 + step)))  # (the event file holds float32)
+        writer.add_scalar("train/loss", loss, step)
+        written["train/loss"].append((step, loss))
+        if step % 10 == 0:
+            writer.add_scalar("eval/bleu", float(step), step)
+            written["eval/bleu"].append((step, float(step)))
+        if step % 7 == 0:
+            writer.flush()
+            seen.look()
+    writer.close()
+    seen.look()
+    assert _drawn(seen.scalars) == written
+    assert seen.engine.session is None and seen.status[-1].waiting  # no model in such a folder: the curves only
+    assert {b.folder for b in seen.scalars} == {str(tmp_path)}

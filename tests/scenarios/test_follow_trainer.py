@@ -14,6 +14,7 @@ pytest.importorskip("pytestqt")
 pytest.importorskip("accelerate")  # the Trainer needs it
 
 from explorer.answers import ScalarsLogged  # noqa: E402
+from tests.test_engine_following import _drawn  # noqa: E402
 from tests.trainer_runs import Gate, seq2seq_trainer  # noqa: E402
 
 PROBE = "the cat eats fish"
@@ -62,12 +63,7 @@ def test_the_window_follows_a_seq2seq_trainer_checkpoint_by_checkpoint(make_wind
     assert len(plots["lr_plot"].data(run_id, "schedule")[0]) == 0  # the Trainer's schedule shows only in its log
     x, y = plots["loss_plot"].data(run_id, "valid")
     assert list(x) == [s for s, _ in evals] and list(y) == pytest.approx([v for _, v in evals]) and len(evals) == 2
-    drawn: dict[str, list[tuple[int, float]]] = {}
-    for batch in scalars:
-        if batch.reset:
-            drawn = {}
-        for tag, steps, values in zip(batch.tags, batch.steps, batch.values, strict=True):
-            drawn.setdefault(tag, []).extend(zip(steps.tolist(), values.tolist(), strict=True))
+    drawn = _drawn(scalars)
     assert drawn["epoch"] == [(e["step"], e["epoch"]) for e in log if "epoch" in e]  # as written: floats of JSON
     assert drawn["eval_runtime"] == [(e["step"], e["eval_runtime"]) for e in log if "eval_loss" in e]
     assert "loss" not in drawn and "eval_loss" not in drawn  # those are the training plots' own curves
