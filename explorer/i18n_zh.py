@@ -465,7 +465,7 @@ ZH = {
     # following a run another process writes
     "Follow a training run…": "跟踪训练运行…",
     "Follow a training run": "跟踪训练运行",
-    "Watch a run that another process writes into a folder (python -m model.train … --out DIR, or torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe snapshots. Nothing is written into the folder.": "查看另一个进程写入文件夹的训练运行（python -m model.train … --out 文件夹，或在集群上用 torchrun 并共享该文件夹）：它的曲线、最新的检查点和探针快照。不会向该文件夹写入任何内容。",
+    "Watch a run that another process writes into a folder (python -m model.train … --out DIR, torchrun on a cluster with the folder shared, a Hugging Face Trainer's output_dir, TensorBoard event files, or a loop's model.follow.RunWriter): its curves, its newest checkpoint, its probe's attention. Nothing is written into the folder.": "查看另一个进程写入文件夹的训练运行（python -m model.train … --out 文件夹、在集群上用 torchrun 并共享该文件夹、Hugging Face Trainer 的 output_dir、TensorBoard 事件文件，或训练循环中的 model.follow.RunWriter）：它的曲线、最新的检查点和探针句子的注意力。不会向该文件夹写入任何内容。",
     "Following a run replaces the current model.": "跟踪运行将替换当前模型。",
     "Following {name} — waiting for its first checkpoint": "正在跟踪 {name}——等待它的第一个检查点",
     "Following {name} — last update {ago} ago": "正在跟踪 {name}——上次更新于 {ago}前",

@@ -45,9 +45,10 @@ GET_TIP = N_(
     "also without network, from the cache"
 )
 FOLLOW_TIP = N_(
-    "Watch a run that another process writes into a folder (python -m model.train … --out DIR, or "
-    "torchrun on a cluster with the folder shared): its curves, its newest checkpoint, its probe "
-    "snapshots. Nothing is written into the folder."
+    "Watch a run that another process writes into a folder (python -m model.train … --out DIR, torchrun on a "
+    "cluster with the folder shared, a Hugging Face Trainer's output_dir, TensorBoard event files, or a loop's "
+    "model.follow.RunWriter): its curves, its newest checkpoint, its probe's attention. Nothing is written into "
+    "the folder."
 )
 ABOUT = N_(
     "Transformer Explorer trains an encoder–decoder Transformer on this computer and shows what happens "

@@ -258,3 +258,34 @@ def test_tensorboard_scalars_written_while_following_arrive_as_written(qtbot, tm
     assert _drawn(seen.scalars) == written
     assert seen.engine.session is None and seen.status[-1].waiting  # no model in such a folder: the curves only
     assert {b.folder for b in seen.scalars} == {str(tmp_path)}
+
+
+def test_a_trainer_checkpoint_of_another_kind_is_named_once_and_a_readable_one_after_it_is_shown(
+    qtbot, tmp_path, monkeypatch
+):
+    pytest.importorskip("transformers")
+    import shutil
+
+    from tests.hf_folders import marian_folder, unsupported_model_folder
+
+    def as_checkpoint(folder: Path, step: int) -> None:
+        if not (folder / "model.safetensors").exists():
+            (folder / "model.safetensors").write_bytes(b"")
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
+        shutil.move(folder, tmp_path / "out" / f"checkpoint-{step}")
+
+    (tmp_path / "out").mkdir()
+    as_checkpoint(unsupported_model_folder(tmp_path / "a"), 2)
+    seen = Following()
+    seen.engine._start_following(Follow(str(tmp_path / "out")))
+    loads = []
+    real_load = Session.load
+    monkeypatch.setattr(Session, "load", lambda *a, **k: loads.append(a) or real_load(*a, **k))  # count the tries
+    for _ in range(3):
+        seen.look()
+    assert loads == [] and seen.engine.session is None  # tried once (at the start), not at every look
+    problem = seen.status[-1].problem
+    assert "checkpoint-2" in problem and "cannot be opened" in problem and "t5" in problem.lower()
+    as_checkpoint(marian_folder(tmp_path / "b"), 4)
+    seen.look()
+    assert seen.engine.session is not None and seen.engine.session.step == 4 and loads
