@@ -88,3 +88,22 @@ def test_a_long_texts_grid_is_drawn_when_ready_and_only_the_newest(qtbot):
     assert drawn.shape == mosaic_of(newest, None).image.shape
     assert np.nanmax(drawn) == pytest.approx(0.7) and np.nanmin(drawn) == pytest.approx(0.7)
     assert grid.maps is newest or np.array_equal(grid.maps, newest)  # exported (NPY) whole, not brought down
+
+
+def test_a_long_texts_masked_cells_are_plain_grey_and_a_short_ones_hatched(qtbot):
+    """The hatching's level of detail: a few large cells get fine lines, a 512-token map (less than a screen pixel
+    a cell) plain light grey, one overlay pixel a cell instead of 16 — and every masked cell is still covered."""
+    from explorer.widgets.heatmap import HATCH, MAP_HATCH_PIXELS, hatch_overlay, hatch_side
+
+    assert hatch_side(5, 5) == 4 * HATCH and hatch_side(100, 100) == HATCH and hatch_side(512, 512) == 1
+    small = hatch_overlay(np.array([[False, True]]), HATCH)
+    assert len({tuple(p) for p in small[:, HATCH:].reshape(-1, 4)}) == 2  # grey with darker lines
+    assert not small[:, :HATCH, 3].any()  # the cell not masked stays transparent
+    heatmap = Heatmap("long", "map")
+    qtbot.addWidget(heatmap)
+    n = 513
+    causal = ~np.tril(np.ones((n, n), dtype=bool))
+    heatmap.set_data(np.tril(np.full((n, n), 1.0 / n)), ["t"] * n, ["t"] * n, causal)
+    overlay = heatmap.overlay.image
+    assert overlay.shape[:2] == (n, n) and overlay.shape[0] * overlay.shape[1] <= MAP_HATCH_PIXELS
+    np.testing.assert_array_equal(heatmap.hatched(), causal)

@@ -27,6 +27,7 @@ ATTENTION_MAP = pg.colormap.get("viridis")
 DIVERGING_MAP = pg.colormap.get("CET-D1")
 HATCH = 4  # overlay pixels per cell side
 GRID_HATCH_PIXELS = 4_000_000  # the grid's overlay has at most about this many pixels (fewer per cell beyond)
+MAP_HATCH_PIXELS = 1_500_000  # one map's overlay: at most this many pixels (plain grey cells beyond)
 EDGE = 20  # pixels a column label may reach beyond the map's ends (the corners below the axes are empty)
 LABEL_GAP = 6  # pixels between two column labels on one line
 OUTLINE = "#ff2d2d"  # outlined cells (a router's chosen experts): red reads on viridis' yellow and purple alike
@@ -37,15 +38,26 @@ def hatch_overlay(mask: np.ndarray, side: int = HATCH) -> np.ndarray:
     4 pixels, that run on across neighbouring masked cells (plain light grey when ``side`` is 1); the rest
     transparent."""
     rows, cols = mask.shape
-    tile = np.zeros((side, side, 4), dtype=np.ubyte)
-    tile[...] = (235, 235, 235, 255)
+    cells = np.asarray(mask, dtype=bool)
     if side > 1:
-        i, j = np.indices((side, side))
-        tile[(i + j) % HATCH == HATCH - 1] = (150, 150, 150, 255)
+        cells = np.repeat(np.repeat(cells, side, 0), side, 1)
     big = np.zeros((rows * side, cols * side, 4), dtype=np.ubyte)
-    cells = np.kron(mask.astype(np.ubyte), np.ones((side, side), dtype=np.ubyte)).astype(bool)
-    big[cells] = np.tile(tile, (rows, cols, 1))[cells]
+    big[cells] = (235, 235, 235, 255)
+    if side > 1:  # the lines: (i + j) % HATCH within each cell's tile, so that they meet at its edges
+        i, j = np.ogrid[: rows * side, : cols * side]
+        lines = (i % side + j % side) % HATCH == HATCH - 1
+        big[cells & lines] = (150, 150, 150, 255)
     return big
+
+
+def hatch_side(rows: int, cols: int, pixels: int = MAP_HATCH_PIXELS) -> int:
+    """Overlay pixels per cell side for one map: finer lines for a few large cells, HATCH for most, and 1 (plain
+    light grey) when HATCH would pass ``pixels`` — a long text's cells get less than a screen pixel each, where
+    lines could not be seen, and a 512-token map's overlay of 4 × 4 pixels a cell took half a second to make."""
+    side = HATCH * int(np.clip(64 // max(rows, cols, 1), 1, 4))
+    while side > HATCH and rows * cols * side * side > pixels:
+        side -= HATCH
+    return side if rows * cols * side * side <= pixels else 1
 
 
 def hatched_cells(overlay: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -225,8 +237,7 @@ class Heatmap(QWidget):
             return
         self.image.setRect(QRectF(0, 0, n_cols, n_rows))
         if mask is not None and mask.any():
-            side = HATCH * int(np.clip(64 // max(n_rows, n_cols), 1, 4))  # a few large cells: finer lines
-            self.overlay.setImage(hatch_overlay(mask, side), autoLevels=False, levels=(0, 255))
+            self.overlay.setImage(hatch_overlay(mask, hatch_side(n_rows, n_cols)), autoLevels=False, levels=(0, 255))
             self.overlay.setRect(QRectF(0, 0, n_cols, n_rows))
             self.overlay.show()
         else:
