@@ -18,7 +18,7 @@ from explorer.run_following import RunFollowing
 from model.interpret.head_functions import head_functions
 from model.io.follow import RunWatcher, run_ending
 from model.io.snapshots import StepColumns
-from model.io.trainer_folder import CHECKPOINT, Scalars
+from model.io.trainer_folder import CHECKPOINT, STATE, Scalars, has_weights
 
 
 class FollowingHandlers(FileHandlers):
@@ -90,7 +90,8 @@ class FollowingHandlers(FileHandlers):
         try:
             session = Session.load(path, device=self._device.type)
         except (CheckpointError, OSError, ValueError, EOFError, RuntimeError) as exc:
-            if path.is_dir() and not isinstance(exc, OSError) and path.exists():  # a Trainer's checkpoint as it is
+            whole = path.is_dir() and (path / STATE).is_file() and has_weights(path)  # (not half deleted meanwhile)
+            if whole and not isinstance(exc, OSError):  # a Trainer's checkpoint as it is: said, not tried again
                 f.watcher.refuse_checkpoint(f"{path} cannot be opened: {exc}")
             else:  # being copied by a sync tool, or deleted under save_total_limit: the next look reads the newest
                 f.watcher.retry_checkpoint()

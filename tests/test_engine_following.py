@@ -289,3 +289,35 @@ def test_a_trainer_checkpoint_of_another_kind_is_named_once_and_a_readable_one_a
     as_checkpoint(marian_folder(tmp_path / "b"), 4)
     seen.look()
     assert seen.engine.session is not None and seen.engine.session.step == 4 and loads
+
+
+def test_a_checkpoint_deleted_under_save_total_limit_while_it_is_read_is_skipped_for_the_newest(
+    qtbot, tmp_path, monkeypatch
+):
+    pytest.importorskip("transformers")
+    import shutil
+
+    from tests.hf_folders import marian_folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    for step in (2, 4):
+        folder = marian_folder(tmp_path / str(step))
+        (folder / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
+        shutil.move(folder, out / f"checkpoint-{step}")
+    seen = Following()
+    real_load = Session.load
+    deleted = []
+
+    def load_while_deleted(path, *args, **kwargs):  # the Trainer's rotation deletes it half-way through the read
+        if not deleted and Path(path).name == "checkpoint-4":
+            (Path(path) / "model.safetensors").unlink()
+            deleted.append(path)
+        return real_load(path, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "load", load_while_deleted)
+    seen.engine._start_following(Follow(str(out)))
+    assert deleted and seen.engine.session is None and seen.status[-1].problem == ""  # skipped, not an error
+    shutil.rmtree(out / "checkpoint-4")  # the rotation ends
+    seen.look()
+    assert seen.engine.session is not None and seen.engine.session.step == 2 and seen.status[-1].problem == ""
