@@ -75,3 +75,45 @@ def test_a_click_on_a_chip_says_which_only_when_chips_are_clickable(qtbot, strip
     qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=chip_centre(strip, 2))
     qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=QPoint(395, 55))  # beside the chips: nothing
     assert clicked == [2] and strip.cursor().shape() == Qt.CursorShape.PointingHandCursor
+
+
+def test_a_long_texts_chips_take_a_few_lines_its_end_first_and_the_wheel_scrolls(qtbot, strip):
+    """A 512-token prompt's chips took 20-odd lines and made the window taller than the screen: at most MAX_LINES
+    lines are shown, the text's end first (where the model reads on); the wheel scrolls, a click names the chip
+    under it, and at either end the wheel is left to what holds the strip."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QWheelEvent
+
+    from explorer.widgets.token_strip import MAX_LINES
+
+    strip.set_tokens([f"t{i}" for i in range(512)])
+    strip.resize(400, strip.heightForWidth(400))
+    lines, line = strip.lines(), strip._chip_height() + strip.GAP
+    assert lines > MAX_LINES and strip.heightForWidth(400) <= MAX_LINES * line + 2
+    assert strip.top_line() == lines - MAX_LINES
+    assert strip.chip_at(QPoint(3, int(strip._band()) + 3)) is None  # below the lines shown: no chip
+    first_shown = strip.chip_at(QPoint(3, 5))
+    assert first_shown is not None and strip._layout(400)[first_shown].y() == strip.top_line() * line
+
+    def wheel(notches: int) -> bool:
+        event = QWheelEvent(
+            QPointF(5, 5),
+            QPointF(strip.mapToGlobal(QPoint(5, 5))),
+            QPoint(),
+            QPoint(0, 120 * notches),
+            Qt.MouseButton.NoButton,
+            Qt.KeyboardModifier.NoModifier,
+            Qt.ScrollPhase.NoScrollPhase,
+            False,
+        )
+        QApplication.sendEvent(strip, event)
+        return event.isAccepted()
+
+    assert not wheel(-1)  # at the end already: the wheel goes on to the panel
+    assert wheel(3) and strip.top_line() == lines - MAX_LINES - 3
+    assert strip.chip_at(QPoint(3, 5)) < first_shown  # earlier chips under the same point
+    for _ in range(lines):
+        wheel(5)
+    assert strip.top_line() == 0 and strip.chip_at(QPoint(3, 5)) == 0 and not wheel(1)
+    strip.set_tokens([f"u{i}" for i in range(512)])  # another text: its end again
+    assert strip.top_line() == strip.lines() - MAX_LINES

@@ -1,5 +1,6 @@
 """Tokens drawn as chips in a row that wraps, with optional highlighting (e.g. unknown pieces, shown as typed);
-optionally clickable (a person masks a token by clicking it), with marked chips (e.g. masked ones)."""
+optionally clickable (a person masks a token by clicking it), with marked chips (e.g. masked ones). A long text's
+chips take at most :data:`MAX_LINES` lines, its end shown first, and the wheel scrolls through the others."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import html
 from collections.abc import Sequence
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPen
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPen, QWheelEvent
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from explorer.i18n import tr
@@ -23,6 +24,9 @@ MARKED_BORDER = QColor("#e08a00")
 PUSHES = (214, 96, 77)  # a chip's tint for a positive weight (it pushed towards the output): red, as the heatmaps
 HOLDS = (67, 147, 195)  # … for a negative one (it pushed against it): blue
 STRONGEST = 0.8  # the largest weight's share of the tint in its chip's fill: the dark text stays readable
+MAX_LINES = 6  # the most lines of chips shown at once: a 512-token prompt's 20-odd lines made the window taller
+# than a 768-pixel screen; the others are a wheel's turn away (a bar at the right edge says where)
+SCROLL_BAR = QColor(0, 0, 0, 70)
 
 
 # characters a piece may hold that would print as nothing (or break the line): each written as a visible sign —
@@ -34,6 +38,20 @@ def shown_piece(piece: str) -> str:
     """A piece as every view writes it: a space as ␣ (GPT-2's byte-level “ the” is “␣the”), a line break as ↵,
     another control character as its picture, an empty piece as ∅. Only the labels change, never the text."""
     return piece.translate(INVISIBLE) or "∅"
+
+
+_SHOWN: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # (a vocabulary's pieces, as shown) of the last few
+
+
+def shown_pieces(pieces: tuple[str, ...]) -> tuple[str, ...]:
+    """Every piece of a vocabulary as :func:`shown_piece` writes it, worked out once per tuple of pieces: the engine
+    sends the same tuple again for each checkpoint of a followed run, and 65,001 pieces take the window's thread
+    ~0.1 s (the panels that show pieces share the result)."""
+    for given, shown in _SHOWN:
+        if given is pieces:
+            return shown
+    _SHOWN[:] = [*_SHOWN[-3:], (pieces, tuple(map(shown_piece, pieces)))]
+    return _SHOWN[-1][1]
 
 
 def plain_tooltip(text: str) -> str:
@@ -58,9 +76,11 @@ class TokenStrip(QWidget):
         self.clickable = False
         self.faded = False  # the chips of a sentence no longer in the box (edited, not decoded yet): drawn faint
         self.weights: list[float] | None = None  # a value per chip, drawn as a tint (set_weights)
+        self._strongest = 0.0  # the largest |weight|, the full tint
         self.legend = ""  # a line under the chips saying what the tint means
         self._widths: list[int] | None = None  # chip widths, measured once per sentence (and font)
-        self._laid_out: tuple[int, list[QRectF]] = (-1, [])  # the last layout, by width
+        self._laid_out: dict[int, list[QRectF]] = {}  # the layouts of the last few widths asked for
+        self._top_line: int | None = None  # the first line shown when there are more than MAX_LINES (None: the end)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.set_tokens(tokens or [], highlight)
 
@@ -74,6 +94,7 @@ class TokenStrip(QWidget):
         if (shown, pieces, highlight) == (self.tokens, self.pieces, self.highlight) and self._widths is not None:
             return  # the same sentence (every decoding step shows it again): nothing to lay out or paint
         self.tokens, self.pieces, self.highlight = shown, pieces, highlight
+        self._top_line = None  # a new text: its end, where the model reads on
         self.setToolTip(plain_tooltip(" ".join(f"[{t}]" for t in self.pieces)) if self.pieces else "")
         self._measure()
         self.updateGeometry()
@@ -93,6 +114,7 @@ class TokenStrip(QWidget):
             return
         grows = bool(legend) != bool(self.legend)
         self.weights, self.legend = weights, legend
+        self._strongest = max((abs(w) for w in weights or () if np.isfinite(w)), default=0.0)
         if grows:
             self.updateGeometry()
         self.update()
@@ -101,7 +123,7 @@ class TokenStrip(QWidget):
         """The fill of chip ``i`` for its weight (None: it has none)."""
         if self.weights is None or i >= len(self.weights) or not np.isfinite(self.weights[i]):
             return None
-        top = max((abs(w) for w in self.weights if np.isfinite(w)), default=0.0)
+        top = self._strongest
         share = STRONGEST * abs(self.weights[i]) / top if top > 0 else 0.0
         colour = PUSHES if self.weights[i] >= 0 else HOLDS
         return QColor(*(round(255 + share * (c - 255)) for c in colour))
@@ -128,7 +150,7 @@ class TokenStrip(QWidget):
     def _measure(self) -> None:
         fm = QFontMetrics(self.font())
         self._widths = [fm.horizontalAdvance(self._shown(t)) + 2 * self.PAD_X for t in self.tokens]
-        self._laid_out = (-1, [])
+        self._laid_out = {}
 
     def changeEvent(self, event) -> None:  # noqa: N802
         if event.type() == QEvent.Type.FontChange:
@@ -137,9 +159,10 @@ class TokenStrip(QWidget):
         super().changeEvent(event)
 
     def _layout(self, width: int) -> list[QRectF]:
-        if self._laid_out[0] == width:
-            return self._laid_out[1]
-        h = QFontMetrics(self.font()).height() + 2 * self.PAD_Y
+        """Every chip's place at ``width``, the first line at 0 (the lines scrolled off included)."""
+        if width in self._laid_out:  # the layout asks for a few widths in turn: each is kept
+            return self._laid_out[width]
+        h = self._chip_height()
         x = y = 0.0
         assert self._widths is not None  # measured by set_tokens, from __init__ on
         rects = []
@@ -148,13 +171,50 @@ class TokenStrip(QWidget):
                 x, y = 0.0, y + h + self.GAP
             rects.append(QRectF(x, y, w, h))
             x += w + self.GAP
-        self._laid_out = (width, rects)
+        if len(self._laid_out) >= 4:
+            self._laid_out.pop(next(iter(self._laid_out)))
+        self._laid_out[width] = rects
         return rects
+
+    def _chip_height(self) -> int:
+        return QFontMetrics(self.font()).height() + 2 * self.PAD_Y
+
+    def lines(self, width: int | None = None) -> int:
+        """How many lines the chips take at ``width`` (the widget's own by default)."""
+        rects = self._layout(max(1, self.width() if width is None else width))
+        return round(rects[-1].y() / (self._chip_height() + self.GAP)) + 1 if rects else 0
+
+    def top_line(self) -> int:
+        """The first line shown (0 unless the chips take more than MAX_LINES lines)."""
+        last = max(0, self.lines() - MAX_LINES)
+        return last if self._top_line is None else min(self._top_line, last)
+
+    def _offset(self) -> float:
+        return self.top_line() * (self._chip_height() + self.GAP)
+
+    def _band(self) -> float:
+        """The height of the lines shown."""
+        return min(self.lines(), MAX_LINES) * (self._chip_height() + self.GAP) - self.GAP
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
+        """A long text's lines scroll (a line a notch); at either end the wheel goes on to what holds the strip."""
+        last = max(0, self.lines() - MAX_LINES)
+        notches = event.angleDelta().y() / 120
+        top = int(np.clip(self.top_line() - (np.sign(notches) * max(1, round(abs(notches)))), 0, last))
+        if not last or top == self.top_line():
+            event.ignore()
+            return
+        self._top_line = None if top == last else top
+        event.accept()
+        self.update()
 
     def chip_at(self, pos: QPoint) -> int | None:
         """Index of the chip under ``pos`` (widget coordinates), if any."""
+        if not 0 <= pos.y() <= self._band():
+            return None
+        point = pos.toPointF() + QPointF(0, self._offset())
         for i, rect in enumerate(self._layout(self.width())):
-            if rect.contains(pos.toPointF()):
+            if rect.contains(point):
                 return i
         return None
 
@@ -184,7 +244,10 @@ class TokenStrip(QWidget):
     def heightForWidth(self, width: int) -> int:  # noqa: N802
         rects = self._layout(max(1, width))
         legend = self._legend_height()
-        return (int(rects[-1].bottom()) + 2 if rects else QFontMetrics(self.font()).height() + 6) + legend
+        if not rects:
+            return QFontMetrics(self.font()).height() + 6 + legend
+        shown = min(self.lines(width), MAX_LINES)
+        return int(shown * (self._chip_height() + self.GAP) - self.GAP) + 2 + legend
 
     def _legend_height(self) -> int:
         return QFontMetrics(self.font()).height() + self.GAP + 5 if self.legend else 0  # room for a Chinese glyph
@@ -196,33 +259,50 @@ class TokenStrip(QWidget):
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setOpacity(0.45 if self.faded else 1.0)
+        band, offset = self._band(), self._offset()
+        p.save()
+        p.setClipRect(QRectF(0, 0, self.width(), band + 1))
+        p.translate(0, -offset)
+        shown = QRectF(0, offset, self.width(), band)  # only the lines shown are drawn
         for i, (t, r) in enumerate(zip(self.tokens, self._layout(self.width()))):
-            special = t.startswith("<") and t.endswith(">")
-            fill, border = (
-                (UNKNOWN, UNKNOWN_BORDER)
-                if i in self.highlight
-                else (
-                    (MARKED, MARKED_BORDER)
-                    if i in self.marked
-                    else (SPECIAL, CHIP_BORDER)
-                    if special
-                    else (CHIP, CHIP_BORDER)
-                )
+            if r.intersects(shown):
+                self._paint_chip(p, i, t, r)
+        p.restore()
+        if self.lines() > MAX_LINES:  # where the lines shown are among all: a thin bar at the right edge
+            p.setOpacity(1.0)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(SCROLL_BAR)
+            lines = self.lines()
+            p.drawRoundedRect(
+                QRectF(self.width() - 3, band * self.top_line() / lines, 3, band * MAX_LINES / lines), 1.5, 1.5
             )
-            pen = QPen(border, 2 if i in self.marked else 1)
-            if self.faded:
-                pen.setStyle(Qt.PenStyle.DashLine)
-            p.setPen(pen)
-            p.setBrush(self.tint(i) or fill)
-            p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
-            p.setPen(QColor("#202020"))
-            p.drawText(r, Qt.AlignmentFlag.AlignCenter, self._shown(t))
         if self.legend:
             p.setOpacity(1.0)
             p.setPen(self.palette().windowText().color())
-            rects = self._layout(self.width())
             fm = QFontMetrics(self.font())
-            top = (rects[-1].bottom() + 2 if rects else 0.0) + self.GAP
+            top = (band + 2 if self.tokens else 0.0) + self.GAP
             text = fm.elidedText(self.legend, Qt.TextElideMode.ElideRight, self.width())
             p.drawText(QRectF(0, top, self.width(), fm.height() + 5), Qt.AlignmentFlag.AlignLeft, text)
         p.end()
+
+    def _paint_chip(self, p: QPainter, i: int, t: str, r: QRectF) -> None:
+        special = t.startswith("<") and t.endswith(">")
+        fill, border = (
+            (UNKNOWN, UNKNOWN_BORDER)
+            if i in self.highlight
+            else (
+                (MARKED, MARKED_BORDER)
+                if i in self.marked
+                else (SPECIAL, CHIP_BORDER)
+                if special
+                else (CHIP, CHIP_BORDER)
+            )
+        )
+        pen = QPen(border, 2 if i in self.marked else 1)
+        if self.faded:
+            pen.setStyle(Qt.PenStyle.DashLine)
+        p.setPen(pen)
+        p.setBrush(self.tint(i) or fill)
+        p.drawRoundedRect(r.adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+        p.setPen(QColor("#202020"))
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter, self._shown(t))
