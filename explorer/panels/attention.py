@@ -74,6 +74,20 @@ def maps_of(
     labelled "read → predicts"; with ``open_end`` (decoding still going) the last
     row's prediction is not chosen yet and shows as "?".
     """
+    for kept, key, found in _LABELLED:  # a person scrolling through the heads of a 512-token text redraws it
+        if kept is inspection and key == (kind, open_end):  # many times a second: its labels are the same each time
+            return found
+    found = _labelled_maps(inspection, kind, open_end)
+    _LABELLED[:] = [(inspection, (kind, open_end), found)]
+    return found
+
+
+_LABELLED: list[tuple[Inspection, tuple[str, bool], tuple]] = []  # the last answer of maps_of (holding its inspection)
+
+
+def _labelled_maps(
+    inspection: Inspection, kind: str, open_end: bool
+) -> tuple[np.ndarray, list[str], list[str], np.ndarray | None]:
     allowed = inspection.masks.get(kind)  # the engine's mask: True = may attend
     hidden = None if allowed is None or allowed.all() else ~allowed
     sources = [shown_piece(t) for t in inspection.src_tokens]  # a piece's space written as the chips write it
