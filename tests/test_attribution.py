@@ -102,6 +102,38 @@ def test_on_the_bundled_model_nearly_hard_attention_needs_the_adaptive_rule():
     np.testing.assert_array_equal(refined.logprob, plain.logprob)
 
 
+@pytest.mark.parametrize("arch", ["encoder_decoder", "decoder_only"])
+def test_a_long_texts_points_go_through_in_batches_with_the_same_result_and_progress(
+    copy, gpt, bert, arch, monkeypatch
+):
+    """A long text's points of the path go through the model a few at a time (64 points of a 512-token text
+    through GPT-2 small would keep ~25 GB for the backward): the same attributions as in one pass, and progress
+    after each batch, up to every point — raising from it stops the computation."""
+    from model.interpret import attribution
+
+    session, text, target = _cases(copy, gpt, bert)[arch]
+    whole = session.attribute(text, target=target, steps=12, refine=False)
+    assert attribution.points_per_pass(session.model, session.readout(text, target)) >= 12  # a short text: one
+    r = session.readout(text, target)
+    per_point = 4 * 32 * session.model_cfg.d_model * sum(t.shape[-1] for t in r.inputs)
+    per_point *= len(session.model.encoder_layers) + len(session.model.decoder_layers)
+    monkeypatch.setattr(attribution, "ACTIVATION_BYTES", 5 * per_point)  # 5 points a pass
+    told: list[tuple[int, int]] = []
+    batched = session.attribute(text, target=target, steps=12, refine=False, progress=lambda *p: told.append(p))
+    assert told == [(5, 12), (10, 12), (12, 12)]
+    np.testing.assert_allclose(batched.scores, whole.scores, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(batched.prefix_scores, whole.prefix_scores, rtol=1e-4, atol=1e-6)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        session.attribute(text, target=target, steps=12, progress=stop)
+
+
 # -- integrated gradients: equal to Captum ------------------------------------------------------------------------
 def _forward(session: Session, readout, row: int, contrast: int | None = None):
     """f over the embeddings, written here: log P(target at row) (minus log P(contrast)), never-emitted masked."""

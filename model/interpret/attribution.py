@@ -22,7 +22,7 @@ forward hook keyed on the very id tensor handed to the model, with the scaled em
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -48,6 +48,25 @@ class Readout:
     prefix: tuple[int, Sequence[int]] | None  # (input index, positions) of the prefix columns, or None
     never: tuple[int, ...] = ()  # ids never emitted (masked out of the distribution, as decoding does)
     contrast: int | None = None  # last row: log P(target) − log P(contrast)
+
+
+Progress = Callable[[int, int], None]  # (points of the path done, points planned); raise from it to stop
+ACTIVATION_BYTES = 2 << 30  # what one pass through the model may keep for its backward, about (points per pass)
+
+
+def points_per_pass(model: Transformer, readout: Readout) -> int:
+    """How many points of the path go through the model in one pass: all of a short text's; a long text's as many
+    as keep the activations a backward pass needs (≈ 32 floats of d_model per token and layer, measured) within
+    :data:`ACTIVATION_BYTES` — 64 points of a 512-token text through GPT-2 small would keep ~25 GB."""
+    layers = len(model.encoder_layers) + len(model.decoder_layers)
+    tokens = sum(t.shape[-1] for t in readout.inputs)
+    per_point = 4 * 32 * model.cfg.d_model * tokens * max(1, layers)
+    return max(1, ACTIVATION_BYTES // per_point)
+
+
+def _passes(n: int, size: int) -> Iterator[slice]:
+    """``n`` points in passes of ``size`` (the last one shorter)."""
+    return (slice(start, min(n, start + size)) for start in range(0, n, size))
 
 
 def gauss_legendre(steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,27 +133,55 @@ def integrated_gradients(
     steps: int = 64,
     rows: Sequence[int] | None = None,
     refine: bool = True,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """→ source ``[T, S]`` and prefix ``[T, P]`` attributions, f at the input and at the baseline ``[T]``, for every
-    target row (or the ``rows`` asked for; the others stay zero). One batched pass over the ``steps`` points, one
-    backward per target (Captum's ``gausslegendre``). With ``refine``, a row that does not add up to
+    target row (or the ``rows`` asked for; the others stay zero). The ``steps`` points go through the model in
+    batches (:func:`points_per_pass`: one for a short text), one backward per target and batch (Captum's
+    ``gausslegendre``); ``progress`` is told after each batch. With ``refine``, a row that does not add up to
     f(input) − f(baseline) within :data:`TOLERANCE` is integrated again over points placed where f changes
     (:func:`_refined_row`)."""
     x = token_embeddings(readout)
     alphas, weights = gauss_legendre(steps)
-    a = torch.tensor(alphas, dtype=x[0].dtype, device=x[0].device)[:, None, None]
-    w = torch.tensor(weights, dtype=x[0].dtype, device=x[0].device)[:, None, None]
-    scaled = [(a * e).requires_grad_(True) for e in x]  # baseline 0: x₀ + α(x − x₀) = αx
-    with torch.enable_grad():
-        out = target_scores(model, readout, scaled)  # [steps, T]
-        ends = target_scores(model, readout, [torch.cat([torch.zeros_like(e), e]) for e in x]).detach()
-        source, prefix = _integrate(readout, out, scaled, x, w, rows)
+    wanted = list(range(len(readout.targets)) if rows is None else rows)
+    with torch.no_grad():
+        ends = target_scores(model, readout, [torch.cat([torch.zeros_like(e), e]) for e in x])
+    sums = _weighted_gradients(model, readout, x, alphas, weights, wanted, progress)
+    source, prefix = _empty(readout, len(readout.targets))
+    for t, summed in zip(wanted, sums):  # (x − 0) · Σ w_k ∇f(α_k x)
+        source[t], prefix[t] = _per_token(readout, [e[0] * g for e, g in zip(x, summed)])
     logprob, baseline = ends[1].cpu().numpy(), ends[0].cpu().numpy()
     if refine:
-        for t in range(len(readout.targets)) if rows is None else rows:
+        for t in wanted:
             if not _adds_up(source[t].sum() + prefix[t].sum(), logprob[t] - baseline[t]):
-                source[t], prefix[t] = _refined_row(model, readout, x, t, steps)
+                source[t], prefix[t] = _refined_row(model, readout, x, t, steps, progress)
     return source, prefix, logprob, baseline
+
+
+def _weighted_gradients(
+    model: Transformer,
+    readout: Readout,
+    x: list[Tensor],
+    alphas: np.ndarray,
+    weights: np.ndarray,
+    wanted: Sequence[int],
+    progress: Progress | None,
+) -> list[list[Tensor]]:
+    """Σ_k w_k ∇f_t(α_k x) for each target t of ``wanted``: per target, per input ``[L, d]``; the points in batches of
+    :func:`points_per_pass`, each batch one forward and a backward per target."""
+    sums = [[torch.zeros_like(e[0]) for e in x] for _ in wanted]
+    a = torch.tensor(alphas, dtype=x[0].dtype, device=x[0].device)[:, None, None]
+    w = torch.tensor(weights, dtype=x[0].dtype, device=x[0].device)[:, None, None]
+    for batch in _passes(len(alphas), points_per_pass(model, readout)):
+        scaled = [(a[batch] * e).requires_grad_(True) for e in x]  # baseline 0: x₀ + α(x − x₀) = αx
+        with torch.enable_grad():
+            out = target_scores(model, readout, scaled)  # [points, T]
+            for k, t in enumerate(wanted):
+                grads = torch.autograd.grad(out[:, t].sum(), scaled, retain_graph=k < len(wanted) - 1)
+                sums[k] = [acc + (w[batch] * g).sum(0).detach() for acc, g in zip(sums[k], grads)]
+        if progress is not None:
+            progress(batch.stop, len(alphas))
+    return sums
 
 
 PIECES = 16  # the adaptive rule's first pieces of the path
@@ -145,34 +192,25 @@ def _adds_up(total: float, explained: float) -> bool:
     return abs(total - explained) <= TOLERANCE * max(abs(explained), 0.05)
 
 
-def _integrate(
-    readout: Readout, out: Tensor, scaled: list[Tensor], x: list[Tensor], w: Tensor, rows: Sequence[int] | None
-) -> tuple[np.ndarray, np.ndarray]:
-    T = out.shape[1]
-    wanted = range(T) if rows is None else rows
-    source, prefix = _empty(readout, T)
-    for t in wanted:
-        grads = torch.autograd.grad(out[:, t].sum(), scaled, retain_graph=True)
-        attributions = [(e[0] * (w * g).sum(0)).detach() for e, g in zip(x, grads)]  # (x − 0) · Σ w_k ∇f(α_k x)
-        source[t], prefix[t] = _per_token(readout, attributions)
-    return source, prefix
-
-
 @torch.no_grad()
 def _scan(model: Transformer, readout: Readout, x: list[Tensor], t: int, alphas: np.ndarray) -> np.ndarray:
-    """f of target ``t`` at ``alphas`` (no gradients)."""
+    """f of target ``t`` at ``alphas`` (no gradients; batches of 4 × :func:`points_per_pass`)."""
     a = torch.tensor(alphas, dtype=x[0].dtype, device=x[0].device)[:, None, None]
-    return target_scores(model, readout, [a * e for e in x])[:, t].cpu().numpy().astype(np.float64)
+    f = [
+        target_scores(model, readout, [a[batch] * e for e in x])[:, t]
+        for batch in _passes(len(alphas), 4 * points_per_pass(model, readout))
+    ]
+    return torch.cat(f).cpu().numpy().astype(np.float64)
 
 
 def _refined_row(
-    model: Transformer, readout: Readout, x: list[Tensor], t: int, steps: int
+    model: Transformer, readout: Readout, x: list[Tensor], t: int, steps: int, progress: Progress | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Integrated gradients of target ``t`` by adaptive quadrature: a trained model's attention can be nearly hard,
     and then f steps from one value to another within a ten-thousandth of the path, between any fixed points. The
     path is cut into pieces; on each, 4 Gauss–Legendre points give the gradients' integral, checked against f's
     change over the piece (f at its ends, no gradients needed); a piece that disagrees is cut in four, until the
-    pieces agree or ``8·steps`` gradient points are spent."""
+    pieces agree or ``8·steps`` gradient points are spent (``progress`` told after each round)."""
     edges = np.linspace(0.0, 1.0, PIECES + 1)
     f_edges = _scan(model, readout, x, t, edges)
     pending = [(edges[i], edges[i + 1], f_edges[i + 1] - f_edges[i]) for i in range(PIECES)]
@@ -193,22 +231,28 @@ def _refined_row(
             else:
                 split.append((lo, hi))
         pending = _quartered(model, readout, x, t, split)
+        if progress is not None:  # (the first pass's points all done)
+            progress(steps, steps)
     return _per_token(readout, total)
 
 
 def _piece_attributions(
     model: Transformer, readout: Readout, x: list[Tensor], t: int, alphas: np.ndarray, weights: np.ndarray
 ) -> list[list[Tensor]]:
-    """x · Σ w ∇f over each run of 4 points (one piece each): per piece, per input ``[L, d]``."""
+    """x · Σ w ∇f over each run of 4 points (one piece each): per piece, per input ``[L, d]``; whole pieces in
+    batches of about :func:`points_per_pass` points."""
     a = torch.tensor(alphas, dtype=x[0].dtype, device=x[0].device)[:, None, None]
     w = torch.tensor(weights, dtype=x[0].dtype, device=x[0].device)[:, None, None]
-    scaled = [(a * e).requires_grad_(True) for e in x]
-    with torch.enable_grad():
-        out = target_scores(model, readout, scaled)
-        grads = torch.autograd.grad(out[:, t].sum(), scaled)
-    weighted = [(w * g).detach() for g in grads]  # [n, L, d] per input
-    n = len(alphas) // 4
-    return [[e[0] * wg[4 * i : 4 * i + 4].sum(0) for e, wg in zip(x, weighted)] for i in range(n)]
+    pieces: list[list[Tensor]] = []
+    for batch in _passes(len(alphas), 4 * max(1, points_per_pass(model, readout) // 4)):
+        scaled = [(a[batch] * e).requires_grad_(True) for e in x]
+        with torch.enable_grad():
+            out = target_scores(model, readout, scaled)
+            grads = torch.autograd.grad(out[:, t].sum(), scaled)
+        weighted = [(w[batch] * g).detach() for g in grads]  # [n, L, d] per input
+        n = len(weighted[0]) // 4
+        pieces += [[e[0] * wg[4 * i : 4 * i + 4].sum(0) for e, wg in zip(x, weighted)] for i in range(n)]
+    return pieces
 
 
 def _quartered(

@@ -124,13 +124,15 @@ class SessionInterpret(SessionData, SessionInspection):
         steps: int = 64,
         refine: bool = True,
         rows: Sequence[int] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Attribution:
         """How much each source token (and each token of the output read before) contributed to each target token
         (:class:`~model.interpret.results.Attribution`); ``contrast``: a token Y, and the last target's row
         explains log P(X) − log P(Y). Integrated gradients use ``steps`` Gauss–Legendre points (Captum's own rule);
         with ``refine`` a row that does not add up within 1% is integrated again, adaptively
         (:func:`~model.interpret.attribution.integrated_gradients`). ``rows``: integrated gradients of these
-        targets only (the others' rows stay zero; a target's row never depends on the targets after it)."""
+        targets only (the others' rows stay zero; a target's row never depends on the targets after it).
+        ``progress(done, total)``: integrated gradients' points of the path, after each batch (raise to stop)."""
         if method not in ATTRIBUTION_METHODS:
             raise ValueError(f"unknown attribution method {method!r}; one of {', '.join(ATTRIBUTION_METHODS)}")
         if steps < 1:
@@ -140,7 +142,7 @@ class SessionInterpret(SessionData, SessionInspection):
         logprob = baseline = None
         if method == "integrated_gradients":
             scores, prefix, logprob, baseline = attribution.integrated_gradients(
-                self.model, readout, steps, rows, refine
+                self.model, readout, steps, rows, refine, progress
             )
         elif method == "gradient_x_input":
             scores, prefix, _ = attribution.gradient_x_input(self.model, readout)
