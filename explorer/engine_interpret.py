@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 
 # the views of the model that the heads switched off apply to
 ABLATED_VIEWS = (Inspect, Explain, Decode, DecodeLanes, FillMask, Attribute, LogitLensOf, WatchLens)
+# what a person asks that a long attribution (integrated gradients over a 512-token text: minutes) steps aside for
+ASKED_FIRST = (Attribute, LogitLensOf, Decode, DecodeLanes, FillMask, Inspect, Explain)
+
+
+class _AskedSince(Exception):
+    """Raised from an attribution's progress: the person asked for something else meanwhile."""
 
 
 class InterpretHandlers(EngineBase):
@@ -62,7 +68,9 @@ class InterpretHandlers(EngineBase):
 
     def _attribute(self, c: Attribute) -> None:
         """Integrated gradients of a decoding's prefix reuse the rows already computed for a shorter prefix of it
-        (a target's row never depends on the targets after it): stepping costs one new row per step."""
+        (a target's row never depends on the targets after it): stepping costs one new row per step. A long one
+        says how far it is (``sweep_progressed``, by request id) and steps aside for what the person asks
+        meanwhile (:meth:`_attribution_goes_on`)."""
         s = self._need_session()
         target = None if c.target_ids is None else list(c.target_ids)
         key = (self._run_id, s.step, c.source, c.method, c.steps, self._ablation, self._ablation_mode)
@@ -70,12 +78,40 @@ class InterpretHandlers(EngineBase):
         rows = None
         if before is not None and target is not None and list(before[0]) == target[: len(before[0])]:
             rows = list(range(len(before[0]), len(target)))
-        found = s.attribute(c.source, c.method, target, c.contrast_id, c.steps, rows=rows)
+        try:
+            found = s.attribute(
+                c.source,
+                c.method,
+                target,
+                c.contrast_id,
+                c.steps,
+                rows=rows,
+                progress=lambda done, total: self._attribution_goes_on(c, done, total),
+            )
+        except _AskedSince:
+            return
         if rows is not None and before is not None:
             found = _with_rows_of(found, before[1])
         if c.contrast_id is None and target is not None and c.method == "integrated_gradients":
             self._attributions = {key: (tuple(target), found)}
         self.attributed.emit(Attributed(c.request_id, found, self._ablation))
+
+    def _attribution_goes_on(self, c: Attribute, done: int, total: int) -> None:
+        """After each batch of integrated gradients' points: tell the window how far it is; stop if the window
+        closes, or if the person asked for something meanwhile — then this attribution waits behind it (asked
+        again at the end of the queue), unless a newer attribution replaces it."""
+        self.sweep_progressed.emit(SweepProgress(c.request_id, done, total))
+        queue = getattr(self, "_queue", None)  # the engine's (explorer/worker.py), read without taking from it
+        if queue is None:
+            return
+        if getattr(self, "_stop", False):  # the window closes
+            raise _AskedSince
+        with queue.mutex:
+            waiting = list(queue.queue)
+        if any(isinstance(w, ASKED_FIRST) for w in waiting):
+            if not any(isinstance(w, Attribute) for w in waiting):
+                queue.put(c)
+            raise _AskedSince
 
     def _logit_lens(self, c: LogitLensOf) -> None:
         s = self._need_session()

@@ -26,6 +26,7 @@ ZH_INTERPRET: dict[str, str] = {
     "Clear": "清除",
     "Show on the source words": "在原文词上显示",
     "Computing…": "正在计算…",
+    "Computing… {done} of {total} points of the path": "正在计算… 路径上的 {total} 个点已算完 {done} 个",
     "Last row: why “{x}” rather than “{y}” — log P(“{x}”) − log P(“{y}”) explained.": "最后一行：为什么是“{x}”而不是“{y}”——解释的是 log P(“{x}”) − log P(“{y}”)。",
     "Step the decoding (or fill a mask): why the model said each token appears here.": "单步解码（或填空）：模型为什么说出每个词元，会显示在这里。",
     "(nothing)": "（无）",

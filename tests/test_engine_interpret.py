@@ -171,3 +171,57 @@ def test_a_lens_watched_mid_sentence_comes_with_the_next_steps_under_switched_of
             want = session.logit_lens("1 2 3 4", list(view.focus_tokens))
         np.testing.assert_allclose(view.lens.top_probs[:, 0], want.top(5)[1][:, -1], atol=2e-5)
         np.testing.assert_allclose(view.lens.target_probs[:, 0], want.target_probs()[:, -1], atol=2e-5)
+
+
+def _held_at_first_batch(engine, monkeypatch):
+    """The engine's attribution progress, held at its first report until ``go`` is set (``inside`` then set)."""
+    import threading
+
+    inside, go = threading.Event(), threading.Event()
+    original = engine._attribution_goes_on
+
+    def held(c, done, total):
+        if not inside.is_set():
+            inside.set()
+            go.wait(20)
+        original(c, done, total)
+
+    monkeypatch.setattr(engine, "_attribution_goes_on", held)
+    return inside, go
+
+
+def test_a_long_attribution_says_how_far_and_steps_aside_for_what_is_asked_meanwhile(qtbot, engine, monkeypatch):
+    """Integrated gradients of a 512-token text take minutes on a CPU: they report each batch of the path's points
+    (by request id), and what the person asks meanwhile (a map) is answered first, the attribution after it."""
+    engine, seen = engine
+    from model.interpret import attribution
+
+    monkeypatch.setattr(attribution, "points_per_pass", lambda model, readout: 4)  # 16 points: 4 batches
+    inside, go = _held_at_first_batch(engine, monkeypatch)
+    rid = engine.submit(cmd.Attribute(source="1 2 3", steps=16))
+    assert inside.wait(20)
+    pair = engine.submit(cmd.Inspect(source="1 2 3"))
+    go.set()
+    qtbot.waitUntil(lambda: seen.answer(Attributed, rid) is not None, timeout=30000)
+    answered = [g.request_id for g in seen.got if isinstance(g, (Attributed, InspectionReady))]
+    assert answered == [pair, rid]  # the map first, though asked after
+    progress = [(g.done, g.total) for g in seen.got if isinstance(g, SweepProgress) and g.request_id == rid]
+    assert progress[0] == (4, 16) and progress[-1] == (16, 16)  # begun again after the map, to the end
+    want = engine.session.attribute("1 2 3", steps=16)
+    np.testing.assert_allclose(seen.answer(Attributed, rid).attribution.scores, want.scores, rtol=1e-5, atol=1e-6)
+
+
+def test_a_newer_attribution_replaces_a_long_one_under_way(qtbot, engine, monkeypatch):
+    engine, seen = engine
+    inside, go = _held_at_first_batch(engine, monkeypatch)
+    from model.interpret import attribution
+
+    monkeypatch.setattr(attribution, "points_per_pass", lambda model, readout: 4)
+    old = engine.submit(cmd.Attribute(source="1 2 3", steps=16))
+    assert inside.wait(20)
+    new = engine.submit(cmd.Attribute(source="1 2 3", method="gradient_x_input"))
+    go.set()
+    qtbot.waitUntil(lambda: seen.answer(Attributed, new) is not None, timeout=30000)
+    qtbot.wait(300)
+    assert seen.answer(Attributed, old) is None and old not in seen.failed  # dropped, not failed
+    assert engine._queue.empty()

@@ -35,13 +35,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.answers import Attributed, LensReady
+from explorer.answers import Attributed, LensReady, SweepProgress
 from explorer.commands import Attribute, LogitLensOf, WatchLens
 from explorer.i18n import N_, tr
 from explorer.panels.interpret_state import TABS, WhyView
 from explorer.panels.interpret_views import AttributionMap, LensView
 from explorer.widgets import named
-from explorer.widgets.token_strip import shown_piece
+from explorer.widgets.token_strip import shown_piece, shown_pieces
 from model.interpret.results import LensTable
 from model.io.snapshots import DecodeView, Inspection
 
@@ -208,6 +208,7 @@ class WhyPanel(QWidget):
         self.client, self.decoding = client, decoding
         client.engine.attributed.connect(self._on_attributed)
         client.engine.lens_ready.connect(self._on_lens)
+        client.engine.sweep_progressed.connect(self._on_progress)  # a long attribution's, by its request id
         client.engine.engine_failed.connect(self._on_failed)
         decoding.view_shown.connect(self.on_decode)
         decoding.inspection_shown.connect(self.on_inspection)
@@ -217,7 +218,7 @@ class WhyPanel(QWidget):
     def on_run(self, info: RunInfo) -> None:
         self.info = info
         self.eos_id = info.model_config.eos_id
-        self.pieces = tuple(shown_piece(p) for p in info.tgt_pieces)
+        self.pieces = shown_pieces(info.tgt_pieces)
         self.question, self.asked, self.attribution = None, None, None
         self.step_lens, self.lens_asked = None, None
         self.map.draw(None)
@@ -321,6 +322,13 @@ class WhyPanel(QWidget):
         self.say("")
         self._describe()
         self._tint_source()
+
+    def _on_progress(self, progress: SweepProgress) -> None:
+        """How far integrated gradients are (told after each batch of the path's points: a long text's take
+        minutes on a CPU)."""
+        if progress.request_id == self.waiting and progress.done < progress.total:
+            said = tr("Computing… {done} of {total} points of the path")
+            self.say(said.format(done=progress.done, total=progress.total))
 
     def _on_failed(self, request_id: int, _message: str) -> None:
         """The engine could not explain it (the window says why): nothing is computing any more."""
