@@ -33,22 +33,20 @@ APP_ID = "transformer-explorer"
 MAC_APP = "Transformer Explorer.app"
 OPT = f"/opt/{APP_ID}"  # where INSTALL.txt suggests a system-wide unpacking; the shipped entry points there
 MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "arm64": "arm64", "aarch64": "aarch64"}
-# the system libraries the Linux bundle needs and does not ship (checked in a fresh Debian root by
-# bench.build_bundle): Qt's X11 (xcb) platform plugin, OpenGL/EGL, fonts, GLib and D-Bus
-LINUX_PACKAGES = (
-    "libxcb1 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render0 "
-    "libxcb-render-util0 libxcb-shape0 libxcb-shm0 libxcb-sync1 libxcb-util1 libxcb-xfixes0 libxcb-xkb1 "
-    "libxkbcommon0 libxkbcommon-x11-0 libx11-6 libx11-xcb1 libgl1 libegl1 libfontconfig1 libfreetype6 "
-    "libglib2.0-0 libdbus-1-3"
-).split()
+# what the Linux bundle needs from the system (found in a fresh minbase Debian root by bench.build_bundle): OpenGL and
+# EGL, which Qt's GUI library links against (with them come libxcb1 and libx11-6), and fontconfig's configuration with
+# a font (libfontconfig1 brings fontconfig-config and fonts-dejavu-core; without a font every letter is a box). Qt's
+# X11 plugin libraries (libxcb-*, libxkbcommon…), GLib, D-Bus, FreeType are inside the bundle.
+LINUX_PACKAGES = ["libgl1", "libegl1", "libfontconfig1"]
 
 INSTALL_NOTE = """\
 Transformer Explorer {version} for Linux ({machine})
 
-This folder holds everything the program needs: Python, PyTorch (CPU), Qt and the
-trained model. No Python installation is needed. It uses the X11 libraries every
-desktop has; on a minimal system without them it names the missing ones and exits
-(Debian, Ubuntu: sudo apt install {packages}).
+This folder holds everything the program needs: Python, PyTorch (CPU), Qt with its
+X11 libraries, a Chinese font and the trained model. No Python installation is
+needed. From the system it takes only what every desktop has: OpenGL/EGL, X11 and
+fonts (on a minimal system: sudo apt install {packages}). It needs glibc {glibc}
+or newer, that of the system it was built on.
 
 Run it from where you unpacked it:
 
@@ -116,7 +114,12 @@ def make_tarball(dist: Path, out: Path, version: str, machine: str = "x86_64") -
     path = out / name
     template = (ROOT / "resources" / f"{APP_ID}.desktop").read_text(encoding="utf-8")
     note = INSTALL_NOTE.format(
-        version=version, machine=machine, packages=" ".join(LINUX_PACKAGES), opt=OPT, archive=name
+        version=version,
+        machine=machine,
+        packages=" ".join(LINUX_PACKAGES),
+        glibc=platform.libc_ver()[1] or "?",  # this machine's, which built the bundle
+        opt=OPT,
+        archive=name,
     )
     with tarfile.open(path, "w:gz", compresslevel=6) as tar:  # 6: most of 9's saving in half its time
         tar.add(app, arcname=APP_ID, filter=_owned_by_root)  # keeps modes (the executable bit) and symlinks
