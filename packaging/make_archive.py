@@ -45,8 +45,8 @@ Transformer Explorer {version} for Linux ({machine})
 This folder holds everything the program needs: Python, PyTorch (CPU), Qt with its
 X11 libraries, a Chinese font and the trained model. No Python installation is
 needed. From the system it takes only what every desktop has: OpenGL/EGL, X11 and
-fonts (on a minimal system: sudo apt install {packages}). It needs glibc {glibc}
-or newer, that of the system it was built on.
+fonts (on a minimal system: sudo apt install {packages}).
+It needs glibc {glibc} or newer (that of the system it was built on).
 
 Run it from where you unpacked it:
 

@@ -102,7 +102,7 @@ def test_install_note_names_packages_the_program_asks_for(dist, tmp_path):
     with tarfile.open(path) as tar:
         note = tar.extractfile(f"{APP}/INSTALL.txt").read().decode()  # type: ignore[union-attr]
     assert f"sudo apt install {' '.join(make_archive.LINUX_PACKAGES)})" in note
-    assert f"glibc {platform.libc_ver()[1]}\n" in note  # the building machine's
+    assert f"glibc {platform.libc_ver()[1]} or newer" in note  # the building machine's
 
 
 def test_windows_zip_keeps_the_top_folder(dist, tmp_path):
