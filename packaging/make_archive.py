@@ -159,13 +159,13 @@ def make_archive(dist: Path, out: Path, version: str, system: str, machine: str)
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dist", type=Path, help="PyInstaller's --distpath (dist by default)")
-    ap.add_argument("--out", type=Path, default=Path("release"), help="the folder to write the archive in")
+    ap.add_argument("--out", type=Path, help="the folder to write the archive in (default: DISTPATH)")
     ap.add_argument("--version", help="default: the version in pyproject.toml (a tag's leading v is dropped)")
     ap.add_argument("--system", choices=("linux", "windows", "macos"), default=None, help="default: this one")
     ap.add_argument("--machine", default=platform.machine(), help="default: this one (%(default)s)")
     args = ap.parse_args(argv)
     version = (args.version or project_version()).removeprefix("v")
-    print(make_archive(args.dist, args.out, version, args.system or this_system(), args.machine))
+    print(make_archive(args.dist, args.out or args.dist, version, args.system or this_system(), args.machine))
 
 
 if __name__ == "__main__":
