@@ -2,6 +2,8 @@
 # ruff: noqa: E501 — prose: Chinese characters count double towards the line length
 
 ZH_INSPECTING: dict[str, str] = {
+    # a heatmap that zooms (a long text's attention map, the attribution map)
+    "Wheel: zoom in and out · drag: move · double click: the whole map": "滚轮：放大或缩小 · 拖动：移动 · 双击：显示整张图",
     # the attention panel: kinds and sentences per family
     "Self-attention (causal)": "自注意力（带因果掩码）",
     "Self-attention (both ways)": "自注意力（双向）",

@@ -107,3 +107,44 @@ def test_a_long_texts_masked_cells_are_plain_grey_and_a_short_ones_hatched(qtbot
     overlay = heatmap.overlay.image
     assert overlay.shape[:2] == (n, n) and overlay.shape[0] * overlay.shape[1] <= MAP_HATCH_PIXELS
     np.testing.assert_array_equal(heatmap.hatched(), causal)
+
+
+def test_a_long_texts_map_zooms_its_labels_follow_the_cells_in_view_and_a_double_click_shows_it_whole(qtbot):
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    n = 512
+    labels = [f"w{i}" for i in range(n)]
+    heatmap = Heatmap("zoom", "map", zoomable=True)
+    qtbot.addWidget(heatmap)
+    heatmap.resize(640, 560)
+    heatmap.show()
+    qtbot.waitExposed(heatmap)
+    values = np.tril(np.random.default_rng(0).random((n, n)))
+    heatmap.set_data(values, labels, labels, ~np.tril(np.ones((n, n), dtype=bool)))
+    bottom, left, box = heatmap.plot.getAxis("bottom"), heatmap.plot.getAxis("left"), heatmap.plot.getViewBox()
+    assert len(bottom._tickLevels[0]) < n // 8  # the whole map: thinned
+
+    viewport = heatmap.view.viewport()
+    centre = QPointF(viewport.width() / 2, viewport.height() / 2)
+    wheel = QWheelEvent(
+        centre, QPointF(viewport.mapToGlobal(centre.toPoint())), QPoint(), QPoint(0, 120 * 8),
+        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False,
+    )  # fmt: skip
+    QApplication.sendEvent(viewport, wheel)
+    (x0, x1), _ = box.viewRange()
+    assert x1 - x0 < n / 2  # the wheel zoomed in
+
+    box.setRange(xRange=(100, 120), yRange=(300, 320), padding=0)
+    cols = [v for v, _ in bottom._tickLevels[0]]
+    rows = [v for v, _ in left._tickLevels[0]]
+    assert len(cols) >= 10 and all(99 <= v <= 121 for v in cols)  # the labels of the cells in view, filled in
+    assert rows and all(299 <= v <= 321 for v in rows)
+    assert [t.strip() for v, t in bottom._tickLevels[0]] == [labels[int(v)] for v in cols]
+    heatmap.set_data(values * 0.5, labels, labels, ~np.tril(np.ones((n, n), dtype=bool)))  # another head
+    assert box.viewRange()[0] == [100, 120]  # keeps the zoom
+    qtbot.mouseDClick(viewport, Qt.MouseButton.LeftButton, pos=centre.toPoint())  # (QTest leaves out the last
+    qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, pos=centre.toPoint(), delay=10)  # release, pyqtgraph's cue)
+    (x0, x1), (y0, y1) = box.viewRange()
+    assert (x0, x1, y0, y1) == (0, n, 0, n) and len(bottom._tickLevels[0]) < n // 8

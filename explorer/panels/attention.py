@@ -144,7 +144,7 @@ class AttentionPanel(QWidget):
         return self.choices.family
 
     def _create_views(self) -> None:
-        self.heatmap = Heatmap("attention_heatmap")
+        self.heatmap = Heatmap("attention_heatmap", zoomable=True)  # a long text's map is read zoomed
         self.grid = HeatmapGrid("attention_grid")
         self.heads_off = HeadsOff(self.grid, self.all_heads)  # heads switched off, and the Head importance tab
         self.stack = QStackedWidget()

@@ -67,6 +67,7 @@ class AttributionMap(Heatmap):
             colour_map=DIVERGING_MAP,
             row_name=N_("output"),
             col_name=N_("input"),
+            zoomable=True,  # a 512-token prompt's columns are read zoomed
         )
         self.attribution: Attribution | None = None
 

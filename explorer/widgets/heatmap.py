@@ -30,6 +30,7 @@ GRID_HATCH_PIXELS = 4_000_000  # the grid's overlay has at most about this many 
 MAP_HATCH_PIXELS = 1_500_000  # one map's overlay: at most this many pixels (plain grey cells beyond)
 EDGE = 20  # pixels a column label may reach beyond the map's ends (the corners below the axes are empty)
 LABEL_GAP = 6  # pixels between two column labels on one line
+ZOOM_TIP = N_("Wheel: zoom in and out · drag: move · double click: the whole map")
 OUTLINE = "#ff2d2d"  # outlined cells (a router's chosen experts): red reads on viridis' yellow and purple alike
 
 
@@ -137,9 +138,11 @@ class Heatmap(QWidget):
         row_name: str = N_("query"),
         col_name: str = N_("key"),
         parent: QWidget | None = None,
+        zoomable: bool = False,
     ) -> None:
         super().__init__(parent)
         self.setObjectName(object_name)
+        self.zoomable = zoomable  # the wheel zooms, a drag moves, a double click shows the whole map (_allow_zoom)
         self._title_source = title
         self.row_name, self.col_name = row_name, col_name
         self.values = np.zeros((0, 0))
@@ -158,6 +161,8 @@ class Heatmap(QWidget):
         self.plot.getAxis("bottom").setStyle(hideOverlappingLabels=EDGE)  # the labels place_labels allows
         self.plot.getViewBox().sigResized.connect(self._column_ticks)  # laid out: the labels' room is known
         self.view.scene().sigMouseMoved.connect(self._on_move)
+        if zoomable:
+            self._allow_zoom()
 
         self.hover_label = named(QLabel(), f"{object_name}_hover")
         self.hover_label.setMinimumHeight(18)
@@ -189,8 +194,43 @@ class Heatmap(QWidget):
         self.outlined = np.zeros((0, 2), dtype=int)  # [n, 2] (row, column) of the outlined cells
         self.cell_notes: dict[tuple[int, int], str] = {}  # a word the hover adds for a cell
 
+    def _allow_zoom(self) -> None:
+        """A long text's map is read by zooming: the wheel zooms around the pointer, a drag moves, a double click
+        shows the whole map again, and the labels follow the cells shown (a 512-token map's, thinned to one in a
+        few dozen, fill in as it is zoomed). Another head of the same text keeps the zoom."""
+        box = self.plot.getViewBox()
+        box.setMouseEnabled(True, True)
+        box.sigRangeChanged.connect(lambda *_: self._column_ticks())
+        self.view.scene().sigMouseClicked.connect(self._on_click)
+
+    def _on_click(self, event) -> None:
+        if event.double() and self.values.size:
+            self.show_whole()
+
+    def show_whole(self) -> None:
+        """The whole map in view (zoomed out)."""
+        n_rows, n_cols = self.values.shape
+        self.plot.setXRange(0, max(1, n_cols), padding=0)
+        self.plot.setYRange(0, max(1, n_rows), padding=0)
+
+    def shown_cells(self) -> tuple[int, int, int, int]:
+        """The first and one-past-last row and column at least partly in view (all of them unless zoomed)."""
+        n_rows, n_cols = self.values.shape
+        if not self.zoomable:
+            return 0, n_rows, 0, n_cols
+        (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
+        clip = lambda v, n: int(np.clip(v, 0, n))  # noqa: E731
+        return (
+            clip(np.floor(y0), n_rows),
+            clip(np.ceil(y1), n_rows),
+            clip(np.floor(x0), n_cols),
+            clip(np.ceil(x1), n_cols),
+        )
+
     def retranslate(self) -> None:
         self.set_title(self._title_source)
+        if self.zoomable:
+            self.view.setToolTip(tr(ZOOM_TIP))
 
     def set_title(self, title: str) -> None:
         self._title_source = title
@@ -242,27 +282,34 @@ class Heatmap(QWidget):
             self.overlay.show()
         else:
             self.overlay.hide()
+        if self.zoomable:  # zoomed no further than a few cells, nor out beyond the map
+            limits = {"xMin": 0, "xMax": max(1, n_cols), "yMin": 0, "yMax": max(1, n_rows)}
+            self.plot.getViewBox().setLimits(**limits, minXRange=min(n_cols, 3), minYRange=min(n_rows, 3))
+        self.show_whole()
         self._column_ticks()
-        self.plot.setXRange(0, max(1, n_cols), padding=0)
-        self.plot.setYRange(0, max(1, n_rows), padding=0)
         self.highlight_row(highlight_row)
 
     def _column_ticks(self) -> None:
         """Column labels that never overprint: side by side, on a second line where they would, and left out
         where neither has room (the last, a sentence's <eos>, always written); as many row labels as fit the
-        height (hovering names every cell)."""
-        if not self.cols:
+        height (hovering names every cell). Zoomed, the labels of the cells in view."""
+        if not self.cols or not self.values.size:
+            return
+        r0, r1, c0, c1 = self.shown_cells()
+        if r1 <= r0 or c1 <= c0:
             return
         fm = QFontMetrics(self.view.font())
         height = max(1.0, self.view.height() - 2.5 * fm.height())
         fit = max(1, int(height // (fm.height() + 1)))
-        self.plot.getAxis("left").setTicks([_ticks(self.rows, min(40, fit))])
+        self.plot.getAxis("left").setTicks([[(r0 + y, label) for y, label in _ticks(self.rows[r0:r1], min(40, fit))]])
         width = self.plot.getViewBox().width()
         if width < 2:  # not laid out yet: the widget less the left axis and the colour bar
             width = max(1.0, self.view.width() - 90.0)
-        placed = place_labels([fm.horizontalAdvance(c) for c in self.cols], width)
+        x0, x1 = self.plot.getViewBox().viewRange()[0] if self.zoomable else (0, len(self.cols))
+        span = width * (c1 - c0) / max(1e-9, x1 - x0)  # the pixels of the columns in view
+        placed = place_labels([fm.horizontalAdvance(c) for c in self.cols[c0:c1]], span)
         bottom = self.plot.getAxis("bottom")
-        bottom.setTicks([[(i + 0.5, "\n" * line + self.cols[i]) for i, line in placed]])
+        bottom.setTicks([[(c0 + i + 0.5, "\n" * line + self.cols[c0 + i]) for i, line in placed]])
         lines = 1 + max(line for _, line in placed)
         bottom.setHeight(lines * fm.height() + (8 if lines > 1 else 10))
 
