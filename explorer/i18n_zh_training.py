@@ -35,6 +35,15 @@ ZH_TRAINING: dict[str, str] = {
     "masked tokens right %": "掩码词元猜对 %",
     "next sentence right %": "下一句判断正确 %",
     "Experts' load: share of tokens": "专家负载：各专家分到的词元比例",
+    # a followed run's own scalars (TensorBoard tags, a Trainer's metrics)
+    "Logged scalars": "记录的标量",
+    "Scalars logged by {name}": "{name} 记录的标量",
+    "Filter tags": "筛选标签",
+    "Shows the tags that contain these letters (a | b: either). Enter draws exactly the tags shown: type loss and "
+    "press Enter to compare train/loss with eval/loss.": (
+        "只列出包含这些字母的标签（a | b：两者之一）。按 Enter 只画出列出的标签：输入 loss 再按 Enter，"
+        "即可比较 train/loss 和 eval/loss。"
+    ),
     "share": "比例",
     "E{n}": "E{n}",
     "E1, E2, …: each expert's share of the tokens the routers sent, at each update (averaged over the layers). "

@@ -4,13 +4,14 @@ Route: every button sends its command (``Start``, ``Step``, ``Pause``, ``Resume`
 ``PauseAt``; ``NewModel`` and ``ChangeTraining`` when the settings need them) through the engine
 client (:meth:`TrainingPanel.attach`; ``Engine._dispatch`` in explorer/worker.py, then ``Session``).
 When that would replace the current model the window's ``confirm_replace``, given to ``attach``,
-asks about unsaved work first. Answers: the engine's ``status_changed`` and ``metrics_logged``
-(connected in ``attach``) and ``run_described`` (through the main window, which decides whether the
-form is refilled).
+asks about unsaved work first. Answers: the engine's ``status_changed`` and ``metrics_logged``,
+and for a followed run ``scalars_logged`` and ``follow_changed`` (connected in ``attach``), and
+``run_described`` (through the main window, which decides whether the form is refilled).
 
 Its pieces: the settings column (explorer/panels/training_settings.py), the controls
 (training_controls.py), the run list (training_runs.py), the plots and their redraw timer
-(training_plots.py), and what it shows as plain values (training_state.py).
+(training_plots.py) with a followed run's own scalars (training_scalars.py), and what it shows as
+plain values (training_state.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from explorer.answers import ERROR, PAUSED, TRAINING, EngineStatus, MetricsBatch, RunInfo
+from explorer.answers import ERROR, PAUSED, TRAINING, EngineStatus, FollowStatus, MetricsBatch, RunInfo, ScalarsLogged
 from explorer.commands import (
     ChangeData,
     ChangeTraining,
@@ -122,6 +123,7 @@ class TrainingPanel(QWidget):
         self.live_plots = TrainingPlots(self)
         self.plots = self.live_plots.plots
         self.expert_load_plot = self.live_plots.expert_load_plot
+        self.scalars_plot = self.live_plots.scalars  # a followed run's own scalars (shown once it logged some)
         self.step_marker, self.probe_marker = self.live_plots.step_marker, self.live_plots.probe_marker
         self.timer = self.live_plots.timer  # the redraw timer: one plot with new data per tick
 
@@ -254,6 +256,8 @@ class TrainingPanel(QWidget):
         self.client, self.confirm_replace = client, confirm_replace
         client.engine.status_changed.connect(self.on_status)
         client.engine.metrics_logged.connect(self.on_metrics)
+        client.engine.scalars_logged.connect(self.on_scalars)
+        client.engine.follow_changed.connect(self.on_follow)
 
     def _send(self, command: Command) -> None:
         self.acted.emit()
@@ -279,6 +283,7 @@ class TrainingPanel(QWidget):
         self.live_plots.show_family(info, columns_for(self.width()))
         self.live_plots.show_history(info, again=new or self.live_plots.rolled_back(info))
         if new:
+            self.live_plots.new_run()  # the scalars of a run no longer followed go, as its curves are unticked
             self._add_run(info)
         if other is not None:
             self.run_list.tick(other.run_id)  # both runs of the experiment, overlaid
@@ -304,6 +309,14 @@ class TrainingPanel(QWidget):
         if len(batch.steps):
             self.live_plots.add_steps(batch.run_id, batch.steps)
         self.live_plots.add_evals(batch.run_id, batch.evals)
+
+    def on_scalars(self, batch: ScalarsLogged) -> None:
+        """A followed run's own scalars (TensorBoard tags, a Trainer's metrics), drawn under their tags."""
+        self.live_plots.add_scalars(batch)
+
+    def on_follow(self, status: FollowStatus) -> None:
+        """The run followed (``folder`` "": none any more; its scalars stay until another run replaces them)."""
+        self.live_plots.follow_folder(status.folder)
 
     # -- view --------------------------------------------------------------------------------------
     def _on_run_toggled(self, *_: Any) -> None:

@@ -1,5 +1,6 @@
 """The training panel's live plots: loss, accuracy, the family's evaluation scores, learning rate, gradient
-norm, speed, and the experts' load for a Mixture-of-Experts model.
+norm, speed, the experts' load for a Mixture-of-Experts model, and a followed run's own scalars
+(explorer/panels/training_scalars.py).
 
 Data arrive in batches (:meth:`TrainingPlots.add_steps`, :meth:`TrainingPlots.add_evals`) and are drawn by a
 timer, one plot per tick (see :meth:`TrainingPlots._tick`): the window's work stays that of one plot per
@@ -15,8 +16,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QScrollArea, QWidget
 
-from explorer.answers import Evaluation, RunInfo
+from explorer.answers import Evaluation, RunInfo, ScalarsLogged
 from explorer.i18n import N_, tr
+from explorer.panels.training_scalars import SCALARS_PLOT, ScalarsPlot
 from explorer.widgets import named
 from explorer.widgets.metric_plot import MetricPlot
 from model.families.registry import MOE
@@ -63,8 +65,9 @@ PLOTS = (  # object name, title, value axis
     ("speed_plot", N_("Tokens per second"), N_("tokens/s")),
     ("expert_load_plot", N_("Experts' load: share of tokens"), N_("share")),
 )
-# drawn only where they apply (the others always): the experts' load for a Mixture-of-Experts model
-OPTIONAL_PLOTS = ("expert_load_plot",)
+# drawn only where they apply (the others always): the experts' load for a Mixture-of-Experts model, the scalars
+# of a followed run that logged some
+OPTIONAL_PLOTS = ("expert_load_plot", SCALARS_PLOT)
 Y_DOMAINS = {"accuracy_plot": (0.0, 1.0), "quality_plot": (0.0, 100.0), "expert_load_plot": (0.0, 1.0)}
 
 
@@ -139,6 +142,7 @@ class TrainingPlots(QObject):
                 title, name, ylabel, smoothable=name != "lr_plot", y_domain=Y_DOMAINS.get(name), parent=self.grid_widget
             )
         self.expert_load_plot = self.plots["expert_load_plot"]
+        self.scalars = ScalarsPlot(parent=self.grid_widget)  # not in self.plots: it draws tags, not runs' metrics
         self.arrange(3)
         self._define_series()
         self._create_markers()
@@ -192,6 +196,7 @@ class TrainingPlots(QObject):
         for plot in self.plots.values():
             plot.retranslate()
         self.expert_load_plot.setToolTip(tr(EXPERT_LOAD_HELP))
+        self.scalars.retranslate()
 
     # -- what the plots show -----------------------------------------------------------------------
     def show_family(self, info: RunInfo, columns: int) -> None:
@@ -273,6 +278,25 @@ class TrainingPlots(QObject):
             if kept.any():
                 self.plots["quality_plot"].append(run, name, x[kept], y[kept])
 
+    def add_scalars(self, batch: ScalarsLogged) -> None:
+        """A followed run's own scalars: their plot shown while it has points."""
+        self.scalars.take(batch)
+        self._rearrange()
+
+    def follow_folder(self, folder: str) -> None:
+        """The window follows ``folder`` ("": none any more): another folder's scalars go."""
+        self.scalars.follow_folder(folder)
+        self._rearrange()
+
+    def new_run(self) -> None:
+        """A run new to the plots became the current one: the scalars of a run no longer followed go."""
+        self.scalars.new_run()
+        self._rearrange()
+
+    def _rearrange(self) -> None:
+        if self._arranged is not None:
+            self.arrange(self._arranged[0])
+
     # -- how they show it --------------------------------------------------------------------------
     def set_runs(self, current: int, visible: set[int], names: Mapping[int, str] | None = None) -> None:
         """Draw the runs ``visible``, ``current`` in bold (the runs ``names`` names said by name); the experts'
@@ -284,10 +308,12 @@ class TrainingPlots(QObject):
     def set_smoothing(self, weight: float) -> None:
         for plot in self.plots.values():
             plot.set_smoothing(weight)
+        self.scalars.set_smoothing(weight)
 
     def set_log(self, on: bool) -> None:
         for name in ("loss_plot", "lr_plot", "grad_plot"):
             self.plots[name].set_log(on)
+        self.scalars.set_log(on)
 
     def set_step(self, step: int, training: bool) -> None:
         """The engine's step; while training the marker moves with the learning-rate plot's redraws."""
@@ -301,22 +327,24 @@ class TrainingPlots(QObject):
             self.probe_marker.setValue(step)
 
     def arrange(self, columns: int) -> None:
-        """The plots that apply, ``columns`` a row; each optional plot (the experts' load) a whole row of its own
-        under the first, wide enough for N lines and their legend in one row. The last plot of a row that is
-        not full takes the rest of it."""
-        names = tuple(n for n in self.plots if n not in OPTIONAL_PLOTS or n in self._optional_shown)
+        """The plots that apply, ``columns`` a row; each optional plot (the experts' load, the scalars) a whole row
+        of its own under the first, wide enough for N lines and their legend in one row. The last plot of a row that
+        is not full takes the rest of it."""
+        widgets: dict[str, QWidget] = {**self.plots, SCALARS_PLOT: self.scalars}
+        shown = self._optional_shown | ({SCALARS_PLOT} if self.scalars.has_points else set())
+        names = tuple(n for n in widgets if n not in OPTIONAL_PLOTS or n in shown)
         if (columns, names) == self._arranged:
             return
         self._arranged = (columns, names)
-        for plot in self.plots.values():
-            self.grid.removeWidget(plot)
+        for widget in widgets.values():
+            self.grid.removeWidget(widget)
         rows = plot_rows(names, columns)
         for r, row in enumerate(rows):
             for c, name in enumerate(row):
                 span = columns - c if c == len(row) - 1 else 1
-                self.grid.addWidget(self.plots[name], r, c, 1, span)
+                self.grid.addWidget(widgets[name], r, c, 1, span)
         for name in OPTIONAL_PLOTS:
-            self.plots[name].setVisible(name in names)
+            widgets[name].setVisible(name in names)
         if self.area is not None:
             needed = len(rows) * PLOT_MIN_HEIGHT + (len(rows) - 1) * self.grid.verticalSpacing()
             self.area.set_needed_height(needed)
@@ -352,7 +380,7 @@ class TrainingPlots(QObject):
         the window's work stays that of one plot per tick."""
         if not self._on_screen:
             return
-        plots = list(self.plots.values())
+        plots: list[MetricPlot | ScalarsPlot] = [*self.plots.values(), self.scalars]
         for i in range(len(plots)):
             plot = plots[(self._ticks + i) % len(plots)]
             if plot.stale:
@@ -366,3 +394,4 @@ class TrainingPlots(QObject):
         """Redraw every plot now (exports and tests)."""
         for plot in self.plots.values():
             plot.redraw()
+        self.scalars.redraw()
