@@ -67,3 +67,8 @@ def test_the_window_follows_a_seq2seq_trainer_checkpoint_by_checkpoint(make_wind
     assert drawn["epoch"] == [(e["step"], e["epoch"]) for e in log if "epoch" in e]  # as written: floats of JSON
     assert drawn["eval_runtime"] == [(e["step"], e["eval_runtime"]) for e in log if "eval_loss" in e]
     assert "loss" not in drawn and "eval_loss" not in drawn  # those are the training plots' own curves
+    shown = window.training.scalars_plot  # the Logged scalars plot holds what came, tag by tag
+    qtbot.waitUntil(lambda: not shown.isHidden(), timeout=10000)
+    for tag in ("epoch", "eval_runtime", "eval_samples_per_second"):
+        points = shown.state.points[tag]
+        assert list(points.steps) == [s for s, _ in drawn[tag]] and list(points.values) == [v for _, v in drawn[tag]]
