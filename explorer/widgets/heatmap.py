@@ -151,6 +151,8 @@ class Heatmap(QWidget):
         self.masked: np.ndarray | None = None  # True: the cell may not be attended to (hatched)
         self.levels = levels
         self._hover = (-1, -1)
+        self._placing = False  # set_data places the labels once, not again for each range it sets
+        self._label_widths: tuple[list[str] | None, list[float]] = (None, [])  # the column labels and their widths
 
         self.view, self.plot, self.image = image_plot()
         self._create_marks()
@@ -200,8 +202,12 @@ class Heatmap(QWidget):
         few dozen, fill in as it is zoomed). Another head of the same text keeps the zoom."""
         box = self.plot.getViewBox()
         box.setMouseEnabled(True, True)
-        box.sigRangeChanged.connect(lambda *_: self._column_ticks())
+        box.sigRangeChanged.connect(self._on_range)
         self.view.scene().sigMouseClicked.connect(self._on_click)
+
+    def _on_range(self, *_) -> None:
+        if not self._placing:  # zoomed or moved (set_data places the labels itself)
+            self._column_ticks()
 
     def _on_click(self, event) -> None:
         if event.double() and self.values.size:
@@ -210,8 +216,7 @@ class Heatmap(QWidget):
     def show_whole(self) -> None:
         """The whole map in view (zoomed out)."""
         n_rows, n_cols = self.values.shape
-        self.plot.setXRange(0, max(1, n_cols), padding=0)
-        self.plot.setYRange(0, max(1, n_rows), padding=0)
+        self.plot.setRange(xRange=(0, max(1, n_cols)), yRange=(0, max(1, n_rows)), padding=0)
 
     def shown_cells(self) -> tuple[int, int, int, int]:
         """The first and one-past-last row and column at least partly in view (all of them unless zoomed)."""
@@ -285,7 +290,9 @@ class Heatmap(QWidget):
         if self.zoomable:  # zoomed no further than a few cells, nor out beyond the map
             limits = {"xMin": 0, "xMax": max(1, n_cols), "yMin": 0, "yMax": max(1, n_rows)}
             self.plot.getViewBox().setLimits(**limits, minXRange=min(n_cols, 3), minYRange=min(n_rows, 3))
+        self._placing = True
         self.show_whole()
+        self._placing = False
         self._column_ticks()
         self.highlight_row(highlight_row)
 
@@ -307,7 +314,9 @@ class Heatmap(QWidget):
             width = max(1.0, self.view.width() - 90.0)
         x0, x1 = self.plot.getViewBox().viewRange()[0] if self.zoomable else (0, len(self.cols))
         span = width * (c1 - c0) / max(1e-9, x1 - x0)  # the pixels of the columns in view
-        placed = place_labels([fm.horizontalAdvance(c) for c in self.cols[c0:c1]], span)
+        if self._label_widths[0] is not self.cols:  # measured once per set of labels (zooming measures none)
+            self._label_widths = (self.cols, [float(fm.horizontalAdvance(c)) for c in self.cols])
+        placed = place_labels(self._label_widths[1][c0:c1], span)
         bottom = self.plot.getAxis("bottom")
         bottom.setTicks([[(c0 + i + 0.5, "\n" * line + self.cols[c0 + i]) for i, line in placed]])
         lines = 1 + max(line for _, line in placed)
