@@ -10,6 +10,14 @@ window's own widgets, at the default layout of a 1366×768 screen (run it under 
   Goal ≤ 10 ms.
 
     xvfb-run -a -s "-screen 0 1366x768x24" python -m bench.long_sequences [--tokens 512] [--repeats 15]
+
+With ``--window`` the whole window instead (:mod:`bench.long_window`): a GPT-2 folder of 12 layers × 12 heads
+opened in the application's MainWindow with its engine thread, a 512-token prompt typed into the Decoding panel,
+and what a person meets timed against the same goals — the prompt read and its map drawn, a step, switching
+heads and layers, the all-heads grid, hover, the window's timer throughout; then the Why? panel's attribution
+(integrated gradients, gradient × input, attention rollout) and logit lens of that text.
+
+    xvfb-run -a -s "-screen 0 1366x768x24" python -m bench.long_sequences --window [--width 96] [--ig-steps 64]
 """
 
 from __future__ import annotations
@@ -47,7 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--window", action="store_true", help="the whole window with a GPT-2 folder (bench.long_window)")
+    ap.add_argument("--width", type=int, default=96, help="--window: the folder's d_model (GPT-2 small: 768)")
+    ap.add_argument("--ig-steps", type=int, default=64, help="--window: integrated gradients' steps (the panel's 64)")
     args = ap.parse_args(argv)
+    if args.window:
+        from bench.long_window import run_window
+
+        return run_window(args.tokens, args.width, args.ig_steps)
 
     from PySide6.QtCore import QElapsedTimer, QPointF, QTimer
     from PySide6.QtWidgets import QApplication
