@@ -7,9 +7,9 @@ A tiny real loop — the tiny preset learning grammar-en-zh for 300 updates, eva
 as ``python -m model.train`` does (``metrics.jsonl``, ``model.ckpt``). At each evaluation it also scores 40 valid
 sentences with chrF and chrF++ (sacrebleu) and their length against the references: numbers an engineer's loop logs
 under tags of its own (``eval/chrF``, ``eval/chrF++``, ``eval/length_ratio``, ``train/epoch``), which no training
-plot draws. The window follows the folder; the tags reach the Training panel as the engine's ``scalars_logged`` carries
-a followed run's scalars, in three batches (here the script emits them itself: reading TensorBoard files and a
-RunWriter's log is the follow code's). The tag filter then picks the chrF family (type chrF, Enter). Saves
+plot draws; they go into the log as a line of their own, as a RunWriter loop's ``w.log(step, **numbers)`` writes them.
+The window follows the folder and reads them from the log like every other line. The tag filter then picks the chrF
+family (type chrF, Enter). Saves
 docs/images/follow-scalars-<W>x<H>.png, <W>x<H> the screen's size.
 """
 
@@ -20,8 +20,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -79,26 +77,11 @@ def train(run: Path) -> dict[str, tuple[list[int], list[float]]]:
             ):
                 tags[tag][0].append(session.step)
                 tags[tag][1].append(float(value))
+            log.write(json.dumps({"step": session.step, **{t: v[1][-1] for t, v in tags.items()}}) + "\n")
             print(f"step {session.step}: " + ", ".join(f"{t} {v[1][-1]:.3g}" for t, v in tags.items()), flush=True)
     session.notes["ended"] = ending_note(session.step, 0)
     session.save(run / "model.ckpt")
     return tags
-
-
-def batches(run: Path, tags: dict[str, tuple[list[int], list[float]]], parts: int = 3):
-    """The scalars as the engine sends a followed run's: the new points of each tag, a few batches."""
-    from explorer.answers import ScalarsLogged
-
-    n = len(next(iter(tags.values()))[0])
-    cuts = np.linspace(0, n, parts + 1).astype(int)
-    for a, b in zip(cuts, cuts[1:]):
-        yield ScalarsLogged(
-            str(run),
-            False,
-            tuple(tags),
-            tuple(np.asarray(steps[a:b], dtype=np.int64) for steps, _ in tags.values()),
-            tuple(np.asarray(values[a:b], dtype=np.float64) for _, values in tags.values()),
-        )
 
 
 def main() -> None:
@@ -115,7 +98,7 @@ def main() -> None:
     size = f"{screen.geometry().width()}x{screen.geometry().height()}"
     tmp = Path(tempfile.mkdtemp())
     run = tmp / "grammar-run"
-    tags = train(run)
+    train(run)
     window = MainWindow(
         engine=Engine("cpu", None, wait_for_window=True),
         settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat),
@@ -130,9 +113,7 @@ def main() -> None:
     pump(app, 60, lambda: window.training.current is not None)
     window.docks["training"].raise_()
     pump(app, 3)
-    for batch in batches(run, tags):
-        window.engine.scalars_logged.emit(batch)
-        pump(app, 0.5)
+    pump(app, 10, lambda: window.training.scalars_plot.has_points)
     chooser = window.training.scalars_plot.chooser
     chooser.filter.setText("chrF")
     chooser.filter.returnPressed.emit()
