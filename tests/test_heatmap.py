@@ -148,3 +148,29 @@ def test_a_long_texts_map_zooms_its_labels_follow_the_cells_in_view_and_a_double
     qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, pos=centre.toPoint(), delay=10)  # release, pyqtgraph's cue)
     (x0, x1), (y0, y1) = box.viewRange()
     assert (x0, x1, y0, y1) == (0, n, 0, n) and len(bottom._tickLevels[0]) < n // 8
+
+
+def test_scrolling_through_a_zoomable_maps_heads_titles_it_once_the_scrolling_pauses(qtbot):
+    """A title's new text re-lays out the whole window (~10 ms a head): scrolling through the heads of one text,
+    the title follows once the scrolling pauses; a new text, or a single change, is titled at once."""
+    heatmap = Heatmap("heads", "map", zoomable=True)
+    qtbot.addWidget(heatmap)
+    labels = ["a", "b", "c"]
+    heatmap.set_data(np.eye(3), labels, labels)
+    heatmap.set_title("head 1")
+    assert heatmap.title.text() == "head 1"
+    heatmap.set_data(np.eye(3) * 0.5, labels, labels)  # another head of the same text, right after
+    heatmap.set_title("head 2")
+    heatmap.set_data(np.eye(3) * 0.25, labels, labels)
+    heatmap.set_title("head 3")
+    assert heatmap.title.text() == "head 1"  # scrolling: not yet
+    qtbot.waitUntil(lambda: heatmap.title.text() == "head 3", timeout=2000)  # paused: the last one
+    heatmap.set_data(np.eye(4), [*labels, "d"], [*labels, "d"])  # another text: at once
+    heatmap.set_title("another text")
+    assert heatmap.title.text() == "another text"
+    fixed = Heatmap("fixed", "map")  # a map that does not zoom: always at once
+    qtbot.addWidget(fixed)
+    for n in (1, 2):
+        fixed.set_data(np.eye(3) * n, labels, labels)
+        fixed.set_title(f"head {n}")
+    assert fixed.title.text() == "head 2"

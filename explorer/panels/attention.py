@@ -430,7 +430,9 @@ class AttentionPanel(QWidget):
         moe = (inspection is not None and bool(inspection.routing)) or (
             self.info is not None and self.info.model_config.moe
         )
-        self.tabs.setTabVisible(self.tabs.indexOf(self.router), moe)
+        router = self.tabs.indexOf(self.router)
+        if self.tabs.isTabVisible(router) != moe:  # shown or hidden again, the tabs re-lay out the window
+            self.tabs.setTabVisible(router, moe)
         if moe:
             self.router.show_inspection(inspection)
 

@@ -162,7 +162,9 @@ class AttentionChoices(QObject):
         """The layer box counts the layers of the stack the kind shown is in."""
         if self.layer_counts is not None:
             encoder, decoder = self.layer_counts
-            self.layer.setMaximum(encoder if self.kind.currentData() == "encoder" else decoder)
+            layers = encoder if self.kind.currentData() == "encoder" else decoder
+            if layers != self.layer.maximum():  # the same maximum again re-lays out the window (each redraw)
+                self.layer.setMaximum(layers)
 
     def enable(self, maps: bool) -> None:
         """The kind, layer, head and colour choices are the maps' (``maps``: the map's tab or another that draws

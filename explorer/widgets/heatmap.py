@@ -9,12 +9,13 @@ set of cells (the experts a router chose for each token).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainterPath, QPen, QResizeEvent
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -30,6 +31,7 @@ GRID_HATCH_PIXELS = 4_000_000  # the grid's overlay has at most about this many 
 MAP_HATCH_PIXELS = 1_500_000  # one map's overlay: at most this many pixels (plain grey cells beyond)
 EDGE = 20  # pixels a column label may reach beyond the map's ends (the corners below the axes are empty)
 LABEL_GAP = 6  # pixels between two column labels on one line
+TITLE_SETTLE_MS = 250  # a zoomable map's heads scrolled through: the title follows once the scrolling pauses this long
 ZOOM_TIP = N_("Wheel: zoom in and out · drag: move · double click: the whole map")
 OUTLINE = "#ff2d2d"  # outlined cells (a router's chosen experts): red reads on viridis' yellow and purple alike
 
@@ -152,6 +154,10 @@ class Heatmap(QWidget):
         self.levels = levels
         self._hover = (-1, -1)
         self._placing = False  # set_data places the labels once, not again for each range it sets
+        self._same_text = False  # the last set_data kept the labels: another head of the text shown
+        self._title_asked = -1.0  # when set_title was called last (time.monotonic)
+        self._title_later = QTimer(self, singleShot=True, interval=TITLE_SETTLE_MS)
+        self._title_later.timeout.connect(self._show_title)
         self._label_widths: tuple[list[str] | None, list[float]] = (None, [])  # the column labels and their widths
 
         self.view, self.plot, self.image = image_plot()
@@ -238,8 +244,21 @@ class Heatmap(QWidget):
             self.view.setToolTip(tr(ZOOM_TIP))
 
     def set_title(self, title: str) -> None:
+        """The title above the map. A zoomable map's heads scrolled through (new titles for the same text, each
+        within TITLE_SETTLE_MS of the last) get theirs once the scrolling pauses: a title's new text re-lays out
+        the whole window, ~10 ms a head, and the window's timer ran late by as much."""
         self._title_source = title
-        self.title.setText(tr(title))
+        now = time.monotonic()
+        scrolling = self.zoomable and self._same_text and now - self._title_asked < TITLE_SETTLE_MS / 1000
+        self._title_asked = now
+        if scrolling:
+            self._title_later.start()
+        else:
+            self._title_later.stop()
+            self._show_title()
+
+    def _show_title(self) -> None:
+        self.title.setText(tr(self._title_source))
 
     def set_data(
         self,
@@ -262,6 +281,7 @@ class Heatmap(QWidget):
             and _same_mask(mask, self.masked)
         )
         self.values, self.rows, self.cols, self.masked = values, list(rows), list(cols), mask
+        self._same_text = same
         if levels is not None and levels != self.levels:
             self.levels = levels
             self.colorbar.setLevels(levels)
