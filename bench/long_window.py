@@ -11,7 +11,8 @@ its engine thread at 1366 × 768, and a 512-token prompt typed into the Decoding
 - the all-heads grid (the check box): on the window's thread (goal ≤ 100 ms), and until drawn.
 - hover over the map: one mouse move. Goal ≤ 16 ms.
 - zoom: one notch of the wheel, the map and the labels of the cells in view redrawn. Goal ≤ 100 ms.
-- the window's 16 ms timer while a person scrolls through the heads (one every 50 ms). Goal p99 ≤ 10 ms.
+- the window's 16 ms timer while a person scrolls through the heads (one every 50 ms, each painted by the event
+  loop as it comes). Goal p99 ≤ 10 ms.
 - the Why? panel (raised over the Attention panel, as a person opens its tab): integrated gradients, gradient ×
   input and attention rollout of the step's token over the 512-token prompt, and the logit lens: the engine's
   seconds, the map's redraw, hover, and the timer while the engine computes (goal p99 ≤ 10 ms).
@@ -180,7 +181,9 @@ def attention_rows(app, window, timer: Lateness, repeats: int) -> list[Row]:
     hovers = _timed(hover, 200)
     zooms = _timed(wheel_zoom(a.heatmap), 16)
     a.heatmap.show_whole()
-    scrolling = scroll_heads(app, timer, redraw(a.head, HEADS))
+    # scrolling: each new head painted by the event loop as the spin box changes it (no repaint forced: that painted
+    # every head twice)
+    scrolling = scroll_heads(app, timer, lambda: a.head.setValue(next(counter) % HEADS + 1))
     ms = 1e3
     return [
         ("switching the head: the map redrawn, median", ms * statistics.median(heads), 100, "ms"),
