@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from explorer.answers import Evaluation
-from model.io.follow import Poll, RunWatcher, add_scalars
+from model.io.follow import Poll, RunWatcher
 from model.io.snapshots import TRAIN_METRICS, History, StepColumns
-from model.io.trainer_folder import Scalars
+from model.io.trainer_folder import Scalars, add_scalars
 
 
 class RunFollowing:

@@ -35,7 +35,16 @@ from model.families.registry import FAMILIES
 from model.io.safe_files import NotAFileError, open_regular
 from model.io.snapshots import TRAIN_METRICS, Inspection, RouterView
 from model.io.tensorboard_events import EventScalars, event_files
-from model.io.trainer_folder import Scalars, TrainerLog, checkpoints, entry_records, has_weights, is_trainer_folder
+from model.io.trainer_folder import (
+    Scalars,
+    TrainerLog,
+    add_scalars,
+    checkpoints,
+    entry_records,
+    file_signature,
+    has_weights,
+    is_trainer_folder,
+)
 
 MAX_PROBES = 300  # probe snapshots kept in a run folder
 READ_LIMIT = 16 << 20  # bytes of the log read per poll: a huge backlog arrives over several polls
@@ -205,23 +214,6 @@ def line_records(record: dict[str, Any]) -> tuple[list[dict[str, Any]], Scalars]
     return records, {k: ([step], [float(v)]) for k, v in record.items() if k not in known}
 
 
-def add_scalars(into: Scalars, points: Scalars) -> None:
-    """Append ``points`` to ``into``, tag by tag."""
-    for tag, (steps, values) in points.items():
-        have = into.setdefault(tag, ([], []))
-        have[0].extend(steps)
-        have[1].extend(values)
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    """(inode, size, mtime) of a regular file; None when there is none (a pipe is no checkpoint)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
-
-
 @dataclass
 class Poll:
     records: list[dict[str, Any]]  # new log lines: training steps and evaluations
@@ -287,7 +279,7 @@ class RunWatcher:
         """Whether the newest checkpoint is new or was replaced (then at ``checkpoint_path``)."""
         own = self.folder / "model.ckpt"
         path = own
-        signature: tuple[Any, ...] | None = _signature(own)
+        signature: tuple[Any, ...] | None = file_signature(own)
         if signature is None and os.path.lexists(own) and not own.is_file():
             self.problem = (
                 f"{own} is not a regular file (a pipe, a device or a folder), so it is not read; "
@@ -297,7 +289,7 @@ class RunWatcher:
             complete = [(n, p) for n, p in checkpoints(self.folder) if has_weights(p)]
             if complete:
                 path = complete[-1][1]
-                state = _signature(path / "trainer_state.json")
+                state = file_signature(path / "trainer_state.json")
                 signature = None if state is None else (path.name, *state)
         changed = signature is not None and signature != self._checkpoint and signature != self._refused
         if changed:

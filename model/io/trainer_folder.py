@@ -68,12 +68,21 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of a regular file; None when there is none (a pipe is no checkpoint)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+def add_scalars(into: Scalars, points: Scalars) -> None:
+    """Append ``points`` to ``into``, tag by tag."""
+    for tag, (steps, values) in points.items():
+        have = into.setdefault(tag, ([], []))
+        have[0].extend(steps)
+        have[1].extend(values)
 
 
 class TrainerStateError(ValueError):
@@ -155,7 +164,7 @@ class TrainerLog:
         found = checkpoints(self.folder)
         newest = found[-1][1] / STATE if found else None
         own = self.folder / STATE
-        mine, theirs = _signature(own), None if newest is None else _signature(newest)
+        mine, theirs = file_signature(own), None if newest is None else file_signature(newest)
         if mine is not None and (theirs is None or mine[2] >= theirs[2]):  # written after the last checkpoint
             return own
         return newest
@@ -163,7 +172,7 @@ class TrainerLog:
     def read(self) -> tuple[list[dict[str, Any]], Scalars, bool]:
         """(new records, new scalars, whether they start again from the beginning)."""
         path = self.newest_state()
-        signature = None if path is None else (path, _signature(path))
+        signature = None if path is None else (path, file_signature(path))
         if path is None or signature == self._signature:
             return [], {}, False
         try:
@@ -184,10 +193,7 @@ class TrainerLog:
         for entry in fresh:
             more, points = entry_records(entry)
             records += more
-            for tag, (steps, values) in points.items():
-                have = scalars.setdefault(tag, ([], []))
-                have[0].extend(steps)
-                have[1].extend(values)
+            add_scalars(scalars, points)
         return records, scalars, reset
 
 
