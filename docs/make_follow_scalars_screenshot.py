@@ -18,23 +18,16 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "images"
+
+from docs.make_lesson_screenshots import pump  # noqa: E402
+
 STEPS, EVAL_EVERY, SCORED = 300, 25, 40  # updates, updates between evaluations, valid sentences scored with chrF
-
-
-def pump(app, seconds: float, until=None) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end and not (until is not None and until()):
-        app.processEvents()
-        time.sleep(0.01)
-    for _ in range(30):
-        app.processEvents()
-        time.sleep(0.01)
 
 
 def train(run: Path) -> dict[str, tuple[list[int], list[float]]]:
@@ -84,7 +77,9 @@ def train(run: Path) -> dict[str, tuple[list[int], list[float]]]:
     return tags
 
 
-def main() -> None:
+def fresh_window(before: Callable[[Path], object] = lambda tmp: None):
+    """The application as a fresh install starts it, maximised on this screen, with no model; ``before(tmp)`` runs
+    first (a run to follow written into the temporary folder). → (app, window, "WxH", tmp)."""
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -97,8 +92,7 @@ def main() -> None:
     screen = app.primaryScreen()
     size = f"{screen.geometry().width()}x{screen.geometry().height()}"
     tmp = Path(tempfile.mkdtemp())
-    run = tmp / "grammar-run"
-    train(run)
+    before(tmp)
     window = MainWindow(
         engine=Engine("cpu", None, wait_for_window=True),
         settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat),
@@ -109,6 +103,12 @@ def main() -> None:
     window.setGeometry(screen.availableGeometry())  # maximised
     window.engine.release()
     pump(app, 2)
+    return app, window, size, tmp
+
+
+def main() -> None:
+    app, window, size, tmp = fresh_window(lambda tmp: train(tmp / "grammar-run"))
+    run = tmp / "grammar-run"
     window.follow_run(str(run))
     pump(app, 60, lambda: window.training.current is not None)
     window.docks["training"].raise_()
@@ -123,6 +123,8 @@ def main() -> None:
     window.grab().save(str(path))
     print(f"saved {path}")
     window.close()
+    window.engine.wait()  # the engine thread ends before Qt's objects go
+    app.processEvents()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ Saves docs/images/follow-trainer-<W>x<H>.png, <W>x<H> the screen's size.
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,35 +21,19 @@ OUT = ROOT / "docs" / "images"
 PROBE = "the cat eats fish"
 
 
-def main() -> None:
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication(sys.argv)
-    from docs.make_follow_scalars_screenshot import pump
-    from explorer.fonts import register_chinese_font
-    from explorer.main_window import MainWindow
-    from explorer.worker import Engine
+def run_trainer(tmp: Path) -> None:
     from tests.trainer_runs import seq2seq_trainer
 
-    register_chinese_font(app)
-    screen = app.primaryScreen()
-    size = f"{screen.geometry().width()}x{screen.geometry().height()}"
-    tmp = Path(tempfile.mkdtemp())
-    out = tmp / "opus-mt-finetune"
-    trainer = seq2seq_trainer(tmp / "models", out, max_steps=60, save_steps=20)
+    trainer = seq2seq_trainer(tmp / "models", tmp / "opus-mt-finetune", max_steps=60, save_steps=20)
     trainer.args.eval_steps = 4
     trainer.train()
-    window = MainWindow(
-        engine=Engine("cpu", None, wait_for_window=True),
-        settings=QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat),
-        data_dir=tmp / "data",
-        start_default=False,
-    )
-    window.show()
-    window.setGeometry(screen.availableGeometry())  # maximised
-    window.engine.release()
-    pump(app, 2)
+
+
+def main() -> None:
+    from docs.make_follow_scalars_screenshot import fresh_window, pump
+
+    app, window, size, tmp = fresh_window(run_trainer)
+    out = tmp / "opus-mt-finetune"
     window.files.follow_run(str(out), PROBE)
     pump(app, 60, lambda: window.status.step == 60 and bool(window.attention.over_training.snapshots))
     window.docks["training"].raise_()
@@ -59,6 +42,8 @@ def main() -> None:
     window.grab().save(str(path))
     print(f"saved {path}")
     window.close()
+    window.engine.wait()  # the engine thread ends before Qt's objects go
+    app.processEvents()
 
 
 if __name__ == "__main__":
