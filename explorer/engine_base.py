@@ -110,15 +110,44 @@ def run_info_of(s: Session, run_id: int, follow: RunFollowing | None = None) -> 
         active_parameters=s.model.active_parameters(),
         # a Trainer's (or a loop's) checkpoint folder: its schedule is the Trainer's, which only the log shows
         schedule=_frozen(np.empty(0) if follow and follow.watcher.checkpoint_path.is_dir() else s.lr_schedule(horizon)),
-        src_pieces=tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size)),
-        tgt_pieces=tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size)),
-        src_words=s.source_words(),
+        src_pieces=_vocabulary(s.src_tok, "pieces", lambda: _token_pieces(s.src_tok)),
+        tgt_pieces=_vocabulary(s.tgt_tok, "pieces", lambda: _token_pieces(s.tgt_tok)),
+        src_words=_vocabulary(s.src_tok, "words", s.source_words),
         history_steps=follow.steps() if follow else StepColumns.from_history(s.history.train),
         history_evals=follow.evaluations() if follow else tuple(Evaluation.of(e) for e in s.history.evals),
         model_origin=ModelOrigin.of(s.notes),
         weights_step=s.step,
         mask_token=_mask_token(s),
     )
+
+
+# tokenizer's id → (the tokenizer, its tables by name): the last few tokenizers' pieces and whole words
+_VOCABULARIES: dict[int, tuple[Any, dict[str, tuple[str, ...]]]] = {}
+
+
+def _vocabulary(tok: Any, table: str, build: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+    """``tok``'s ``table`` ("pieces", "words"), built once per tokenizer: for 65,001 pieces that is ~0.5 s of Python
+    that the window's thread would wait behind. The tokenizer does not change while a session lives, and a followed
+    run's checkpoints share theirs (:func:`model.hf.tokenizers.load_folder_tokenizers`): a new checkpoint sends the
+    same tuples again, which the window sees it has drawn already."""
+    entry = _VOCABULARIES.get(id(tok))
+    if entry is None or entry[0] is not tok:
+        entry = _VOCABULARIES[id(tok)] = (tok, {})
+        while len(_VOCABULARIES) > 4:  # two sessions' two sides (an experiment's)
+            del _VOCABULARIES[next(iter(_VOCABULARIES))]
+    if table not in entry[1]:
+        entry[1][table] = build()
+    return entry[1][table]
+
+
+def _token_pieces(tok: Any) -> tuple[str, ...]:
+    """Every id's piece as shown, in slices that let the GIL go between them (the window's thread otherwise waits
+    up to the 5 ms switch interval for it at each of its calls into Qt)."""
+    pieces: list[str] = []
+    for start in range(0, tok.vocab_size, 4096):
+        pieces.extend(map(tok.display_token, range(start, min(start + 4096, tok.vocab_size))))
+        time.sleep(0)
+    return tuple(pieces)
 
 
 def _pieces(encoded: Encoded) -> PiecesOf:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,9 +21,14 @@ from model.io.follow import RunWatcher, run_ending
 from model.io.snapshots import StepColumns
 from model.io.trainer_folder import CHECKPOINT, STATE, Scalars, has_weights
 
+if TYPE_CHECKING:
+    from model.training.device import ThreadGovernor
+
 
 class FollowingHandlers(FileHandlers):
     """Follow a run, take in what it wrote, stop following (engine thread)."""
+
+    _governor: ThreadGovernor | None = None  # PyTorch's threads fitted to the free cores (explorer.worker.Engine's)
 
     def _start_following(self, c: Follow) -> None:
         following = RunFollowing(RunWatcher(Path(c.folder)), c.request_id)  # RunFolderError: not a run
@@ -87,6 +93,7 @@ class FollowingHandlers(FileHandlers):
         from model.session import Session
 
         path = f.watcher.checkpoint_path
+        self._fit_threads()
         try:
             session = Session.load(path, device=self._device.type)
         except (CheckpointError, OSError, ValueError, EOFError, RuntimeError) as exc:
@@ -122,6 +129,7 @@ class FollowingHandlers(FileHandlers):
         panel), else the sentence in the Decoding panel, else the data's first test sentence."""
         if not f.watcher.computes_probes or self.session is None:
             return
+        self._fit_threads()
         settings = self._decoder.settings if self._decoder is not None else None
         if self._probe.get("chosen"):
             pass
@@ -131,6 +139,14 @@ class FollowingHandlers(FileHandlers):
         else:
             self._default_probe(self.session)
         self._record_probe()
+
+    def _fit_threads(self) -> None:
+        """PyTorch's threads fitted to the cores other programs leave free now, before one of the long computations
+        of a poll (a checkpoint read, its probe): the engine's loop does it between polls, but the first checkpoint
+        and its probe come in one pass, and with a thread too many each operation waits for a helper that shares
+        its core with a busy program (beside one, the first checkpoint's probe took 19 s, the next one's 1.4 s)."""
+        if self._governor is not None:
+            self._governor.apply()
 
     def _emit_scalars(self, f: RunFollowing, scalars: Scalars, reset: bool) -> None:
         tags = tuple(scalars)

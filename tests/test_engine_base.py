@@ -66,6 +66,23 @@ def test_what_the_window_is_told_of_a_run(qtbot):
     assert run_info_of(s, 5).model_origin == ModelOrigin("marian", "opus-mt-en-zh", "/m")
 
 
+def test_a_tokenizer_s_pieces_and_words_are_built_once(qtbot):
+    """Another session on the same tokenizers (a followed run's next checkpoint) is sent the same tuples, which the
+    window sees it has drawn already; other tokenizers get their own."""
+    s = _session()
+    info = run_info_of(s, 5)
+    assert info.src_pieces == tuple(s.src_tok.display_token(i) for i in range(s.src_tok.vocab_size))
+    assert info.tgt_pieces == tuple(s.tgt_tok.display_token(i) for i in range(s.tgt_tok.vocab_size))
+    assert info.src_words == s.source_words()
+    other = _session()
+    other.src_tok, other.tgt_tok = s.src_tok, s.tgt_tok
+    again = run_info_of(other, 6)
+    assert again.src_pieces is info.src_pieces and again.tgt_pieces is info.tgt_pieces
+    assert again.src_words is info.src_words
+    fresh = run_info_of(_session(), 7)  # tokenizers of its own
+    assert fresh.src_pieces is not info.src_pieces and fresh.src_words is not info.src_words
+
+
 class Base:
     """The shared part of the engine on this thread (its signals arrive at once), and what it said."""
 

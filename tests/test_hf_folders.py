@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,7 @@ BERT = dict(
     pad_token_id=0,
 )
 BERT_SPECIALS = {"pad": 0, "bos": 101, "eos": 102}
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _perturb(model: torch.nn.Module, seed: int) -> None:
@@ -277,3 +280,28 @@ def test_a_missing_or_misshapen_weight_is_named(folders, tmp_path):
     save_file(tensors, wrong / "model.safetensors")
     with pytest.raises(HFImportError, match=r"h\.0\.mlp\.c_fc\.weight has shape \[96, 24\].*implies \[50, 24\]"):
         _ours(wrong)
+
+
+def test_a_misshapen_attention_weight_of_marian_is_named_before_anything_is_read(folders, tmp_path):
+    """The query, key and value weights become one matrix: their planned shapes are joined without torch.cat (whose
+    first call on meta tensors imports torch._dynamo, seconds of Python the window's thread would wait behind)."""
+    from safetensors.torch import load_file, save_file
+
+    source = folders["marian"][1]
+    tensors = load_file(source / "model.safetensors")
+    name = "model.decoder.layers.1.encoder_attn.k_proj.weight"
+    tensors[name] = tensors[name][:-2].clone()
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    (wrong / "config.json").write_text((source / "config.json").read_text())
+    save_file(tensors, wrong / "model.safetensors")
+    d = MARIAN["d_model"]
+    with pytest.raises(HFImportError, match=rf"k_proj\.weight \+ .*has shape \[{3 * d - 2}, {d}\].*\[{3 * d}, {d}\]"):
+        _ours(wrong)
+    code = (
+        "import sys; from pathlib import Path; from model.hf.folders import read_config, read_model; "
+        "folder = Path(sys.argv[1]); read_model(folder, read_config(folder), {'pad': 96, 'bos': 96, 'eos': 0}); "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(source)], capture_output=True, text=True, cwd=ROOT)
+    assert run.stdout.strip() == "False", run.stderr

@@ -210,6 +210,19 @@ def test_a_new_run_redraws_without_stale_parts(panel, info_for):
     assert panel.chosen is None and "Point at a part" in equation(panel)
 
 
+def test_newer_weights_of_the_same_model_keep_the_drawing(panel, info_for):
+    """A followed run's next checkpoint: the same model at another step is not drawn again (the part chosen stays)."""
+    info = info_for(n_encoder_layers=2, n_decoder_layers=3)
+    panel.on_run(info)
+    panel.select(ModelPart("cross_attention", "decoder", 2))
+    items = dict(panel.items)
+    panel.on_run(dataclasses.replace(info, weights_step=500, parameters=dict(info.parameters)))
+    assert panel.items == items and panel.info.weights_step == 500
+    assert panel.chosen == ModelPart("cross_attention", "decoder", 2)
+    panel.on_run(info_for(n_encoder_layers=2, n_decoder_layers=3, d_ff=64))  # another model: drawn anew
+    assert panel.items != items
+
+
 def test_the_map_speaks_chinese(panel, info_for):
     panel.on_run(info_for())
     try:

@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, QPoint, Qt  # noqa: E402
 from PySide6.QtGui import QColor, QHelpEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QToolTip  # noqa: E402
 
-from explorer.widgets.token_strip import TokenStrip, plain_tooltip  # noqa: E402
+from explorer.widgets.token_strip import TokenStrip, plain_tooltip, shown_piece, shown_pieces  # noqa: E402
 
 
 @pytest.fixture
@@ -31,6 +31,15 @@ def chip_centre(strip: TokenStrip, index: int) -> QPoint:
 def tooltip_at(strip: TokenStrip, pos: QPoint) -> str:
     QApplication.sendEvent(strip, QHelpEvent(QEvent.Type.ToolTip, pos, strip.mapToGlobal(pos)))
     return QToolTip.text() if QToolTip.isVisible() else ""
+
+
+def test_a_vocabulary_is_shown_once_per_tuple_of_pieces():
+    """The engine sends the same tuple for each checkpoint of a followed run: the panels share one shown copy."""
+    pieces = ("▁the", " cat", "\n", "")
+    shown = shown_pieces(pieces)
+    assert shown == tuple(map(shown_piece, pieces)) == ("▁the", "␣cat", "↵", "∅")
+    assert shown_pieces(pieces) is shown
+    assert shown_pieces(tuple(list(pieces))) == shown  # another tuple (another tokenizer): worked out for itself
 
 
 def test_a_tooltip_shows_its_text_literally():

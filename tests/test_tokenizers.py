@@ -198,6 +198,23 @@ def test_marian_ids_and_decoding_match_transformers(marian_dir):
     assert tgt.encode_batch(ZH_TESTS) == [tgt.encode_ids(t) for t in ZH_TESTS]
 
 
+def test_the_same_tokenizer_files_give_the_same_tokenizers(tmp_path, spm_models):
+    """A Trainer's checkpoint-N/ folders hold the same tokenizer files: they are built once, and the tables made of
+    them once per tokenizer; a file that changed gives new tokenizers."""
+    first = load_folder_tokenizers(_write_marian(tmp_path / "checkpoint-2", spm_models), "marian")
+    second = load_folder_tokenizers(_write_marian(tmp_path / "checkpoint-4", spm_models), "marian")
+    assert second[0] is first[0] and second[1] is first[1]
+    changed = _write_marian(tmp_path / "checkpoint-6", spm_models)
+    settings = json.loads((changed / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (changed / "tokenizer_config.json").write_text(json.dumps({**settings, "model_max_length": 512}))
+    third = load_folder_tokenizers(changed, "marian")
+    assert third[0] is not first[0] and third[0].encode_ids("the cat") == first[0].encode_ids("the cat")
+    vocab = json.loads((changed / "vocab.json").read_text(encoding="utf-8"))
+    vocab["▁newpiece"] = len(vocab)
+    (changed / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    assert load_folder_tokenizers(changed, "marian")[0].vocab_size == first[0].vocab_size + 1
+
+
 def test_marian_decodes_any_ids_as_transformers(marian_dir):
     from transformers import MarianTokenizer
 

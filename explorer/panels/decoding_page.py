@@ -40,7 +40,7 @@ from explorer.panels.decoding_translation import TranslationMode
 from explorer.panels.decoding_views import FamilyMode, SentenceBox, StepViews, large_font
 from explorer.panels.int8_switch import Int8Switch
 from explorer.widgets import named
-from explorer.widgets.token_strip import shown_piece
+from explorer.widgets.token_strip import shown_pieces
 from model.io.snapshots import DecodeSettings, DecodeView
 
 if TYPE_CHECKING:
@@ -457,7 +457,7 @@ class SteppingPage(QWidget):
             self.views.cross_layer.setValue(info.model_config.n_decoder_layers)
             self.controls.play_button.setChecked(False)
             self.heads_off = 0  # a new model has every head on
-            self.views.pieces = tuple(shown_piece(p) for p in info.tgt_pieces)
+            self.views.pieces = shown_pieces(info.tgt_pieces)
             self._apply_family()
             self.clear()
             self.sentence.completer.set_words(info.src_words)

@@ -39,7 +39,7 @@ from explorer.i18n import N_, tr
 from explorer.widgets import named
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.export import titled_view
-from explorer.widgets.token_strip import shown_piece
+from explorer.widgets.token_strip import shown_pieces
 from model.decoding.lanes import standard_lanes
 from model.io.snapshots import DecodeSettings, Lane, LanesView
 
@@ -168,7 +168,7 @@ class LanesPanel(QWidget):
     def on_run(self, info: RunInfo) -> None:
         self.info = info
         self.eos_id = info.model_config.eos_id
-        self.pieces = tuple(shown_piece(p) for p in info.tgt_pieces)
+        self.pieces = shown_pieces(info.tgt_pieces)
         self.view, self.waiting = None, None
         self._draw()
 

@@ -595,6 +595,11 @@ class MapView(QGraphicsView):
         super().mouseDoubleClickEvent(event)
 
 
+def _drawn(info: RunInfo) -> tuple[object, ...]:
+    """All that the map and its equations show of a run."""
+    return info.model_config, info.vocab_sizes, info.parameters
+
+
 class ModelMapPanel(QWidget):
     """The current model drawn as the paper's Figure 1, with the equation of the part pointed at.
 
@@ -662,7 +667,9 @@ class ModelMapPanel(QWidget):
 
     def on_run(self, info: RunInfo) -> None:
         """Draw a (new or changed) run's model; a chosen part that no longer exists is forgotten."""
-        self.info = info
+        old, self.info = self.info, info
+        if old is not None and _drawn(old) == _drawn(info):
+            return  # newer weights of the same model (a followed run's next checkpoint): the same drawing
         stacks = model_stacks(info.model_config)
         for stack, n in stacks.items():
             self.opened[stack] = min(self.opened[stack], n - 1)

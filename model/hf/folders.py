@@ -506,7 +506,13 @@ class _Weights:
         return name in self.hf
 
     def cat(self, names: list[str]) -> Tensor:
-        value = torch.cat([self(n) for n in names])
+        parts = [self(n) for n in names]
+        if all(p.is_meta and p.dim() and p.shape[1:] == parts[0].shape[1:] for p in parts):
+            # the planned shapes (WeightFiles.planned): torch.cat of meta tensors runs a Python kernel whose first
+            # call imports torch._dynamo, ~2 s of Python holding the GIL that the window's thread waits behind
+            value = torch.empty((sum(p.shape[0] for p in parts), *parts[0].shape[1:]), device="meta")
+        else:
+            value = torch.cat(parts)
         self.names[id(value)] = " + ".join(names)
         return value
 
