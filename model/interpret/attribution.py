@@ -57,7 +57,7 @@ ACTIVATION_BYTES = 2 << 30  # what one pass through the model may keep for its b
 def points_per_pass(model: Transformer, readout: Readout) -> int:
     """How many points of the path go through the model in one pass: all of a short text's; a long text's as many
     as keep the activations a backward pass needs (≈ 32 floats of d_model per token and layer, measured) within
-    :data:`ACTIVATION_BYTES` — 64 points of a 512-token text through GPT-2 small would keep ~25 GB."""
+    :data:`ACTIVATION_BYTES` — 64 points of a 512-token text through GPT-2 small would keep ~30 GB."""
     layers = len(model.encoder_layers) + len(model.decoder_layers)
     tokens = sum(t.shape[-1] for t in readout.inputs)
     per_point = 4 * 32 * model.cfg.d_model * tokens * max(1, layers)
