@@ -246,6 +246,7 @@ def own_run(app, work: Path, seconds: float, rate: float) -> None:
     )
     timer.stop()
     window.close()
+    window.settings.sync()  # written now, not into the removed temporary folder at exit
 
 
 def _display() -> str:
@@ -342,6 +343,7 @@ def trainer_run(app, work: Path, checkpoints: int, folder: Path | None) -> None:
     print("  16 ms timer lateness (goal: p99 ≤ 10 ms, max ≤ 50 ms) from a checkpoint's appearance until it is shown")
     followed.report()
     window.close()
+    window.settings.sync()  # written now, not into the removed temporary folder at exit
 
 
 def main(argv: list[str] | None = None) -> int:
