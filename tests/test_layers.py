@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.core.config import ModelConfig
-from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, decoder_step
+from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, StepLinear, decoder_step
 from model.core.masks import causal_mask, decoder_self_mask, padding_mask
 from model.core.positional import RotaryEmbedding
 
@@ -451,3 +451,86 @@ def test_decoder_step_follows_the_switches_at_every_position(norm, switches):
             assert cross_w is not None and torch.allclose(cross_w[:, :, 0], full_cross[:, :, t], atol=1e-5), t
             out, _, _ = decoder_step(bw, x[:, t : t + 1], *block_cache, None, None, None, t)
             assert torch.allclose(out[:, 0], full_block[:, t], atol=1e-5), t
+
+
+# -- StepLinear: the cached step's projections on packed weights ------------------------------------------------
+WIDE = 512  # 3·512 × 512 and 2048 × 512 are large weights: packed (where this PyTorch has MKL)
+
+
+def test_step_linear_equals_f_linear_for_large_and_small_weights_and_every_batch():
+    """Packed for a beam of 4: 4 rows multiply the packed weights, other counts of rows plain F.linear; all equal
+    F.linear to float rounding."""
+    step = StepLinear()
+    step.pack_for(4)
+    torch.manual_seed(0)
+    for out, inp in ((3 * WIDE, WIDE), (4 * WIDE, WIDE), (WIDE, 4 * WIDE), (64, 32)):
+        w, b = torch.randn(out, inp) * 0.05, torch.randn(out)
+        for batch in (1, 2, 4, 5):
+            x = torch.randn(batch, 1, inp)
+            with torch.inference_mode():
+                got = step(x, w, b)
+            assert got.shape == (batch, 1, out)
+            assert torch.allclose(got, F.linear(x, w, b), atol=1e-5), (out, inp, batch)
+        with torch.inference_mode():
+            assert torch.allclose(step(x[:4], w), F.linear(x[:4], w), atol=1e-5)  # no bias
+
+
+def test_step_linear_follows_a_weight_changed_in_place_and_tells_views_apart():
+    """A packed copy is made again when training writes the weight; two views of one fused weight (W^Q and W^K of
+    one projection) are two weights, not one."""
+    step = StepLinear()
+    step.pack_for(4)
+    fused = nn.Linear(WIDE, 3 * WIDE)
+    x = torch.randn(4, WIDE)
+    with torch.inference_mode():
+        first = step(x, fused.weight, fused.bias)
+    with torch.no_grad():
+        fused.weight.mul_(-2.0)  # an optimiser's in-place update
+    with torch.inference_mode():
+        again = step(x, fused.weight, fused.bias)
+        wq, wk = fused.weight[:WIDE], fused.weight[WIDE : 2 * WIDE]  # fresh view objects at each decode
+        q, k = step(x, wq), step(x, wk)
+    assert torch.allclose(again, F.linear(x, fused.weight.detach(), fused.bias.detach()), atol=1e-4)
+    assert not torch.allclose(again, first, atol=1e-3)
+    assert torch.allclose(q, x @ fused.weight.detach()[:WIDE].T, atol=1e-4)
+    assert torch.allclose(k, x @ fused.weight.detach()[WIDE : 2 * WIDE].T, atol=1e-4)
+
+
+def test_step_linear_is_plain_f_linear_while_a_gradient_is_taken():
+    step = StepLinear()
+    step.pack_for(2)
+    layer = nn.Linear(WIDE, 3 * WIDE)
+    x = torch.randn(2, WIDE, requires_grad=True)
+    step(x, layer.weight, layer.bias).sum().backward()
+    assert x.grad is not None and layer.weight.grad is not None
+    assert torch.allclose(x.grad, layer.weight.detach().sum(0).expand(2, -1), atol=1e-4)
+
+
+def test_a_wide_models_beam_search_and_greedy_decoding_are_those_of_plain_f_linear():
+    """A model wide enough for every projection and the output layer to be packed: beam search (packed weights for
+    its 4 rows) finds the hypotheses, with their scores to float rounding, that it finds with plain F.linear; cached
+    greedy decoding gives the tokens and log-probabilities of recomputing the whole prefix with the layers' own
+    forward; a deep copy of the model packs its own weights."""
+    import copy
+
+    from model.core.transformer import Transformer
+    from model.decoding.search import beam_search, greedy_decode
+
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset("tiny", src_vocab_size=600, tgt_vocab_size=600, d_model=WIDE, n_heads=8, d_ff=4 * WIDE)
+    model = Transformer(cfg).eval()
+    src = torch.randint(4, 600, (1, 9))
+    packed = beam_search(model, src[0], 4, 12)
+    assert model.float_linear.rows == 4
+    model.step_linear = F.linear
+    plain = beam_search(model, src[0], 4, 12)
+    model.step_linear = model.float_linear
+    assert [h.tokens for h in packed] == [h.tokens for h in plain]
+    assert [h.score for h in packed] == pytest.approx([h.score for h in plain], abs=1e-4)
+    cached, lp_cached = greedy_decode(model, src, 12, return_log_probs=True)
+    full, lp_full = greedy_decode(model, src, 12, use_cache=False, return_log_probs=True)
+    assert cached == full
+    assert torch.allclose(lp_cached, lp_full, atol=1e-4)
+    twin = copy.deepcopy(model)
+    assert twin.float_linear is not model.float_linear and twin.step_linear is twin.float_linear
+    assert greedy_decode(twin, src, 12) == cached

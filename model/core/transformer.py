@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.config import ModelConfig
-from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, LinearFn, decoder_step, few_rows_linear
+from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, LinearFn, StepLinear, decoder_step
 from model.core.masks import decoder_self_mask, padding_mask, target_tokens
 from model.core.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
 from model.families.bert import Heads
@@ -87,7 +87,7 @@ class DecoderState:
     cache: Tensor  # self-attention keys and values of all layers, [layers, 2, B, H, capacity, Dh]
     weights: list[DecoderStepWeights]  # per decoder layer, gathered once
     length: int = 0  # positions already in the cache
-    linear: LinearFn = few_rows_linear  # computes each projection of a step (the int8 fast mode's, when it is on)
+    linear: LinearFn = F.linear  # computes each projection of a step (the int8 fast mode's, when it is on)
 
     _views: tuple[int, list[tuple[Tensor, Tensor, Tensor | None, Tensor | None]]] | None = field(
         default=None, repr=False, compare=False
@@ -174,8 +174,9 @@ class Transformer(nn.Module):
         # 4. the family's heads (BERT's masked-LM transform, pooler and classifier), the output projection
         self.mlm_transform, self.pooler, self.classifier = parts.heads(cfg)
         self.generator = nn.Linear(d, cfg.tgt_vocab_size)  # output projection to logits
-        # what computes the projections of a cached decoding step: float32's F.linear, or the int8 fast mode's
-        self.step_linear: LinearFn = few_rows_linear
+        # what computes the projections of a cached decoding step: float32's (on packed weights), or the int8 mode's
+        self.float_linear = StepLinear()
+        self.step_linear: LinearFn = self.float_linear
         self._reset_parameters()
         self.tie_weights()
 
@@ -408,6 +409,7 @@ class Transformer(nn.Module):
         # nothing to hide: attention skips the masking work
         memory_mask = None if bool(src_mask.all()) else src_mask
         weights = [layer.step_weights() for layer in layers]
+        self.float_linear.pack_for(batch)
         return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0, linear=self.step_linear)
 
     def start_generation(self, batch: int, capacity: int) -> DecoderState:
@@ -424,6 +426,7 @@ class Transformer(nn.Module):
         layers = cast("list[EncoderLayer]", list(self.decoder_layers))
         cache = self.generator.weight.new_empty(cfg.n_decoder_layers, 2, batch, cfg.n_heads, capacity, cfg.head_dim)
         weights = [layer.step_weights() for layer in layers]
+        self.float_linear.pack_for(batch)
         return DecoderState([], [], None, cache, weights, length=0, linear=self.step_linear)
 
     @overload

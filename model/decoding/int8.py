@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.core.layers import DecoderLayer, few_rows_linear
+from model.core.layers import DecoderLayer, PerWeight
 from model.core.masks import padding_mask
 from model.core.transformer import Transformer
 
@@ -51,16 +51,12 @@ class Int8Linears:
     whenever ``W`` changes). CPU only: on a GPU the step stays in float32."""
 
     def __init__(self) -> None:
-        self._made: dict[int, tuple[int, Callable[[Tensor], Tensor]]] = {}
+        self._made = PerWeight(_quantise)
 
     def __call__(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if x.device.type != "cpu":
             return F.linear(x, weight, bias)
-        made = self._made.get(id(weight))
-        if made is None or made[0] != weight._version:
-            made = (weight._version, _quantise(weight, bias))
-            self._made[id(weight)] = made
-        return made[1](x)
+        return cast("Callable[[Tensor], Tensor]", self._made.get(weight, bias))(x)
 
     def prepare(self, model: Transformer) -> int:
         """Quantise every weight a cached step reads now, not on the first step; returns how many."""
@@ -99,7 +95,7 @@ def compare(model: Transformer, sources: list[Tensor], max_len: int, int8: Int8L
     before = model.step_linear
     try:
         for src in sources:
-            model.step_linear = few_rows_linear
+            model.step_linear = model.float_linear
             exact, exact_lp = greedy_decode(model, src, max_len, return_log_probs=True)
             model.step_linear = int8
             fast, _ = greedy_decode(model, src, max_len, return_log_probs=True)

@@ -135,7 +135,6 @@ def _check_max_len(max_len: int) -> None:
         raise ValueError(f"max_len must be at least 1 (got {max_len})")
 
 
-@torch.inference_mode()
 @overload
 def greedy_decode(
     model: Transformer, src: Tensor, max_len: int, use_cache: bool = True, return_log_probs: Literal[False] = False
@@ -144,6 +143,7 @@ def greedy_decode(
 def greedy_decode(
     model: Transformer, src: Tensor, max_len: int, use_cache: bool = True, *, return_log_probs: Literal[True]
 ) -> tuple[list[list[int]], Tensor]: ...
+@torch.inference_mode()  # on the implementation: a decorator on an @overload stub is thrown away
 def greedy_decode(
     model: Transformer,
     src: Tensor,

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-from model.core.layers import few_rows_linear
 from model.data.tokenization import Encoded, normalize_text
 from model.decoding.int8 import Int8Comparison, Int8Linears, compare
 from model.decoding.search import (
@@ -111,7 +110,7 @@ class SessionDecoding(SessionState):
         decodings of a few sentences then differ from float32 (held-out sentences of the model's data, else
         :data:`CHECK_SENTENCES`). Off: float32 again, exactly as before."""
         if not on:
-            self.model.step_linear = few_rows_linear
+            self.model.step_linear = self.model.float_linear
             return None
         if "translate" not in self.model_cfg.family.decoding:
             raise ValueError("The int8 fast mode is for translation models (an encoder and a decoder).")
