@@ -53,6 +53,7 @@ from explorer.answers import (
     SweepProgress,
 )
 from explorer.failures import NO_MODEL, RefusedRequest, failure_text
+from explorer.pieces import shown_pieces
 from model.data import TASK_DESCRIPTIONS, DataSpec
 from model.data.tokenization import Encoded
 from model.decoding.lanes import LanesDriver
@@ -96,6 +97,8 @@ def run_info_of(s: Session, run_id: int, follow: RunFollowing | None = None) -> 
     """What the window is told about ``s``'s model as run ``run_id`` (a followed run's history is its log)."""
     t = s.train_cfg
     horizon = max(2 * s.step, 5 * t.warmup_steps, 2000, t.total_steps if t.schedule == "cosine" else 0)
+    tgt_pieces = _vocabulary(s.tgt_tok, "pieces", lambda: _token_pieces(s.tgt_tok))
+    shown_pieces(tgt_pieces)  # as the views write them, worked out here rather than on the window's thread
     return RunInfo(
         run_id=run_id,
         label=run_label(s),
@@ -111,7 +114,7 @@ def run_info_of(s: Session, run_id: int, follow: RunFollowing | None = None) -> 
         # a Trainer's (or a loop's) checkpoint folder: its schedule is the Trainer's, which only the log shows
         schedule=_frozen(np.empty(0) if follow and follow.watcher.checkpoint_path.is_dir() else s.lr_schedule(horizon)),
         src_pieces=_vocabulary(s.src_tok, "pieces", lambda: _token_pieces(s.src_tok)),
-        tgt_pieces=_vocabulary(s.tgt_tok, "pieces", lambda: _token_pieces(s.tgt_tok)),
+        tgt_pieces=tgt_pieces,
         src_words=_vocabulary(s.src_tok, "words", s.source_words),
         history_steps=follow.steps() if follow else StepColumns.from_history(s.history.train),
         history_evals=follow.evaluations() if follow else tuple(Evaluation.of(e) for e in s.history.evals),

@@ -9,7 +9,8 @@ from PySide6.QtCore import QEvent, QPoint, Qt  # noqa: E402
 from PySide6.QtGui import QColor, QHelpEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QToolTip  # noqa: E402
 
-from explorer.widgets.token_strip import TokenStrip, plain_tooltip, shown_piece, shown_pieces  # noqa: E402
+from explorer.pieces import shown_piece, shown_pieces  # noqa: E402
+from explorer.widgets.token_strip import TokenStrip, plain_tooltip  # noqa: E402
 
 
 @pytest.fixture

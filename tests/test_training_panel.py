@@ -133,6 +133,34 @@ def test_a_rolled_back_run_redraws_its_curves_from_the_kept_history(qtbot, copy_
     assert panel.plots["lr_plot"].data(1, "schedule")[0].size  # the schedule drawn ahead stays
 
 
+def test_a_followed_runs_newer_weights_keep_the_persons_edits_and_new_settings_fill_the_form(
+    qtbot, copy_session_factory
+):
+    """A followed run's next checkpoint (the same run, newer weights, the same settings) leaves the settings form as
+    the person has been editing it; a description with other settings fills the form with them."""
+    from dataclasses import replace
+
+    from explorer.panels.training import TrainingPanel
+    from explorer.worker import Engine
+
+    panel = TrainingPanel()
+    qtbot.addWidget(panel)
+    session = copy_session_factory()
+    engine = Engine("cpu")
+    engine._run_id = 1
+    info = engine._run_info(session)
+    panel.on_run(info)
+    batch = panel.form.train_widgets["batch_size"]
+    assert batch.value() == info.train_config.batch_size
+    batch.setValue(info.train_config.batch_size + 7)  # the person's edit
+    assert panel.form.edited
+    panel.on_run(replace(info, weights_step=info.weights_step + 500))
+    assert batch.value() == info.train_config.batch_size + 7 and panel.form.edited
+    other = replace(info, train_config=replace(info.train_config, batch_size=info.train_config.batch_size + 1))
+    panel.on_run(other)
+    assert batch.value() == other.train_config.batch_size and not panel.form.edited
+
+
 # -- the settings column -----------------------------------------------------------------------------------------
 def test_the_settings_column_is_as_wide_as_its_form_needs(panel):
     area = panel.settings_area

@@ -39,8 +39,8 @@ from explorer.panels.decoding_state import SPEEDS, DecodingViewState
 from explorer.panels.decoding_translation import TranslationMode
 from explorer.panels.decoding_views import FamilyMode, SentenceBox, StepViews, large_font
 from explorer.panels.int8_switch import Int8Switch
+from explorer.pieces import shown_pieces
 from explorer.widgets import named
-from explorer.widgets.token_strip import shown_pieces
 from model.io.snapshots import DecodeSettings, DecodeView
 
 if TYPE_CHECKING:

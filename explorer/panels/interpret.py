@@ -40,8 +40,8 @@ from explorer.commands import Attribute, LogitLensOf, WatchLens
 from explorer.i18n import N_, tr
 from explorer.panels.interpret_state import TABS, WhyView
 from explorer.panels.interpret_views import AttributionMap, LensView
+from explorer.pieces import shown_piece, shown_pieces
 from explorer.widgets import named
-from explorer.widgets.token_strip import shown_piece, shown_pieces
 from model.interpret.results import LensTable
 from model.io.snapshots import DecodeView, Inspection
 

@@ -36,10 +36,10 @@ from PySide6.QtWidgets import (
 from explorer.answers import LanesStepped, RunInfo
 from explorer.commands import DecodeLanes
 from explorer.i18n import N_, tr
+from explorer.pieces import shown_pieces
 from explorer.widgets import named
 from explorer.widgets.beam_tree import BeamTreeView
 from explorer.widgets.export import titled_view
-from explorer.widgets.token_strip import shown_pieces
 from model.decoding.lanes import standard_lanes
 from model.io.snapshots import DecodeSettings, Lane, LanesView
 

@@ -276,11 +276,16 @@ class TrainingPanel(QWidget):
         other = info.experiment.other if info.experiment is not None else None
         if other is not None and other.run_id not in self.runs:  # an experiment: its other run, drawn beside
             self._add_run(other)
+        # newer weights of the run shown (a followed run's checkpoint): its settings are the form's and the plots'
+        # already, and are not filled in again (a person's edits stay; 5 ms of the window's time a checkpoint)
+        was = self.current
+        unchanged = was is not None and was.run_id == info.run_id and _same_settings(was, info)
         self.runs[info.run_id] = info
         self.current = info
-        if fill_form:
+        if fill_form and not unchanged:
             self.form.show_run(info)
-        self.live_plots.show_family(info, columns_for(self.width()))
+        if not unchanged:
+            self.live_plots.show_family(info, columns_for(self.width()))
         self.live_plots.show_history(info, again=new or self.live_plots.rolled_back(info))
         if new:
             self.live_plots.new_run()  # the scalars of a run no longer followed go, as its curves are unticked
@@ -346,3 +351,8 @@ class TrainingPanel(QWidget):
     def redraw(self) -> None:
         """Redraw every plot now (exports and tests)."""
         self.live_plots.redraw()
+
+
+def _same_settings(a: RunInfo, b: RunInfo) -> bool:
+    settings = (a.model_config, a.train_config, a.data, a.tokenizer)
+    return settings == (b.model_config, b.train_config, b.data, b.tokenizer)

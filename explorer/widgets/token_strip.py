@@ -13,6 +13,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPen, QWhe
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from explorer.i18n import tr
+from explorer.pieces import shown_piece
 
 CHIP = QColor("#e8eef7")
 CHIP_BORDER = QColor("#9db3d6")
@@ -27,31 +28,6 @@ STRONGEST = 0.8  # the largest weight's share of the tint in its chip's fill: th
 MAX_LINES = 6  # the most lines of chips shown at once: a 512-token prompt's 20-odd lines made the window taller
 # than a 768-pixel screen; the others are a wheel's turn away (a bar at the right edge says where)
 SCROLL_BAR = QColor(0, 0, 0, 70)
-
-
-# characters a piece may hold that would print as nothing (or break the line): each written as a visible sign —
-# a space ␣, a line break ↵, a tab ⇥, another control character its Unicode picture (U+241E ␞ for U+001E)
-INVISIBLE = {c: chr(0x2400 + c) for c in range(0x20)} | {0x7F: "␡", 0x20: "␣", 0x0A: "↵", 0x0D: "↵", 0x09: "⇥"}
-
-
-def shown_piece(piece: str) -> str:
-    """A piece as every view writes it: a space as ␣ (GPT-2's byte-level “ the” is “␣the”), a line break as ↵,
-    another control character as its picture, an empty piece as ∅. Only the labels change, never the text."""
-    return piece.translate(INVISIBLE) or "∅"
-
-
-_SHOWN: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # (a vocabulary's pieces, as shown) of the last few
-
-
-def shown_pieces(pieces: tuple[str, ...]) -> tuple[str, ...]:
-    """Every piece of a vocabulary as :func:`shown_piece` writes it, worked out once per tuple of pieces: the engine
-    sends the same tuple again for each checkpoint of a followed run, and 65,001 pieces take the window's thread
-    ~0.1 s (the panels that show pieces share the result)."""
-    for given, shown in _SHOWN:
-        if given is pieces:
-            return shown
-    _SHOWN[:] = [*_SHOWN[-3:], (pieces, tuple(map(shown_piece, pieces)))]
-    return _SHOWN[-1][1]
 
 
 def plain_tooltip(text: str) -> str:
