@@ -534,3 +534,47 @@ def test_a_wide_models_beam_search_and_greedy_decoding_are_those_of_plain_f_line
     twin = copy.deepcopy(model)
     assert twin.float_linear is not model.float_linear and twin.step_linear is twin.float_linear
     assert greedy_decode(twin, src, 12) == cached
+
+
+def test_a_single_row_as_a_matrix_product_equals_f_linear():
+    from model.core.layers import row_as_product
+
+    torch.manual_seed(1)
+    w, b = torch.randn(4 * WIDE, WIDE) * 0.05, torch.randn(4 * WIDE)
+    x = torch.randn(1, 1, WIDE)
+    assert row_as_product(x, w, b).shape == (1, 1, 4 * WIDE)
+    assert torch.allclose(row_as_product(x, w, b), F.linear(x, w, b), atol=1e-5)
+    assert torch.allclose(row_as_product(x[0], w), F.linear(x[0], w), atol=1e-5)
+
+
+def test_a_single_row_is_multiplied_the_way_timed_faster_once_per_shape(monkeypatch):
+    """Whichever of F.linear and W·xᵀ is slower here (made slow on purpose), the other is chosen, once per shape."""
+    import time
+
+    from model.core import layers
+
+    w, x = torch.randn(2 * WIDE, WIDE), torch.randn(1, WIDE)
+    plain, product = layers.F.linear, layers.row_as_product
+    calls = {"plain": 0, "product": 0}
+
+    def slow(fn, name):
+        def run(*args):
+            calls[name] += 1
+            time.sleep(0.004)
+            return fn(*args)
+
+        return run
+
+    monkeypatch.setattr(layers, "_SINGLE_ROW", {})
+    monkeypatch.setattr(layers, "row_as_product", slow(product, "product"))
+    layers.single_row(x, w)
+    assert layers._SINGLE_ROW[(2 * WIDE, WIDE)] is plain
+    before = dict(calls)
+    assert torch.allclose(layers.single_row(x, w), F.linear(x, w), atol=1e-5)
+    assert calls == before  # chosen once: no more timing
+
+    monkeypatch.setattr(layers, "_SINGLE_ROW", {})
+    monkeypatch.setattr(layers, "row_as_product", product)
+    monkeypatch.setattr(layers.F, "linear", slow(plain, "plain"))
+    layers.single_row(x, w)
+    assert layers._SINGLE_ROW[(2 * WIDE, WIDE)] is product

@@ -12,6 +12,8 @@ LayerNorm is ``torch.nn.LayerNorm``: biased variance, eps inside the square root
 
 from __future__ import annotations
 
+import math
+import time
 import weakref
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
@@ -221,16 +223,55 @@ def _mkl_packing() -> bool:
 MKL_PACKING = _mkl_packing()
 
 
+def row_as_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``F.linear`` of a single row computed as the matrix product W·xᵀ with the row given twice. Where PyTorch
+    multiplies one row by a matrix with a matrix–vector product on one thread, this is a matrix product on every
+    thread: on the 2026-12-03 machine the 65,001 × 512 output layer took 4.2 ms instead of 12.2. On the
+    2026-12-06 machine it was the other way round (11.4 ms against 4.2 ms), hence :func:`single_row`'s choice."""
+    rows = x.reshape(1, x.shape[-1]).expand(2, -1).contiguous()
+    y = weight @ rows.T if bias is None else torch.addmm(bias[:, None], weight, rows.T)  # [out, 2]
+    return y.T[:1].contiguous().view(*x.shape[:-1], weight.shape[0])
+
+
+ROW_AS_PRODUCT_GAIN = 1.3  # how much faster W·xᵀ must be to be chosen over F.linear (noise must not flip it)
+_SINGLE_ROW: dict[tuple[int, int], LinearFn] = {}  # a weight's shape → the way this machine multiplies a row by it
+
+
+def single_row(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """A single row times a large weight, the faster of ``F.linear`` and :func:`row_as_product` on this machine:
+    timed once per weight shape and process, on the first such step (a few calls of each, ~0.1 s for a model of
+    opus-mt-en-zh's size). Which one is faster depends on the processor and its maths library, not on PyTorch:
+    each was 2.5–3× faster than the other on one of two machines. The two differ only in float rounding."""
+    key = (weight.shape[0], weight.shape[1])
+    way = _SINGLE_ROW.get(key)
+    if way is None:
+        way = _SINGLE_ROW[key] = _faster_single_row(x, weight, bias)
+    return way(x, weight, bias)
+
+
+def _faster_single_row(x: Tensor, weight: Tensor, bias: Tensor | None) -> LinearFn:
+    best = {F.linear: math.inf, row_as_product: math.inf}
+    for way in best:
+        way(x, weight, bias)  # the first call of each pays for what it sets up
+    for _ in range(3):  # taking turns, the quickest of three each
+        for way in best:
+            t0 = time.perf_counter()
+            way(x, weight, bias)
+            best[way] = min(best[way], time.perf_counter() - t0)
+    return row_as_product if best[row_as_product] * ROW_AS_PRODUCT_GAIN < best[F.linear] else F.linear
+
+
 class StepLinear:
     """``F.linear(x, W, b)`` for the few rows of a cached decoding step (one per prefix). A beam search's step (a
     row per beam) multiplies its large weights packed once into the layout MKL's matrix product reads for that many
     rows (PyTorch's own packing, as its compiler uses for frozen CPU models): the step then reads each weight once,
     instead of repacking it at every call. For a model of opus-mt-en-zh's size, beam 4 takes about 0.75 of the time
-    of plain ``F.linear``; a single row (greedy, a beam's first step) gains nothing from packing and is plain
-    ``F.linear``. The same numbers up to float rounding (the sums are taken in another order). Costs memory: the
-    packed copies take 1.3× the large weights (about 400 MB for that model), made on a beam's first full step and
-    again when the weights change (training) or the beam width does. Small weights (kept in the processor's cache),
-    a GPU, a gradient being taken, or a PyTorch without MKL: plain ``F.linear``."""
+    of plain ``F.linear``. A single row (greedy, a beam's first step) gains nothing from packing: it is multiplied
+    the way this machine does fastest (:func:`single_row`). The same numbers up to float rounding (the sums are
+    taken in another order). Costs memory: the packed copies take 1.3× the large weights (about 400 MB for that
+    model), made on a beam's first full step and again when the weights change (training) or the beam width does.
+    Small weights (kept in the processor's cache), a GPU, a gradient being taken: plain ``F.linear``; a PyTorch
+    without MKL: no packing."""
 
     def __init__(self) -> None:
         self.rows = 0  # the beam width the weights are packed for (0: none yet)
@@ -244,13 +285,15 @@ class StepLinear:
 
     def __call__(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if (
-            not MKL_PACKING
-            or x.numel() != self.rows * x.shape[-1]
-            or x.device.type != "cpu"
+            x.device.type != "cpu"
             or weight.dtype != torch.float32
             or weight.numel() < LARGE_WEIGHT
             or torch.is_grad_enabled()
         ):
+            return F.linear(x, weight, bias)
+        if x.numel() == x.shape[-1]:
+            return single_row(x, weight, bias)
+        if not MKL_PACKING or x.numel() != self.rows * x.shape[-1]:
             return F.linear(x, weight, bias)
         packed = self._packed.get(weight, bias)
         b = None if bias is None else bias.detach()
