@@ -170,9 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
         print("Transformer Explorer is now in your application menu; .ckpt files open with it.")
         return 0
-    from explorer.system_check import xcb_problem
+    from explorer.system_check import qt_problem
 
-    problem = xcb_problem()  # Qt itself would abort with a core dump, naming the wrong library
+    problem = qt_problem()  # else Qt aborts with a core dump (or PySide6 fails to import), naming the wrong library
     if problem:
         print(problem, file=sys.stderr)
         return 1

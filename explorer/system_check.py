@@ -1,7 +1,9 @@
-"""Before Qt starts on Linux: are the system libraries of Qt's X11 (xcb) platform plugin installed?
+"""Before Qt starts on Linux: are the system libraries that Qt needs installed?
 
-The PySide6 wheel ships Qt but not the X11 libraries its ``xcb`` plugin links against. When one is missing,
-Qt aborts with a core dump and names only ``libxcb-cursor0``, whatever was actually missing. This module
+The PySide6 wheel ships Qt but not the system libraries it links against: QtGui's own (OpenGL, EGL, fontconfig,
+FreeType, GLib, X11, xkbcommon), whatever the platform, and those of the X11 (``xcb``) platform plugin. When one of
+the plugin's is missing, Qt aborts with a core dump and names only ``libxcb-cursor0``, whatever was actually
+missing; when one of QtGui's is missing, importing PySide6 fails with an ImportError traceback. This module
 tries to load each library first (the same lookup the dynamic loader will do, no subprocess) and turns the
 missing ones into the install commands to run. No Qt is imported here.
 """
@@ -85,9 +87,35 @@ def install_message(missing: Iterable[str]) -> str:
     )
 
 
-def xcb_problem(env: Mapping[str, str] | None = None, find: Callable[[str], bool] | None = None) -> str | None:
-    """The message to print instead of starting Qt, or None when Qt can start (or does not use xcb)."""
-    if not uses_xcb(os.environ if env is None else env):
+# what PySide6's lib/libQt6Gui.so.6 and lib/libQt6Widgets.so.6 need on any platform (offscreen, Wayland, xcb)
+QT_LIBRARIES = (
+    "libGL.so.1",
+    "libEGL.so.1",
+    "libfontconfig.so.1",
+    "libfreetype.so.6",
+    "libglib-2.0.so.0",
+    "libgthread-2.0.so.0",
+    "libX11.so.6",
+    "libxkbcommon.so.0",
+)
+
+
+def qt_problem(
+    env: Mapping[str, str] | None = None, find: Callable[[str], bool] | None = None, platform: str | None = None
+) -> str | None:
+    """The message to print instead of starting Qt, or None when Qt can start (or this is not Linux): on the xcb
+    platform every library of :data:`XCB_LIBRARIES`, on another one (offscreen, Wayland) QtGui's own."""
+    env = os.environ if env is None else env
+    if not (platform or sys.platform).startswith("linux"):
         return None
-    missing = missing_libraries(find)
-    return install_message(missing) if missing else None
+    find = find or loadable
+    if uses_xcb(env, platform):
+        missing = missing_libraries(find)
+        return install_message(missing) if missing else None
+    missing = [soname for soname in QT_LIBRARIES if not find(soname)]
+    if not missing:
+        return None
+    platform_name = env.get("QT_QPA_PLATFORM", "") or "wayland"
+    return install_message(missing).replace(
+        "Qt's X11 platform plugin (xcb) needs", f"Qt (on its {platform_name} platform) needs", 1
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from explorer import system_check
-from explorer.system_check import XCB_LIBRARIES, install_message, missing_libraries, uses_xcb, xcb_problem
+from explorer.system_check import QT_LIBRARIES, XCB_LIBRARIES, install_message, missing_libraries, qt_problem, uses_xcb
 
 ICCCM_AND_KEYSYMS = {"libxcb-icccm.so.4", "libxcb-keysyms.so.1"}  # what a fresh Debian lacked
 
@@ -17,7 +17,7 @@ def without(missing: set[str]):
 
 
 def test_the_missing_libraries_are_reported_with_their_apt_and_dnf_packages():
-    problem = xcb_problem({"DISPLAY": ":0"}, find=without(ICCCM_AND_KEYSYMS))
+    problem = qt_problem({"DISPLAY": ":0"}, find=without(ICCCM_AND_KEYSYMS))
     assert problem is not None
     assert "libxcb-icccm.so.4, libxcb-keysyms.so.1." in problem
     assert "sudo apt install libxcb-icccm4 libxcb-keysyms1\n" in problem
@@ -34,7 +34,7 @@ def test_packages_shared_by_several_libraries_are_named_once():
 
 def test_nothing_is_said_when_every_library_is_there():
     assert missing_libraries(find=lambda soname: True) == []
-    assert xcb_problem({"DISPLAY": ":0"}, find=lambda soname: True) is None
+    assert qt_problem({"DISPLAY": ":0"}, find=lambda soname: True) is None
 
 
 def test_every_library_is_looked_up():
@@ -60,6 +60,39 @@ def test_every_library_is_looked_up():
 )
 def test_the_check_runs_only_where_qt_will_use_xcb(env, platform, xcb):
     assert uses_xcb(env, platform) is xcb
+
+
+def test_on_another_platform_qtguis_own_libraries_are_checked():
+    """Offscreen (or Wayland), Qt needs no xcb library, but QtGui's own ones: without libGL PySide6 would fail to
+    import with a traceback; instead the person is told which package to install."""
+    env = {"QT_QPA_PLATFORM": "offscreen"}
+    problem = qt_problem(env, find=lambda soname: soname != "libGL.so.1", platform="linux")
+    assert problem is not None and "libGL.so.1" in problem and "offscreen" in problem
+    assert "sudo apt install libgl1\n" in problem and "sudo dnf install libglvnd-glx\n" in problem
+    asked: list[str] = []
+    assert qt_problem(env, find=lambda soname: asked.append(soname) or True, platform="linux") is None
+    assert asked == list(QT_LIBRARIES) and not any(soname.startswith("libxcb") for soname in asked)
+    assert set(QT_LIBRARIES) <= set(XCB_LIBRARIES)  # the xcb platform checks them too
+    assert qt_problem(env, find=lambda soname: False, platform="darwin") is None
+
+
+def test_main_exits_with_the_message_when_an_offscreen_qt_lacks_libgl(monkeypatch, capsys):
+    from PySide6 import QtWidgets
+
+    from explorer import app
+
+    class NoQt:
+        instance = staticmethod(lambda: None)
+
+        def __init__(self, *args):
+            raise AssertionError("a QApplication was created although the check failed")
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.setattr(system_check, "loadable", lambda soname: soname != "libGL.so.1")
+    monkeypatch.setattr(QtWidgets, "QApplication", NoQt)
+    assert app.main([]) == 1
+    assert "sudo apt install libgl1" in capsys.readouterr().err
 
 
 def test_main_exits_with_the_message_instead_of_starting_qt(monkeypatch, capsys):
