@@ -200,6 +200,53 @@ def test_cached_generation_equals_recomputed(changes):
     assert torch.allclose(steps, full, atol=1e-5)
 
 
+@pytest.mark.parametrize("changes", GENERATION_CASES.values(), ids=GENERATION_CASES.keys())
+def test_a_prompt_read_in_blocks_equals_it_read_a_token_at_a_time(changes):
+    """prefill over positions 0–6, then 7–10, in one call each: the logits, the attention rows and the cache's keys
+    and values of eleven decode_step calls (a row's weights beyond its own position are zero)."""
+    model = make(**changes)
+    perturb_norms(model)
+    ids = [BOS, 5, 6, 7, 9, 10, 4, 8, 8, 3, 11]
+    stepped = model.start_generation(1, len(ids) + 2)
+    blocks = model.start_generation(1, len(ids) + 2)
+    with torch.no_grad():
+        steps = [model.decode_step(torch.tensor([t]), stepped, need_weights=True) for t in ids]
+        first, maps_a = model.prefill(torch.tensor([ids[:7]]), blocks, need_weights=True)
+        second, maps_b = model.prefill(torch.tensor([ids[7:]]), blocks, need_weights=True)
+    assert blocks.length == stepped.length == len(ids)
+    assert torch.allclose(torch.cat([first, second], 1)[0], torch.cat([s[0] for s in steps]), atol=1e-5)
+    for layer in range(model.cfg.n_decoder_layers):
+        for pos in range(len(ids)):
+            block, row = (maps_a, pos) if pos < 7 else (maps_b, pos - 7)
+            got = block[layer][0, :, row]  # [H, keys of the block's end]
+            want = steps[pos][1][layer][0, :, 0]  # [H, pos + 1]
+            assert torch.allclose(got[:, : pos + 1], want, atol=1e-5), (layer, pos)
+            assert not got[:, pos + 1 :].any()
+    assert torch.allclose(blocks.cache[:, :, :, :, : len(ids)], stepped.cache[:, :, :, :, : len(ids)], atol=1e-5)
+
+
+def test_a_stepper_reads_a_long_prompt_in_blocks_with_the_rows_of_a_token_at_a_time(monkeypatch):
+    """A prompt longer than a block: the recorded rows, P(next prompt token) and the steps after it are those of
+    reading it a token per call."""
+    from model.decoding import search
+
+    model = no_early_eos(make(max_len=64))
+    prompt = torch.tensor([5 + i % 6 for i in range(40)])
+    monkeypatch.setattr(search, "PREFILL_BLOCK", 16)  # 41 positions: three blocks
+    blocks = GreedyStepper(model, prompt, max_len=6)
+    blocks.run()
+    monkeypatch.setattr(search.BeamStepper, "_read_prompt", search.BeamStepper._read_prompt_by_token)
+    tokens = GreedyStepper(model, prompt, max_len=6)
+    tokens.run()
+    assert len(blocks.prompt_rows) == len(tokens.prompt_rows) == 40
+    for got, want in zip(blocks.prompt_rows, tokens.prompt_rows):
+        assert got.self_attention.shape == want.self_attention.shape
+        assert abs(got.self_attention - want.self_attention).max() < 1e-5
+        assert abs(got.eos_probs - want.eos_probs).max() < 1e-5
+    assert abs(blocks.prompt_probs - tokens.prompt_probs).max() < 1e-5
+    assert blocks.output == tokens.output and len(blocks.output) == 6
+
+
 def test_seeded_sampling_repeats_and_other_seeds_differ():
     model = no_early_eos(make())
     with torch.no_grad():

@@ -169,10 +169,10 @@ PROMPT = "我昨天"
 
 
 class Calls:
-    """Counts the model's passes: encoder, decoder steps, and whole teacher-forced ones."""
+    """Counts the model's passes: encoder, decoder steps, a prompt's blocks, and whole teacher-forced ones."""
 
     def __init__(self, model, monkeypatch):
-        self.counts = {"encode": 0, "decode_step": 0, "decode": 0, "forward": 0}
+        self.counts = {"encode": 0, "decode_step": 0, "prefill": 0, "decode": 0, "forward": 0}
         for name in self.counts:
             monkeypatch.setattr(model, name, self.counting(name, getattr(model, name)))
 
@@ -188,8 +188,8 @@ class Calls:
         return counts
 
 
-def passes(encode=0, decode_step=0, forward=0):
-    return {"encode": encode, "decode_step": decode_step, "decode": 0, "forward": forward}
+def passes(encode=0, decode_step=0, forward=0, prefill=0):
+    return {"encode": encode, "decode_step": decode_step, "prefill": prefill, "decode": 0, "forward": forward}
 
 
 def text_session(arch, eos_bias=None, **model):
@@ -227,8 +227,8 @@ def test_one_decoder_pass_per_new_step_and_none_to_go_back(case, monkeypatch):
     views = [driver.start(settings)]
     if family == "encoder_decoder":  # the source once; position 0: BOS's row
         start = passes(encode=1, decode_step=1)
-    else:  # BOS and the prompt, a token each (the last one's row is position 0)
-        start = passes(decode_step=1 + len(driver._sentence.source_ids))
+    else:  # BOS and the prompt but its last token in one block; the last one's row is position 0
+        start = passes(prefill=1, decode_step=1)
     assert calls.take() == start
     for n in range(1, 11):
         views.append(driver.act("step"))

@@ -37,6 +37,7 @@ __all__ = [
     "FeedForwardSublayer",
     "PerWeight",
     "StepLinear",
+    "block_prefill",
     "decoder_step",
 ]
 
@@ -309,6 +310,47 @@ class StepLinear:
 
     def __reduce__(self) -> tuple:
         return (StepLinear, ())
+
+
+def block_prefill(
+    w: DecoderStepWeights,
+    x: Tensor,
+    cache_k: Tensor,
+    cache_v: Tensor,
+    position: int,
+    need_weights: bool = False,
+    bias: Tensor | None = None,
+    linear: LinearFn = F.linear,
+) -> tuple[Tensor, Tensor | None]:
+    """:func:`decoder_step` of a decoder-only block for ``T`` new positions at once, ``x [B, T, d]`` from
+    ``position`` on (a prompt read into the cache in one call instead of a call per token): their keys and values
+    are written into the cache, and each position attends to the cache up to itself, as it would have one step at a
+    time. ``bias [1, H, T, position + T]``: T5's relative bias of these rows. → the block's output and, with
+    ``need_weights``, the attention rows ``[B, H, T, position + T]`` (zero beyond each row's own position)."""
+    B, T, d = x.shape
+    H, Dh = w.n_heads, d // w.n_heads
+    (n1, _, n3), shape, pre, residual = w.norms, (d,), w.pre_norm, w.residual
+    h = F.layer_norm(x, shape, *n1) if pre else x  # type: ignore[misc]
+    q, k, v = linear(h, *w.qkv).view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # each [B, H, T, Dh]
+    if w.rope is not None:
+        q, k = w.rope(q, position), w.rope(k, position)
+    end = position + T
+    cache_k[:, :, position:end] = k
+    cache_v[:, :, position:end] = v
+    rows = torch.arange(position, end, device=x.device)
+    mask = torch.arange(end, device=x.device)[None, :] <= rows[:, None]  # [T, end]: a key at or before the row
+    a, self_w = scaled_dot_product_attention(
+        q, cache_k[:, :, :end], cache_v[:, :, :end], mask, 0.0, need_weights, bias, w.scale
+    )
+    h = linear(a.transpose(1, 2).reshape(B, T, d), *w.self_out)
+    x = x + h if residual else h
+    if not pre:
+        x = F.layer_norm(x, shape, *n1)  # type: ignore[misc]
+    h = w.ffn(F.layer_norm(x, shape, *n3) if pre else x, linear)  # type: ignore[misc]
+    x = x + h if residual else h
+    if not pre:
+        x = F.layer_norm(x, shape, *n3)  # type: ignore[misc]
+    return x, self_w
 
 
 def _norms(*norms: nn.LayerNorm | None) -> tuple[Norm | None, ...]:

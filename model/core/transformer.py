@@ -29,7 +29,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.core.config import ModelConfig
-from model.core.layers import DecoderLayer, DecoderStepWeights, EncoderLayer, LinearFn, StepLinear, decoder_step
+from model.core.layers import (
+    DecoderLayer,
+    DecoderStepWeights,
+    EncoderLayer,
+    LinearFn,
+    StepLinear,
+    block_prefill,
+    decoder_step,
+)
 from model.core.masks import decoder_self_mask, padding_mask, target_tokens
 from model.core.positional import LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding
 from model.families.bert import Heads
@@ -481,6 +489,32 @@ class Transformer(nn.Module):
         state.length = t + 1
         logits = state.linear(x[:, 0], self.generator.weight, self.generator.bias)  # [B, V]
         return (logits, self_maps, cross_maps) if need_weights else (logits, None, None)
+
+    def prefill(self, tokens: Tensor, state: DecoderState, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """A decoder-only model reads ``tokens [B, T]`` at positions ``state.length`` on, in one call: the same as
+        ``T`` calls of :meth:`decode_step` (their keys and values in the cache, each position attending to the
+        ones before it), with the matrix products of a whole block. → logits ``[B, T, V]`` and, with
+        ``need_weights``, per layer the attention rows ``[B, H, T, state.length + T]`` (else an empty list)."""
+        if "generate" not in self.family.decoding:
+            raise ValueError(f"prefill reads a prompt into a decoder-only model's cache; this one is {self.cfg.arch}")
+        t, (B, T) = state.length, tokens.shape
+        if t + T > state.capacity:
+            raise ValueError("the decoder state is full; start decoding with a larger capacity")
+        x = F.embedding(tokens, self.tgt_embed.weight) * self.embed_scale  # [B, T, d]
+        if self.tgt_pos is not None:
+            x = x + self.tgt_pos.table()[t : t + T]
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+        bias = None if self.decoder_bias is None else self.decoder_bias(T, t + T, offset=t)
+        maps: list[Tensor] = []
+        for w, (ck, cv, _, _) in zip(state.weights, state.views(B)):
+            x, self_w = block_prefill(w, x, ck, cv, t, need_weights, bias, state.linear)
+            if self_w is not None:
+                maps.append(self_w)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        state.length = t + T
+        return state.linear(x, self.generator.weight, self.generator.bias), maps
 
     # -- sizes -------------------------------------------------------------------
     def num_parameters(self) -> int:
