@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from model.core.config import ModelConfig
 from model.core.layers import (
+    LARGE_WEIGHT,
     DecoderLayer,
     DecoderStepWeights,
     EncoderLayer,
@@ -418,7 +419,7 @@ class Transformer(nn.Module):
         memory_mask = None if bool(src_mask.all()) else src_mask
         weights = [layer.step_weights() for layer in layers]
         self.float_linear.pack_for(batch)
-        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0, linear=self.step_linear)
+        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0, linear=self._step_linear())
 
     def start_generation(self, batch: int, capacity: int) -> DecoderState:
         """State for a decoder-only model generating ``batch`` sequences of at most ``capacity`` positions
@@ -435,7 +436,16 @@ class Transformer(nn.Module):
         cache = self.generator.weight.new_empty(cfg.n_decoder_layers, 2, batch, cfg.n_heads, capacity, cfg.head_dim)
         weights = [layer.step_weights() for layer in layers]
         self.float_linear.pack_for(batch)
-        return DecoderState([], [], None, cache, weights, length=0, linear=self.step_linear)
+        return DecoderState([], [], None, cache, weights, length=0, linear=self._step_linear())
+
+    def _step_linear(self) -> LinearFn:
+        """What computes a cached step's projections: :attr:`step_linear`, or plain ``F.linear`` where it would
+        only pass every call on to it (float32 and no weight large enough for :class:`StepLinear` to handle
+        otherwise: a small model, whose step its checks slowed by 7 %)."""
+        if self.step_linear is not self.float_linear:
+            return self.step_linear
+        largest = max(p.numel() for p in [self.generator.weight, *self.decoder_layers.parameters()])
+        return self.step_linear if largest >= LARGE_WEIGHT else F.linear
 
     @overload
     def decode_step(
