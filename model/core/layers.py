@@ -329,8 +329,8 @@ def block_prefill(
     ``need_weights``, the attention rows ``[B, H, T, position + T]`` (zero beyond each row's own position)."""
     B, T, d = x.shape
     H, Dh = w.n_heads, d // w.n_heads
-    (n1, _, n3), shape, pre, residual = w.norms, (d,), w.pre_norm, w.residual
-    h = F.layer_norm(x, shape, *n1) if pre else x  # type: ignore[misc]
+    n1, pre = w.norms[0], w.pre_norm
+    h = F.layer_norm(x, (d,), *n1) if pre else x  # type: ignore[misc]
     q, k, v = linear(h, *w.qkv).view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # each [B, H, T, Dh]
     if w.rope is not None:
         q, k = w.rope(q, position), w.rope(k, position)
@@ -342,15 +342,8 @@ def block_prefill(
     a, self_w = scaled_dot_product_attention(
         q, cache_k[:, :, :end], cache_v[:, :, :end], mask, 0.0, need_weights, bias, w.scale
     )
-    h = linear(a.transpose(1, 2).reshape(B, T, d), *w.self_out)
-    x = x + h if residual else h
-    if not pre:
-        x = F.layer_norm(x, shape, *n1)  # type: ignore[misc]
-    h = w.ffn(F.layer_norm(x, shape, *n3) if pre else x, linear)  # type: ignore[misc]
-    x = x + h if residual else h
-    if not pre:
-        x = F.layer_norm(x, shape, *n3)  # type: ignore[misc]
-    return x, self_w
+    x = _add_and_norm(x, linear(a.transpose(1, 2).reshape(B, T, d), *w.self_out), n1, pre, w.residual)
+    return _feed_forward(w, x, linear), self_w
 
 
 def _norms(*norms: nn.LayerNorm | None) -> tuple[Norm | None, ...]:
@@ -371,6 +364,21 @@ class DecoderStepWeights(NamedTuple):
     norms: tuple[Norm | None, ...]  # before/after self-attention, cross-attention (None: none), FFN
     residual: bool = True  # x + Sublayer(x); False: Sublayer(x) alone (no residual connections)
     scale: float | None = None  # the factor of QKᵀ in both attentions; None: 1/√d_k (1.0: unscaled)
+
+
+def _add_and_norm(x: Tensor, h: Tensor, norm: Norm | None, pre: bool, residual: bool) -> Tensor:
+    """A sublayer's output ``h`` added to ``x`` (``h`` alone without residual connections), then, in a Post-LN
+    layer, the norm after it."""
+    x = x + h if residual else h
+    return x if pre else F.layer_norm(x, (x.shape[-1],), *norm)  # type: ignore[misc]
+
+
+def _feed_forward(w: DecoderStepWeights, x: Tensor, linear: LinearFn) -> Tensor:
+    """The position-wise feed-forward sublayer of a step (or the experts the router picks), with its residual and
+    norm."""
+    n3 = w.norms[2]
+    h = w.ffn(F.layer_norm(x, (x.shape[-1],), *n3) if w.pre_norm else x, linear)  # type: ignore[misc]
+    return _add_and_norm(x, h, n3, w.pre_norm, w.residual)
 
 
 def decoder_step(
@@ -398,7 +406,7 @@ def decoder_step(
     """
     B, _, d = x.shape
     H, Dh = w.n_heads, d // w.n_heads
-    (n1, n2, n3), cross_w = w.norms, None  # (weight, bias, eps) of each norm; a sublayer that exists has one
+    (n1, n2, _), cross_w = w.norms, None  # (weight, bias, eps) of each norm; a sublayer that exists has one
     shape, pre, residual = (d,), w.pre_norm, w.residual
 
     # 1. masked self-attention: only positions ≤ this one exist in the cache
@@ -412,24 +420,15 @@ def decoder_step(
     a, self_w = scaled_dot_product_attention(
         q, cache_k[:, :, : position + 1], cache_v[:, :, : position + 1], None, 0.0, need_weights, bias, w.scale
     )
-    h = linear(a.reshape(B, 1, d), *w.self_out)  # the heads side by side (one position: no transpose needed)
-    x = x + h if residual else h
-    if not pre:
-        x = F.layer_norm(x, shape, *n1)  # type: ignore[misc]
+    # the heads side by side (one position: no transpose needed)
+    x = _add_and_norm(x, linear(a.reshape(B, 1, d), *w.self_out), n1, pre, residual)
 
     # 2. cross-attention over the encoder output
     if w.cross_q is not None and w.cross_out is not None and memory_k is not None and memory_v is not None:
         h = F.layer_norm(x, shape, *n2) if pre else x  # type: ignore[misc]
         q = linear(h, *w.cross_q).view(B, H, 1, Dh)
         a, cross_w = scaled_dot_product_attention(q, memory_k, memory_v, memory_mask, 0.0, need_weights, None, w.scale)
-        h = linear(a.reshape(B, 1, d), *w.cross_out)
-        x = x + h if residual else h
-        if not pre:
-            x = F.layer_norm(x, shape, *n2)  # type: ignore[misc]
+        x = _add_and_norm(x, linear(a.reshape(B, 1, d), *w.cross_out), n2, pre, residual)
 
     # 3. position-wise feed-forward (or the experts the router picks)
-    h = w.ffn(F.layer_norm(x, shape, *n3) if pre else x, linear)  # type: ignore[misc]
-    x = x + h if residual else h
-    if not pre:
-        x = F.layer_norm(x, shape, *n3)  # type: ignore[misc]
-    return x, self_w, cross_w
+    return _feed_forward(w, x, linear), self_w, cross_w
