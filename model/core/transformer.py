@@ -419,7 +419,7 @@ class Transformer(nn.Module):
         memory_mask = None if bool(src_mask.all()) else src_mask
         weights = [layer.step_weights() for layer in layers]
         self.float_linear.pack_for(batch)
-        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0, linear=self._step_linear())
+        return DecoderState(mem_k, mem_v, memory_mask, cache, weights, length=0, linear=_step_linear(self))
 
     def start_generation(self, batch: int, capacity: int) -> DecoderState:
         """State for a decoder-only model generating ``batch`` sequences of at most ``capacity`` positions
@@ -436,16 +436,7 @@ class Transformer(nn.Module):
         cache = self.generator.weight.new_empty(cfg.n_decoder_layers, 2, batch, cfg.n_heads, capacity, cfg.head_dim)
         weights = [layer.step_weights() for layer in layers]
         self.float_linear.pack_for(batch)
-        return DecoderState([], [], None, cache, weights, length=0, linear=self._step_linear())
-
-    def _step_linear(self) -> LinearFn:
-        """What computes a cached step's projections: :attr:`step_linear`, or plain ``F.linear`` where it would
-        only pass every call on to it (float32 and no weight large enough for :class:`StepLinear` to handle
-        otherwise: a small model, whose step its checks slowed by 7 %)."""
-        if self.step_linear is not self.float_linear:
-            return self.step_linear
-        largest = max(p.numel() for p in [self.generator.weight, *self.decoder_layers.parameters()])
-        return self.step_linear if largest >= LARGE_WEIGHT else F.linear
+        return DecoderState([], [], None, cache, weights, length=0, linear=_step_linear(self))
 
     @overload
     def decode_step(
@@ -476,11 +467,7 @@ class Transformer(nn.Module):
         t, B = state.length, tokens.shape[0]
         if t >= state.capacity:
             raise ValueError("the decoder state is full; start decoding with a larger capacity")
-        x = F.embedding(tokens[:, None], self.tgt_embed.weight) * self.embed_scale  # [B, 1, d]
-        if self.tgt_pos is not None:
-            x = x + self.tgt_pos.table()[t]
-        if self.embed_norm is not None:
-            x = self.embed_norm(x)
+        x = self._target_input(tokens[:, None], t)  # [B, 1, d]
         bias = None if self.decoder_bias is None else self.decoder_bias(1, t + 1, offset=t)
         self_maps: list[Tensor] = []
         cross_maps: list[Tensor] = []
@@ -500,6 +487,13 @@ class Transformer(nn.Module):
         logits = state.linear(x[:, 0], self.generator.weight, self.generator.bias)  # [B, V]
         return (logits, self_maps, cross_maps) if need_weights else (logits, None, None)
 
+    def _target_input(self, tokens: Tensor, t: int) -> Tensor:
+        """Tokens ``[B, T]`` at positions ``t``.. as a cached decoder reads them: embedded, scaled, positions added."""
+        x = F.embedding(tokens, self.tgt_embed.weight) * self.embed_scale
+        if self.tgt_pos is not None:
+            x = x + self.tgt_pos.table()[t : t + tokens.shape[1]]
+        return x if self.embed_norm is None else self.embed_norm(x)
+
     def prefill(self, tokens: Tensor, state: DecoderState, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
         """A decoder-only model reads ``tokens [B, T]`` at positions ``state.length`` on, in one call: the same as
         ``T`` calls of :meth:`decode_step` (their keys and values in the cache, each position attending to the
@@ -510,11 +504,7 @@ class Transformer(nn.Module):
         t, (B, T) = state.length, tokens.shape
         if t + T > state.capacity:
             raise ValueError("the decoder state is full; start decoding with a larger capacity")
-        x = F.embedding(tokens, self.tgt_embed.weight) * self.embed_scale  # [B, T, d]
-        if self.tgt_pos is not None:
-            x = x + self.tgt_pos.table()[t : t + T]
-        if self.embed_norm is not None:
-            x = self.embed_norm(x)
+        x = self._target_input(tokens, t)  # [B, T, d]
         bias = None if self.decoder_bias is None else self.decoder_bias(T, t + T, offset=t)
         maps: list[Tensor] = []
         for w, (ck, cv, _, _) in zip(state.weights, state.views(B)):
@@ -544,3 +534,13 @@ class Transformer(nn.Module):
         for name, p in self.named_parameters():  # each shared tensor reported once, first name
             counts[parameter_group(name)] += p.numel()
         return {group: n for group, n in counts.items() if n}
+
+
+def _step_linear(model: Transformer) -> LinearFn:
+    """What computes a cached step's projections: the model's :attr:`~Transformer.step_linear`, or plain
+    ``F.linear`` where it would only pass every call on to it (float32 and no weight large enough for
+    :class:`StepLinear` to handle otherwise: a small model, whose step its checks slowed by 7 %)."""
+    if model.step_linear is not model.float_linear:
+        return model.step_linear
+    largest = max(p.numel() for p in [model.generator.weight, *model.decoder_layers.parameters()])
+    return model.step_linear if largest >= LARGE_WEIGHT else F.linear
