@@ -194,6 +194,14 @@ def _window(work: Path):
     return window
 
 
+def _settle(app, seconds: float = 2.0) -> None:
+    """Let the window show itself: its first layout and paint, as after a launch, before the person acts."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        app.processEvents()
+        time.sleep(0.01)
+
+
 def _lateness(stamps: list[float], start: float = -np.inf, end: float = np.inf) -> np.ndarray:
     """Milliseconds late of each tick of the 16 ms timer that ended in (start, end]."""
     t = np.array(stamps)
@@ -327,6 +335,7 @@ def trainer_run(app, work: Path, checkpoints: int, folder: Path | None) -> None:
             raise SystemExit("the Trainer's stand-in failed")
         time.sleep(0.05)
     window = _window(work)
+    _settle(app)  # its first showing (layout, polish, paint) is the program's start, not a checkpoint's reading
     followed = TrainerFollowed(window, work, steps)
     timer = QTimer(window, timerType=Qt.TimerType.PreciseTimer, interval=16)
     timer.timeout.connect(lambda: followed.tick() and app.quit())

@@ -14,7 +14,6 @@ from explorer.answers import IDLE, Evaluation, FollowStatus, MetricsBatch, Probe
 from explorer.commands import Follow
 from explorer.engine_base import attention_entropy
 from explorer.engine_files import FileHandlers
-from explorer.engine_loading import prepare_optimizers_aside
 from explorer.run_following import RunFollowing
 from model.interpret.head_functions import head_functions
 from model.io.follow import RunWatcher, run_ending
@@ -110,8 +109,9 @@ class FollowingHandlers(FileHandlers):
         if self.session is None or f.run_id != self._run_id:
             self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
             f.run_id = self._run_id
-            # (the probes are the trainer's; torch's optimizer imports, 1–4 s, are read aside: polling goes on)
-            self._later = [self._describe_data, prepare_optimizers_aside]
+            # (the probes are the trainer's.) No optimizer is made here: the run trains in another process. Their
+            # imports (1–4 s of holding the GIL, the window's too, in slices up to 180 ms) wait for a Start.
+            self._later = [self._describe_data]
             self._probe_checkpoint(f)
             return True
         session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need

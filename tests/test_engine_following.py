@@ -92,6 +92,29 @@ def test_newer_weights_of_the_same_run_keep_its_run_and_a_final_checkpoint_says_
     assert seen.status[-1].ended == ""
 
 
+def test_a_followed_run_makes_no_optimizer_ready_a_model_opened_to_train_does(qtbot, tmp_path, monkeypatch):
+    """The run trains in another process: the optimizer's imports (1–4 s of holding the GIL, the window's too) are
+    not made while its first checkpoint is shown; a model opened in the window gets them ready for its Start."""
+    from explorer import engine_loading
+
+    prepared: list[str] = []
+    monkeypatch.setattr(engine_loading, "_preparing", None)
+    monkeypatch.setattr(engine_loading, "prepare_optimizers", lambda: prepared.append("imports"))
+    s = Session.create(DataSpec(task="copy", n_train=300), "tiny", TrainConfig(batch_size=16, eval_every=0))
+    s.save(tmp_path / "model.ckpt")
+    seen = Following()
+    seen.engine._start_following(Follow(str(tmp_path)))
+    assert seen.runs and seen.engine.session is not None
+    while seen.engine._later:  # what the engine does once commands stop coming
+        seen.engine._later.pop(0)()
+    qtbot.wait(50)
+    assert prepared == []
+    seen.engine._install(s, path=None)  # a model opened to be trained here
+    while seen.engine._later:
+        seen.engine._later.pop(0)()
+    qtbot.waitUntil(lambda: prepared == ["imports"], timeout=2000)
+
+
 def test_a_folder_that_holds_no_run_is_refused_and_changes_nothing(qtbot, tmp_path):
     seen = Following()
     with pytest.raises(follow.RunFolderError, match="no metrics.jsonl or model.ckpt"):

@@ -234,6 +234,24 @@ def test_a_reset_and_another_folder_drop_what_was_drawn(panel):
     assert plot.chooser.list.count() == 1
 
 
+def test_a_log_read_anew_keeps_its_curves_and_smooths_them_from_its_first_point(panel):
+    """A followed Trainer run's first checkpoint sends the whole log again (reset): the curves are not taken out
+    and put back (30–80 ms of the window's time), yet they show only the log as read anew, smoothed from its start."""
+    plot = panel.scalars_plot
+    panel.smooth_slider.setValue(80)
+    panel.on_scalars(scalars({"train/loss": loss_points(1, 100), "eval/bleu": loss_points(1, 100)}))
+    tick(plot, "eval/bleu", True)
+    panel.redraw()
+    kept, gone = plot.curves["train/loss"].curve, plot.curves["eval/bleu"].curve
+    x, y = loss_points(1, 70)
+    panel.on_scalars(scalars({"train/loss": (x, 2 * y)}, reset=True))  # read anew: eval/bleu is not in it
+    panel.redraw()
+    assert plot.curves["train/loss"].curve is kept and "eval/bleu" not in plot.curves
+    assert gone not in plot.plot.getPlotItem().listDataItems() and legend(plot) == ["train/loss"]
+    assert np.array_equal(plot.shown_raw("train/loss")[1], 2 * y)
+    assert np.allclose(plot.shown("train/loss")[1], reference_ema(2 * y, 0.8))
+
+
 def test_hidden_until_a_followed_run_logs_scalars(panel, qtbot):
     plot = panel.scalars_plot
     grid = panel.live_plots.grid

@@ -21,10 +21,11 @@ from explorer.i18n import N_, tr
 from explorer.panels.training_scalars import SCALARS_PLOT, ScalarsPlot
 from explorer.widgets import named
 from explorer.widgets.metric_plot import MetricPlot
+from explorer.widgets.staggered import Staggered
 from model.families.registry import MOE
 from model.io.snapshots import StepColumns
 
-REVEAL_MS = 40  # between the plots painted for the first time
+REVEAL_MS = 40  # between the plots painted for the first time, or laid out again after the grid changed
 PLOT_MIN_HEIGHT = 120  # px: title, axes and a readable curve (three rows fit beside the controls on a laptop)
 TICK_MS = 25  # one plot with new data redrawn per tick
 
@@ -143,6 +144,7 @@ class TrainingPlots(QObject):
             )
         self.expert_load_plot = self.plots["expert_load_plot"]
         self.scalars = ScalarsPlot(parent=self.grid_widget)  # not in self.plots: it draws tags, not runs' metrics
+        self.staggered = Staggered(self, REVEAL_MS)  # the plots resized one per frame when the grid changes
         self.arrange(3)
         self._define_series()
         self._create_markers()
@@ -335,6 +337,8 @@ class TrainingPlots(QObject):
         names = tuple(n for n in widgets if n not in OPTIONAL_PLOTS or n in shown)
         if (columns, names) == self._arranged:
             return
+        if self._arranged is not None and self.grid_widget.isVisible():  # on screen: resized a frame apart
+            self.staggered.hold(self.scalars.plot if n == SCALARS_PLOT else self.plots[n].plot for n in names)
         self._arranged = (columns, names)
         for widget in widgets.values():
             self.grid.removeWidget(widget)
@@ -348,6 +352,7 @@ class TrainingPlots(QObject):
         if self.area is not None:
             needed = len(rows) * PLOT_MIN_HEIGHT + (len(rows) - 1) * self.grid.verticalSpacing()
             self.area.set_needed_height(needed)
+        self.staggered.release()
 
     # -- redrawing ---------------------------------------------------------------------------------
     def set_on_screen(self, on: bool) -> None:

@@ -217,6 +217,10 @@ class TagCurve:
     cuts: int = 0  # the tag's cuts when they were smoothed
     drawn: int = -1  # the tag's version when last drawn
 
+    def start_over(self) -> None:
+        """Smoothed and drawn again from the first point at the next redraw."""
+        self.smooth, self.smooth_state, self.smoothed, self.cuts, self.drawn = TagPoints(), (0.0, 0), 0, 0, -1
+
 
 class TagChooser(QWidget):
     """The tags as a list with tick boxes under a filter: tick the curves to draw, type to find a tag among forty,
@@ -352,8 +356,10 @@ class ScalarsPlot(QWidget):
         """New points of the followed run's tags (see :meth:`LoggedScalars.take`)."""
         folder = self.state.folder
         self.state.take(batch)
-        if folder != self.state.folder or batch.reset:
+        if folder != self.state.folder:
             self._forget_curves()
+        elif batch.reset:
+            self._draw_anew()
         self._shown_again()
 
     def follow_folder(self, folder: str) -> None:
@@ -383,6 +389,18 @@ class ScalarsPlot(QWidget):
         self.curves = {}
         self.follow, self._range = True, None
 
+    def _draw_anew(self) -> None:
+        """The folder's log was read anew (a followed run's first checkpoint sends it whole): the curves stay (taking
+        them and their legend entries out and back took 30–80 ms of the window's time) and get all their points at
+        the next redraw; a tag the log no longer has loses its curve."""
+        for tag in [t for t in self.curves if t not in self.state.points]:
+            drawn = self.curves.pop(tag)
+            self.plot.removeItem(drawn.curve)
+            self.plot.removeItem(drawn.raw)
+        for drawn in self.curves.values():
+            drawn.start_over()
+        self.follow, self._range = True, None
+
     def shown(self, tag: str) -> tuple[np.ndarray, np.ndarray]:
         """The points the tag's curve was given (smoothed, when smoothing is on): the whole data set, not the part
         pyqtgraph keeps of it for the pixels in view."""
@@ -401,7 +419,7 @@ class ScalarsPlot(QWidget):
         if weight != self.weight:
             self.weight, self._dirty = weight, True
             for drawn in self.curves.values():
-                drawn.smooth, drawn.smooth_state, drawn.smoothed, drawn.drawn = TagPoints(), (0.0, 0), 0, -1
+                drawn.start_over()
 
     def set_log(self, on: bool) -> None:
         self.plot.setLogMode(x=False, y=on)

@@ -31,6 +31,7 @@ import sentencepiece
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from model.data.tokenization import ENCODE_CHUNK, TOKENIZER_KINDS, Encoded, TextTokenizer, _byte_decoder
+from model.io import gentle
 from model.io.safe_files import NotAFileError, check_regular, read_regular
 
 SPIECE_UNDERLINE = "▁"
@@ -70,7 +71,7 @@ def _read_json(path: Path, required: bool = False) -> Any:
             raise HFTokenizerError(f"{path.parent}: the tokenizer file {path.name} is missing")
         return {}
     try:
-        return json.loads(read_regular(path).decode("utf-8"))
+        return gentle.json_loads(read_regular(path).decode("utf-8"))  # (a vocab.json: the window draws on meanwhile)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise HFTokenizerError(f"{path.parent}: cannot read the tokenizer file {path.name} ({exc})") from None
 

@@ -9,6 +9,7 @@ from model.data import Corpus, DataError, EncodedPairs, encode_pairs, load_corpu
 from model.data.stream import ChunkEncoder, line_parser
 from model.data.text_batching import EncodedTexts, encode_texts
 from model.data.tokenization import SPECIAL_TOKENS, Tokenizing
+from model.io import gentle
 from model.session.state import SessionState
 from model.training.device import without_collector_pauses
 
@@ -43,7 +44,7 @@ def whole_words(tok: Tokenizing) -> tuple[str, ...]:
             continue
         if any(ch.isalnum() for ch in piece):
             words.add(piece)
-    return tuple(sorted(words, key=lambda w: (w.casefold(), w)))
+    return tuple(gentle.sorted_in_slices(words, key=lambda w: (w.casefold(), w)))  # (the window draws meanwhile)
 
 
 class SessionData(SessionState):
