@@ -9,6 +9,7 @@ state in :class:`explorer.window_status.WindowStatus`, presenter mode and scenes
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
@@ -38,11 +39,13 @@ from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel
 from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
+from explorer.run_arrival import RunArrival
 from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
 from explorer.window_layout import default_layout
 from explorer.window_menus import WindowMenus
 from explorer.window_status import WindowStatus
+from explorer.window_turns import WindowTurns
 from explorer.worker import Engine
 from model.core.config import ModelConfig
 from resources import resource_path
@@ -109,6 +112,9 @@ class MainWindow(QMainWindow):
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.engine = engine or Engine(device)
         self.client = EngineClient(self.engine)
+        self.arrival = RunArrival(self, self._looked_at)  # a new model's arrival at the panels
+        self.arrival.answers_after(self.engine)  # before any panel connects to the engine
+        self.turns = WindowTurns(self)  # the engine's long Python work waits while the window handles events
         self._create_panels()
         self._create_docks()
         self.presenter = Presenter(self)
@@ -173,6 +179,8 @@ class MainWindow(QMainWindow):
                 | QDockWidget.DockWidgetFeature.DockWidgetClosable
             )
             self.docks[key] = dock
+            # a panel brought to the front shows the newest model at once, before it draws what it looked at
+            dock.visibilityChanged.connect(lambda shown: shown and self.arrival.finish())
             on_screen = getattr(self.panels[key], "set_on_screen", None)
             if on_screen is not None:  # panels that draw only what is looked at
                 dock.visibilityChanged.connect(on_screen)
@@ -404,28 +412,32 @@ class MainWindow(QMainWindow):
         self.first_launch.on_state(status.state)
 
     def _on_run(self, info: RunInfo) -> None:
-        """A model is open: every panel hears of it, in this order."""
+        """A model is open: every panel hears of it, in this order (those behind another tab a turn later each,
+        see explorer.run_arrival)."""
         automatic = self.first_launch.is_automatic(info)
         asked_bundled = self.files.on_run(info, automatic)
         self._update_title()
-        # a late automatic load never overwrites settings the person has been editing meanwhile
-        self.training.on_run(info, fill_form=not (automatic and self.training.form.edited))
-        self.decoding.on_run(info)
         self._follow_family(info.model_config)
-        self.attention.on_run(info)
-        self.positional.on_run(info)
-        self.model_panel.on_run(info)
-        self.data_panel.on_run(info)
-        self.model_map.on_run(info)
-        self.why.on_run(info)
-        self.lanes.on_run(info)
-        self.experiment.on_run(info)
+        # a late automatic load never overwrites settings the person has been editing meanwhile
+        fill_form = not (automatic and self.training.form.edited)
+        steps = [
+            ("training", lambda: self.training.on_run(info, fill_form=fill_form)),
+            *((key, partial(self.panels[key].on_run, info)) for key, _ in PANELS if key != "training"),
+        ]
+        self.arrival.hand(steps, then=lambda: self._after_panels(info, automatic, asked_bundled))
+
+    def _after_panels(self, info: RunInfo, automatic: bool, asked_bundled: bool) -> None:
         self.lessons.on_run(info)  # after every panel: the slide's scene is set on the new model
         self.autosave.arrived(info)
         if automatic:
             self.first_launch.arrived(info)
         elif asked_bundled:
             self.first_launch.show_sample(info)
+
+    def _looked_at(self, key: str) -> bool:
+        """Whether a panel is on screen (a window not shown yet counts as looked at: nothing waits for it)."""
+        dock = self.docks[key]
+        return not self.isVisible() or (dock.isVisible() and not dock.visibleRegion().isEmpty())
 
     def _on_failed(self, request_id: int, message: str) -> None:
         message = self.first_launch.failed(request_id, message)

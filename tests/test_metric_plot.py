@@ -25,3 +25,30 @@ def test_step_labels_have_room_at_any_width(qtbot, width, last_step):
     for a, b in zip(rects, rects[1:]):
         assert b.left() - a.right() >= 4, f"labels {a} and {b} touch"
     assert all(np.isfinite(float(t.replace(",", ""))) for _, t in drawn)
+
+
+def test_the_plots_timer_makes_a_new_runs_curves_one_at_a_time_and_ends_where_a_whole_redraw_does(qtbot):
+    """A new run's curves (each with its faint raw curve and legend entry) come one per tick of the plots' timer;
+    the plot stays stale until all are made, and then shows what one whole redraw shows."""
+    runs = []
+    for _ in range(2):
+        plot = MetricPlot("Loss", "loss_plot", "cross-entropy")
+        qtbot.addWidget(plot)
+        plot.define("train", "train")
+        plot.define("valid", "valid", colour_shift=1, symbol="o")
+        plot.set_runs(1, {1})
+        x = np.arange(1.0, 41.0)
+        plot.append(1, "train", x, 5 / x)
+        plot.append(1, "valid", x[::10], 6 / x[::10])
+        runs.append(plot)
+    gradual, whole = runs
+    whole.redraw()
+    made = []
+    while gradual.stale:
+        gradual.redraw(gradually=True)
+        made.append(sum(s.curve is not None for s in gradual.series.values()))
+    assert made == [1, 2]
+    for key, s in whole.series.items():
+        shown, expected = gradual.series[key].curve.getData(), s.curve.getData()
+        assert np.array_equal(shown[0], expected[0]) and np.array_equal(shown[1], expected[1])
+    assert [label.text for _, label in gradual.legend.items] == [label.text for _, label in whole.legend.items]

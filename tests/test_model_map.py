@@ -287,3 +287,22 @@ def test_a_model_with_parts_switched_off_is_drawn_and_said_as_it_is(panel, info_
     assert "Attention(Q, K, V) = softmax(QKT) V" in text.splitlines()  # neither / √dk nor + M
     assert "no causal mask" in text and "does not divide the scores" in text
     assert "not told where tokens are" in panel.items[ModelPart("positional", "encoder")].detail
+
+
+def test_behind_another_tab_a_new_model_is_drawn_when_the_map_is_looked_at(panel, info_for):
+    """A new model's drawing (15–20 ms) waits while the map is a tab behind another; bringing it to the front, or
+    asking for its parts, draws the newest model (never one of an older model in between)."""
+    panel.on_run(info_for(n_encoder_layers=2, n_decoder_layers=2))
+    panel.select(ModelPart("cross_attention", "decoder", 1))
+    panel.set_on_screen(False)
+    before = dict(panel.items)
+    panel.on_run(info_for(n_encoder_layers=3, n_decoder_layers=1))
+    panel.on_run(info_for(n_encoder_layers=4, n_decoder_layers=1))
+    assert panel.items == before  # nothing drawn meanwhile
+    panel.set_on_screen(True)
+    assert layers_drawn(panel, "encoder") == [0, 1, 2, 3] and layers_drawn(panel, "decoder") == [0]
+    assert panel.chosen is None and "Point at a part" in equation(panel)  # layer 1 of the decoder is gone
+    panel.set_on_screen(False)
+    panel.on_run(info_for(n_encoder_layers=1, n_decoder_layers=5))
+    assert layers_drawn(panel, "decoder") == [0, 1, 2, 3, 4]  # asked for: drawn at once
+    assert panel.select(ModelPart("cross_attention", "decoder", 4))

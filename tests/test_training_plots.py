@@ -43,7 +43,9 @@ def test_each_tick_redraws_one_plot_with_new_data_in_turn_and_none_behind_anothe
     redrawn: list[str] = []
     for name, plot in plots.plots.items():
         original = plot.redraw
-        monkeypatch.setattr(plot, "redraw", lambda name=name, original=original: (redrawn.append(name), original()))
+        monkeypatch.setattr(
+            plot, "redraw", lambda name=name, original=original, **kw: (redrawn.append(name), original(**kw))
+        )
     changed = [name for name, plot in plots.plots.items() if plot.stale]
     assert set(changed) == {"loss_plot", "accuracy_plot", "lr_plot", "grad_plot", "speed_plot"}
     plots.set_step(50, training=True)  # training: the step marker waits for the learning-rate plot's redraw

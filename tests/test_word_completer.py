@@ -65,3 +65,17 @@ def test_tab_takes_the_first_word_offered(qtbot, box):
     assert completer.list.isVisible()
     qtbot.keyClick(completer.list, Qt.Key.Key_Tab)
     assert box.text() == "a cat" and not completer.list.isVisible()
+
+
+def test_words_reach_qt_only_when_first_needed_and_a_newer_list_replaces_a_waiting_one(box):
+    """A new model's 65,000 words are kept aside when it arrives; typing (or asking for the model) hands them to
+    Qt. A list that never reached Qt is replaced whole by a newer one."""
+    completer = box.completer_
+    completer.set_words(["apple", "Apricot"])
+    completer.set_words(["banana", "band", "Bandit"])
+    assert completer.has_words() and completer._words.rowCount() == 0  # none has reached Qt yet
+    typed(box, "a ban").update_popup()
+    assert completer._words.stringList() == ["banana", "band", "Bandit"]
+    assert completer.list.isVisible() and completer.completionCount() == 3
+    completer.set_words([])
+    assert not completer.has_words() and completer.words.rowCount() == 0

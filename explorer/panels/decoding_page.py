@@ -470,7 +470,7 @@ class SteppingPage(QWidget):
         """Show a decoding step (the engine client has dropped answers to requests made stale since)."""
         self.waiting = False
         self.sentence.chips.set_tokens(list(view.source_tokens), set(view.unknown), view.source_typed)
-        self.views.show(view, knows_words=self.sentence.completer.words.rowCount() > 0)
+        self.views.show(view, knows_words=self.sentence.completer.has_words())
         self._mark_previous()
         self._describe_step()
         self._update_buttons()

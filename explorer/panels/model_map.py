@@ -623,6 +623,8 @@ class ModelMapPanel(QWidget):
         self._formula_need = 0.0  # px the widest outermost piece of this model's equations takes (narrow size)
         self._shown_width = -1  # the column's width its equations were broken into lines for
         self.items: dict[ModelPart, PartItem] = {}
+        self._on_screen = True  # False while the dock is a tab behind another (set_on_screen): drawing waits
+        self._stale = False  # a drawing waits for the panel to be looked at
         self._create_views()
         self._lay_out()
         self._connect()
@@ -675,9 +677,12 @@ class ModelMapPanel(QWidget):
             self.opened[stack] = min(self.opened[stack], n - 1)
         self.hovered = None
         self.redraw()
-        if self.chosen not in self.items:
-            self.chosen = None
-            self._show_equation()
+
+    def set_on_screen(self, on: bool) -> None:
+        """The dock came to the front of its tabs (or went behind another): a drawing that waited is made."""
+        self._on_screen = on
+        if on and self._stale:
+            self._draw()
 
     def select(self, part: ModelPart) -> bool:
         """Open the part's layer and mark the part as chosen (without sending :attr:`part_chosen`).
@@ -686,6 +691,7 @@ class ModelMapPanel(QWidget):
         """
         if self.info is None:
             return False
+        self._draw_if_stale()
         n = model_stacks(self.info.model_config).get(part.stack or "", 0)
         if part.layer is not None and not 0 <= part.layer < n:
             return False
@@ -693,10 +699,10 @@ class ModelMapPanel(QWidget):
         if part.layer is not None and part.stack is not None:
             self.opened[part.stack] = part.layer
         if self.opened != previous:
-            self.redraw()
+            self._draw()
         if part not in self.items:
             self.opened = previous
-            self.redraw()
+            self._draw()
             return False
         self.chosen = part
         for p, item in self.items.items():
@@ -706,14 +712,29 @@ class ModelMapPanel(QWidget):
 
     def parts(self) -> dict[ModelPart, QRectF]:
         """The parts drawn now, each with its rectangle in scene coordinates."""
+        self._draw_if_stale()
         return {p: QRectF(item.placed.rect) for p, item in self.items.items()}
 
     def export(self, path: str | Path) -> None:
+        self._draw_if_stale()
         render_scene(self.scene, self.scene.sceneRect(), path, self.title.text())
 
     # -- drawing -----------------------------------------------------------------------------------------
 
     def redraw(self) -> None:
+        """Draw the model now, or, while the panel is a tab behind another, when it is next looked at (a new
+        model's drawing and its equations' measuring take 15–20 ms that the window's other views need)."""
+        if self._on_screen:
+            self._draw()
+        else:
+            self._stale = True
+
+    def _draw_if_stale(self) -> None:
+        if self._stale:
+            self._draw()
+
+    def _draw(self) -> None:
+        self._stale = False
         self.scene.clear()
         self.items = {}
         base = QApplication.palette().color(QPalette.ColorRole.Base)
@@ -726,6 +747,8 @@ class ModelMapPanel(QWidget):
             self.items = fill_scene(self.scene, drawing, self.info, self._on_hover)
             if self.chosen in self.items:
                 self.items[self.chosen].set_state(chosen=True)
+        if self.chosen not in self.items:  # a part of a model no longer shown
+            self.chosen = None
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-6, -6, 6, 6))
         self._measure_formulas()
         self._share_space()

@@ -389,7 +389,7 @@ class TrainingPlots(QObject):
         for i in range(len(plots)):
             plot = plots[(self._ticks + i) % len(plots)]
             if plot.stale:
-                plot.redraw()
+                plot.redraw(gradually=True)
                 if plot is self.plots["lr_plot"]:
                     self.step_marker.setValue(self.step)
                 self._ticks += i + 1

@@ -442,16 +442,17 @@ class ScalarsPlot(QWidget):
             if t in self.state.chosen
         )
 
-    def redraw(self) -> None:
+    def redraw(self, gradually: bool = False) -> None:
         """Give each chosen tag's curve its points (only those with new ones), hide the others, and keep them in
-        view."""
-        self._dirty = False
+        view. ``gradually`` (the plots' timer): at most one new curve this time (see MetricPlot.redraw)."""
+        self._dirty, made = False, False
         for i, (tag, points) in enumerate(self.state.points.items()):
             drawn = self.curves.get(tag)
             chosen = tag in self.state.chosen
-            if drawn is None and not chosen:
+            if drawn is None and (not chosen or (gradually and made)):
                 continue
             if drawn is None:
+                made = True
                 drawn = self.curves[tag] = self._make_curves(tag_colour(i))
             drawn.curve.setVisible(chosen)
             drawn.raw.setVisible(chosen and self.weight > 0)  # (empty while the tag is sparse)

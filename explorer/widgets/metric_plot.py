@@ -353,12 +353,17 @@ class MetricPlot(QWidget):
         """Data arrived (or the view changed) since the last redraw."""
         return any(s.dirty for s in self.series.values())
 
-    def redraw(self) -> None:
+    def redraw(self, gradually: bool = False) -> None:
+        """Draw the series with new points. ``gradually`` (the plots' timer): at most one new curve this time, the
+        others on the next calls (a new run's curves, each with its faint raw curve and its legend entry, took
+        10–15 ms together)."""
+        made = False
         for s in self.series.values():
-            if not s.dirty:
+            if not s.dirty or (gradually and made and s.curve is None):
                 continue
             s.dirty = False
             show = s.run_id in self.visible_runs
+            made = made or s.curve is None
             curve = s.curve if s.curve is not None else self._make_curves(s)
             curve.setVisible(show)
             if s.raw_curve is not None:
