@@ -45,7 +45,6 @@ from explorer.widgets.message_bar import MessageBar
 from explorer.window_layout import default_layout
 from explorer.window_menus import WindowMenus
 from explorer.window_status import WindowStatus
-from explorer.window_turns import WindowTurns
 from explorer.worker import Engine
 from model.core.config import ModelConfig
 from resources import resource_path
@@ -114,7 +113,6 @@ class MainWindow(QMainWindow):
         self.client = EngineClient(self.engine)
         self.arrival = RunArrival(self, self._looked_at)  # a new model's arrival at the panels
         self.arrival.answers_after(self.engine)  # before any panel connects to the engine
-        self.turns = WindowTurns(self)  # the engine's long Python work waits while the window handles events
         self._create_panels()
         self._create_docks()
         self.presenter = Presenter(self)
