@@ -4,6 +4,7 @@ its probe snapshots — and how fresh it is."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from explorer.commands import Follow
 from explorer.engine_base import attention_entropy
 from explorer.engine_files import FileHandlers
 from explorer.run_following import RunFollowing
+from explorer.window_quiet import wait_for
 from model.interpret.head_functions import head_functions
 from model.io.follow import RunWatcher, run_ending
 from model.io.snapshots import StepColumns
@@ -28,6 +30,7 @@ class FollowingHandlers(FileHandlers):
     """Follow a run, take in what it wrote, stop following (engine thread)."""
 
     _governor: ThreadGovernor | None = None  # PyTorch's threads fitted to the free cores (explorer.worker.Engine's)
+    window_quiet: threading.Event | None = None  # set while the window has drawn what it was sent (window_quiet.py)
 
     def _start_following(self, c: Follow) -> None:
         following = RunFollowing(RunWatcher(Path(c.folder)), c.request_id)  # RunFolderError: not a run
@@ -70,6 +73,8 @@ class FollowingHandlers(FileHandlers):
         f.probes.extend(poll.probes)
         if self.session is not None:
             self._emit_followed_probes(f)
+        if installed:  # the panels draw the new run's probe on their timeline before the engine answers them
+            wait_for(self.window_quiet)
         if force or now - f.said > 1.0:
             f.said = now
             self.follow_changed.emit(
@@ -92,6 +97,9 @@ class FollowingHandlers(FileHandlers):
         from model.session import Session
 
         path = f.watcher.checkpoint_path
+        new_run = self.session is None or f.run_id != self._run_id
+        if new_run:  # the window draws the run's log first (the GIL is shared: see explorer.window_quiet)
+            wait_for(self.window_quiet)
         self._fit_threads()
         try:
             session = Session.load(path, device=self._device.type)
@@ -106,12 +114,13 @@ class FollowingHandlers(FileHandlers):
         if m and path.is_dir():
             session.step = int(m.group(1))  # a Trainer's checkpoint-N: its weights after N updates
         f.ended = run_ending(session.notes, session.step)  # the trainer's last save says that the run ended
-        if self.session is None or f.run_id != self._run_id:
+        if new_run:
             self._install(session, path=None, origin=f.request_id)  # a new run in the plots: the log so far
             f.run_id = self._run_id
             # (the probes are the trainer's.) No optimizer is made here: the run trains in another process. Their
             # imports (1–4 s of holding the GIL, the window's too, in slices up to 180 ms) wait for a Start.
             self._later = [self._describe_data]
+            wait_for(self.window_quiet)  # the panels take in the new model first
             self._probe_checkpoint(f)
             return True
         session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need

@@ -44,6 +44,7 @@ from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
 from explorer.window_layout import default_layout
 from explorer.window_menus import WindowMenus
+from explorer.window_quiet import WindowQuiet
 from explorer.window_status import WindowStatus
 from explorer.worker import Engine
 from model.core.config import ModelConfig
@@ -89,6 +90,11 @@ def default_data_dir() -> Path:
     )
 
 
+def on_screen(dock: QDockWidget) -> bool:
+    """Whether a dock is shown and not a tab behind another."""
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+
 class MainWindow(QMainWindow):
     """The panels in docks, the menus and the status row; what the menus do is in the modules named above."""
 
@@ -111,9 +117,11 @@ class MainWindow(QMainWindow):
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.engine = engine or Engine(device)
         self.client = EngineClient(self.engine)
-        self.arrival = RunArrival(self, self._looked_at)  # a new model's arrival at the panels
+        # a new model's arrival at the panels (a window not shown yet: nothing waits for it)
+        self.arrival = RunArrival(self, lambda key: not self.isVisible() or on_screen(self.docks[key]))
         self.arrival.answers_after(self.engine)  # before any panel connects to the engine
         self._create_panels()
+        self.engine.window_quiet = WindowQuiet(self, self._drawing).quiet
         self._create_docks()
         self.presenter = Presenter(self)
         self.lesson_bar = LessonBar()
@@ -250,7 +258,7 @@ class MainWindow(QMainWindow):
         """Show a panel in front of its tab group; nothing to do (and no re-layout of the whole window,
         50–80 ms) when it is on screen already."""
         dock = self.docks[key]
-        if dock.isVisible() and not dock.visibleRegion().isEmpty():
+        if on_screen(dock):
             return
         dock.show()
         dock.raise_()
@@ -432,10 +440,9 @@ class MainWindow(QMainWindow):
         elif asked_bundled:
             self.first_launch.show_sample(info)
 
-    def _looked_at(self, key: str) -> bool:
-        """Whether a panel is on screen (a window not shown yet counts as looked at: nothing waits for it)."""
-        dock = self.docks[key]
-        return not self.isVisible() or (dock.isVisible() and not dock.visibleRegion().isEmpty())
+    def _drawing(self) -> bool:  # panels waiting for a new model, plots, probe snapshots (see explorer.window_quiet)
+        probes = self.attention.over_training.absorbing()
+        return self.isVisible() and bool(self.arrival.waiting or self.training.drawing() or probes)
 
     def _on_failed(self, request_id: int, message: str) -> None:
         message = self.first_launch.failed(request_id, message)

@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from model.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, weight_shapes
+from model.io.checkpoint import CheckpointError, all_finite, load_checkpoint, save_checkpoint, weight_shapes
 from model.session import Session
 
 
@@ -244,3 +244,19 @@ def test_a_checkpoint_saved_before_the_switches_loads_as_the_papers_model(copy_s
     session.model.eval()
     with torch.no_grad():
         assert torch.equal(old.model(src, tgt), session.model(src, tgt))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_all_finite_says_what_isfinite_says_nan_and_infinities_anywhere_and_sums_that_overflow(dtype):
+    """The quick check (a finite sum) and torch.isfinite(t).all() agree on every case: a NaN, +inf, -inf or both at
+    any place, finite values whose sum overflows (finite: the exact check decides), an empty tensor."""
+    big = torch.finfo(dtype).max
+    cases = [torch.randn(1000, dtype=dtype), torch.empty(0, dtype=dtype), torch.full((4,), big, dtype=dtype)]
+    for at in (0, 517, 998):
+        for bad in ([float("nan")], [float("inf")], [float("-inf")], [float("inf"), float("-inf")]):
+            t = torch.randn(1000, dtype=dtype)
+            t[at : at + len(bad)] = torch.tensor(bad, dtype=dtype)
+            cases.append(t.reshape(10, 100))
+    for t in cases:
+        assert all_finite(t) == bool(torch.isfinite(t).all()), t
+    assert all_finite(cases[2]) and not all_finite(cases[3])  # overflowing sum: still finite; a NaN: not

@@ -242,6 +242,10 @@ class ProbeTimeline(QWidget):
         if not self._absorb_timer.isActive():
             self._absorb_timer.start()
 
+    def absorbing(self) -> bool:
+        """Whether snapshots wait to be taken in (and drawn)."""
+        return bool(self._incoming)
+
     def _absorb(self) -> None:
         incoming, self._incoming = self._incoming, []
         if self.run_id is not None:

@@ -352,6 +352,9 @@ class TrainingPanel(QWidget):
         """Redraw every plot now (exports and tests)."""
         self.live_plots.redraw()
 
+    def drawing(self) -> bool:
+        return self.live_plots.drawing()
+
 
 def _same_settings(a: RunInfo, b: RunInfo) -> bool:
     settings = (a.model_config, a.train_config, a.data, a.tokenizer)

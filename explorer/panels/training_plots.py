@@ -379,6 +379,11 @@ class TrainingPlots(QObject):
         if self._unrevealed:
             self._reveal_timer.start()
 
+    def drawing(self) -> bool:
+        """Whether plots wait to be laid out, painted or redrawn (on screen)."""
+        stale = any(plot.stale for plot in (*self.plots.values(), self.scalars))
+        return bool(self.staggered.held or self._unrevealed) or (self._on_screen and stale)
+
     def _tick(self) -> None:
         """Redraw the next plot that has new data: one plot per tick keeps each frame's painting short
         (several plots in one frame made the window late by 20–30 ms), and however fast training runs,

@@ -41,7 +41,7 @@ from torch import Tensor
 from model.core.config import ModelConfig
 from model.core.settings import ConfigError
 from model.hf.supported import SUPPORTED, unsupported
-from model.io.checkpoint import MAX_LAYERS, MAX_POSITIONS, CheckpointError, weight_shapes
+from model.io.checkpoint import MAX_LAYERS, MAX_POSITIONS, CheckpointError, all_finite, weight_shapes
 from model.io.safe_files import NotAFileError, check_regular, inside, open_regular, read_regular
 
 if TYPE_CHECKING:
@@ -463,7 +463,7 @@ class WeightFiles:
             tensors.update(self._pickled if self._pickled is not None else _read_safetensors(file))
         out = {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
         for name, value in out.items():
-            if value.is_floating_point() and not _BUFFERS.fullmatch(name) and not bool(torch.isfinite(value).all()):
+            if value.is_floating_point() and not _BUFFERS.fullmatch(name) and not all_finite(value):
                 raise HFImportError(
                     f"{self.stored[name].file}: the weight {name} contains NaN or infinite values, so the model "
                     f"cannot compute anything; {_DAMAGED}"

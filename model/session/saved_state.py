@@ -15,7 +15,7 @@ from model.data import DataSpec
 from model.data.tokenization import TextTokenizer, TokenizerSpec
 from model.families.registry import FAMILIES
 from model.hf.tokenizers import tokenizer_from_json
-from model.io.checkpoint import DAMAGED, CheckpointError
+from model.io.checkpoint import DAMAGED, CheckpointError, all_finite
 from model.io.snapshots import TRAIN_METRICS
 from model.training.trainer import TrainConfig
 
@@ -184,5 +184,5 @@ def check_optimizer_state(optimizer: torch.optim.Optimizer, state: Any) -> None:
                 continue
             if value.dim() > 0 and value.shape != param.shape:
                 raise ValueError(f"optimizer {name} of shape {list(value.shape)} for a weight {list(param.shape)}")
-            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            if value.is_floating_point() and not all_finite(value):
                 raise ValueError(f"optimizer {name} holds NaN or infinite values")
