@@ -123,6 +123,7 @@ class FollowingHandlers(FileHandlers):
             wait_for(self.window_quiet)  # the panels take in the new model first
             self._probe_checkpoint(f)
             return True
+        assert self.session is not None  # (not a new run)
         session.data_cache = self.session.data_cache  # the same run, newer weights: the panels ask again as they need
         self.session = session
         if self._decoder is not None:  # the sentence being stepped through stays, at its step, on the new weights

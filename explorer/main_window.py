@@ -39,7 +39,7 @@ from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel
 from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
-from explorer.run_arrival import RunArrival
+from explorer.run_arrival import RunArrival, Step
 from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
 from explorer.window_layout import default_layout
@@ -186,7 +186,7 @@ class MainWindow(QMainWindow):
             )
             self.docks[key] = dock
             # a panel brought to the front shows the newest model at once, before it draws what it looked at
-            dock.visibilityChanged.connect(lambda shown: shown and self.arrival.finish())
+            dock.visibilityChanged.connect(self.arrival.shown)
             on_screen = getattr(self.panels[key], "set_on_screen", None)
             if on_screen is not None:  # panels that draw only what is looked at
                 dock.visibilityChanged.connect(on_screen)
@@ -426,7 +426,7 @@ class MainWindow(QMainWindow):
         self._follow_family(info.model_config)
         # a late automatic load never overwrites settings the person has been editing meanwhile
         fill_form = not (automatic and self.training.form.edited)
-        steps = [
+        steps: list[tuple[str, Step]] = [
             ("training", lambda: self.training.on_run(info, fill_form=fill_form)),
             *((key, partial(self.panels[key].on_run, info)) for key, _ in PANELS if key != "training"),
         ]

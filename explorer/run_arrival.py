@@ -78,6 +78,11 @@ class RunArrival(QObject):
     def _before_answer(self, *_answer: object) -> None:
         self.finish()
 
+    def shown(self, shown: bool) -> None:
+        """A panel's dock came to the front (or went behind another tab): it shows the newest model at once."""
+        if shown:
+            self.finish()
+
     def finish(self) -> None:
         """Everything that waits, now."""
         self.timer.stop()

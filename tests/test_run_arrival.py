@@ -79,3 +79,12 @@ def test_an_answer_reaches_a_panel_only_after_the_panel_has_heard_of_the_model(q
     assert done == ["training:A", "scalars"]
     engine.sentence_sampled.emit(SentenceSampled(request_id=1, run_id=1, asked="test", source="hi"))
     assert done == ["training:A", "scalars", "decoding:A", "attention:A", "map:A", "why:A", "then:A", "answer hi"]
+
+
+def test_a_panel_brought_to_the_front_runs_what_waits_and_one_sent_behind_does_not(arrival):
+    done: list[str] = []
+    arrival.hand(steps(done, "A"), then=lambda: done.append("then:A"))
+    arrival.shown(False)
+    assert done == ["training:A", "attention:A"]
+    arrival.shown(True)
+    assert done == ["training:A", "attention:A", "decoding:A", "map:A", "why:A", "then:A"]

@@ -381,7 +381,8 @@ class TrainingPlots(QObject):
 
     def drawing(self) -> bool:
         """Whether plots wait to be laid out, painted or redrawn (on screen)."""
-        stale = any(plot.stale for plot in (*self.plots.values(), self.scalars))
+        plots: list[MetricPlot | ScalarsPlot] = [*self.plots.values(), self.scalars]
+        stale = any(plot.stale for plot in plots)
         return bool(self.staggered.held or self._unrevealed) or (self._on_screen and stale)
 
     def _tick(self) -> None:
