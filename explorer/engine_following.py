@@ -4,7 +4,6 @@ its probe snapshots — and how fresh it is."""
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +15,7 @@ from explorer.commands import Follow
 from explorer.engine_base import attention_entropy
 from explorer.engine_files import FileHandlers
 from explorer.run_following import RunFollowing
-from explorer.window_quiet import wait_for
+from explorer.window_quiet import WindowQuiet, wait_for
 from model.interpret.head_functions import head_functions
 from model.io.follow import RunWatcher, run_ending
 from model.io.snapshots import StepColumns
@@ -30,7 +29,7 @@ class FollowingHandlers(FileHandlers):
     """Follow a run, take in what it wrote, stop following (engine thread)."""
 
     _governor: ThreadGovernor | None = None  # PyTorch's threads fitted to the free cores (explorer.worker.Engine's)
-    window_quiet: threading.Event | None = None  # set while the window has drawn what it was sent (window_quiet.py)
+    window_quiet: WindowQuiet | None = None  # whether the window has drawn what it was sent (explorer.window_quiet)
 
     def _start_following(self, c: Follow) -> None:
         following = RunFollowing(RunWatcher(Path(c.folder)), c.request_id)  # RunFolderError: not a run

@@ -121,7 +121,7 @@ class MainWindow(QMainWindow):
         self.arrival = RunArrival(self, lambda key: not self.isVisible() or on_screen(self.docks[key]))
         self.arrival.answers_after(self.engine)  # before any panel connects to the engine
         self._create_panels()
-        self.engine.window_quiet = WindowQuiet(self, self._drawing).quiet
+        self.engine.window_quiet = WindowQuiet(self, self._drawing)
         self._create_docks()
         self.presenter = Presenter(self)
         self.lesson_bar = LessonBar()

@@ -37,19 +37,19 @@ def test_the_engine_waits_until_the_window_is_quiet_and_never_longer_than_the_ca
     parent = QObject()
     drawing = [True]
     w = WindowQuiet(parent, lambda: drawing[0])
-    qtbot.waitUntil(lambda: not w.quiet.is_set(), timeout=2000)
+    assert not w.timer.isActive()  # not asked: the window checks nothing
     monkeypatch.setattr(window_quiet, "LONGEST_WAIT_S", 30.0)
     done = threading.Event()
-    threading.Thread(target=lambda: (wait_for(w.quiet), done.set())).start()
+    threading.Thread(target=lambda: (wait_for(w), done.set())).start()  # the engine's thread asks
     qtbot.wait(200)
     assert not done.is_set()  # the window still draws
     drawing[0] = False
     qtbot.waitUntil(done.is_set, timeout=5000)
+    qtbot.waitUntil(lambda: not w.timer.isActive(), timeout=2000)  # quiet: the checks stop
     monkeypatch.setattr(window_quiet, "LONGEST_WAIT_S", 0.05)
     drawing[0] = True
-    qtbot.waitUntil(lambda: not w.quiet.is_set(), timeout=2000)
     started = time.monotonic()
-    wait_for(w.quiet)  # a window that draws on and on: the engine goes on after the cap
+    wait_for(w)  # a window that draws on and on: the engine goes on after the cap
     assert time.monotonic() - started < 5
 
 
@@ -84,7 +84,8 @@ def test_a_new_runs_log_model_and_probe_each_wait_for_the_window_to_draw_what_ca
     monkeypatch.setattr(
         following, "wait_for", lambda quiet: waits.append((len(seen.scalars), len(seen.runs), len(seen.probes)))
     )
-    seen.engine.window_quiet = threading.Event()
+    holder = QObject()
+    seen.engine.window_quiet = WindowQuiet(holder, lambda: False)  # (its waits recorded above)
     seen.engine._start_following(Follow(str(out), probe="The cat sat"))
     assert waits == [(1, 0, 0), (1, 1, 0), (2, 1, 1)]  # (the log is sent again whole with the model)
     w.log(4, loss=0.5, perplexity=4.0)

@@ -681,8 +681,8 @@ class ModelMapPanel(QWidget):
     def set_on_screen(self, on: bool) -> None:
         """The dock came to the front of its tabs (or went behind another): a drawing that waited is made."""
         self._on_screen = on
-        if on and self._stale:
-            self._draw()
+        if on:
+            self._draw_if_stale()
 
     def select(self, part: ModelPart) -> bool:
         """Open the part's layer and mark the part as chosen (without sending :attr:`part_chosen`).
