@@ -1,4 +1,5 @@
-"""The training plots' step axis never writes its labels into each other, however narrow the plot."""
+"""The metric plots (explorer/widgets/metric_plot.py): step labels that never overprint, a new run's curves one per
+tick, and the same runs again redrawing nothing."""
 
 import numpy as np
 import pytest
@@ -52,3 +53,24 @@ def test_the_plots_timer_makes_a_new_runs_curves_one_at_a_time_and_ends_where_a_
         shown, expected = gradual.series[key].curve.getData(), s.curve.getData()
         assert np.array_equal(shown[0], expected[0]) and np.array_equal(shown[1], expected[1])
     assert [label.text for _, label in gradual.legend.items] == [label.text for _, label in whole.legend.items]
+
+
+def test_the_same_runs_again_leave_the_plot_as_it_is_and_other_runs_or_names_redraw_it(qtbot):
+    """A followed run's newer checkpoint tells the plots the runs they show already: nothing is redrawn (six plots
+    redrawn at once made the window wait). Other runs, another current run or another name redraw every curve."""
+    plot = MetricPlot("Loss", "loss_plot", "cross-entropy")
+    qtbot.addWidget(plot)
+    plot.define("train", "train")
+    for run in (1, 2):
+        plot.append(run, "train", np.arange(1.0, 11.0), np.linspace(5, 1, 10))
+    plot.set_runs(2, {1, 2})
+    plot.redraw()
+    assert not plot.stale
+    plot.set_runs(2, {1, 2})
+    assert not plot.stale
+    for current, visible, names in ((2, {2}, None), (1, {1, 2}, None), (1, {1, 2}, {2: "baseline"})):
+        plot.set_runs(current, visible, names)
+        assert plot.stale, (current, visible, names)
+        plot.redraw()
+        assert not plot.stale
+    assert "baseline" in [label.text for _, label in plot.legend.items][1]

@@ -162,7 +162,28 @@ def test_the_log_scale_is_for_the_loss_the_rate_and_the_gradient(plots):
 def test_the_markers_show_the_step_and_the_probe_snapshot(plots):
     plots.set_step(40, training=False)  # paused: the marker moves at once
     assert plots.step_marker.value() == 40 and plots.step == 40
+    plots.set_on_screen(False)  # behind another tab the probe marker is placed at once
     plots.set_probe_marker(15)
     assert plots.probe_marker.isVisible() and plots.probe_marker.value() == 15
     plots.set_probe_marker(-1)
     assert not plots.probe_marker.isVisible()
+
+
+def test_on_screen_the_probe_marker_moves_at_the_next_tick_alone_and_hides_at_once(panel):
+    """A new probe snapshot redraws the Attention panel's heatmap; the loss plot's marker moves a tick later, in a
+    repaint of its own, and the window counts it as drawing still to do until then."""
+    plots = panel.live_plots
+    plots.add_steps(1, steps_batch(1, 1, 50).steps)
+    plots.set_probe_marker(30)
+    assert not plots.probe_marker.isVisible() and plots.drawing()
+    plots._tick()
+    assert plots.probe_marker.isVisible() and plots.probe_marker.value() == 30
+    assert all(p.stale for p in plots.plots.values() if p.series)  # that tick was the marker's alone
+    plots.set_probe_marker(40)
+    plots.set_probe_marker(-1)  # a snapshot of no run: hidden now, the move dropped
+    assert not plots.probe_marker.isVisible()
+    plots._tick()
+    assert not plots.probe_marker.isVisible()
+    plots.set_probe_marker(45)
+    plots.redraw()  # an export: everything placed now
+    assert plots.probe_marker.value() == 45 and not plots.drawing()

@@ -154,6 +154,7 @@ class TrainingPlots(QObject):
         self.timer.start()
         self._ticks = 0
         self._on_screen = True
+        self._probe_step: int | None = None  # the probe marker's step, placed at the next tick
         self._painted = False  # the plots have been on screen once (see _reveal_gradually)
         self._unrevealed: list[MetricPlot] = []
         self._reveal_timer = QTimer(self, singleShot=True, interval=REVEAL_MS)
@@ -324,9 +325,26 @@ class TrainingPlots(QObject):
             self.step_marker.setValue(step)
 
     def set_probe_marker(self, step: int) -> None:
+        """Mark the step of the attention snapshot looked at (-1: none, hidden at once). On screen the marker moves
+        at the plots' next tick, a repaint of its own: moved in the same turn as the Attention panel's heatmap (a
+        new probe snapshot), the two repaints made the window wait 20-35 ms."""
+        if step >= 0 and self._on_screen:
+            self._probe_step = step
+            return
+        self._probe_step = None
+        self._place_probe_marker(step)
+
+    def _place_probe_marker(self, step: int) -> None:
         self.probe_marker.setVisible(step >= 0)
         if step >= 0:
             self.probe_marker.setValue(step)
+
+    def _place_waiting_marker(self) -> bool:
+        """Place the probe marker if it waits for a tick; whether it did."""
+        step, self._probe_step = self._probe_step, None
+        if step is not None:
+            self._place_probe_marker(step)
+        return step is not None
 
     def arrange(self, columns: int) -> None:
         """The plots that apply, ``columns`` a row; each optional plot (the experts' load, the scalars) a whole row
@@ -383,13 +401,16 @@ class TrainingPlots(QObject):
         """Whether plots wait to be laid out, painted or redrawn (on screen)."""
         plots: list[MetricPlot | ScalarsPlot] = [*self.plots.values(), self.scalars]
         stale = any(plot.stale for plot in plots)
-        return bool(self.staggered.held or self._unrevealed) or (self._on_screen and stale)
+        waiting = stale or self._probe_step is not None
+        return bool(self.staggered.held or self._unrevealed) or (self._on_screen and waiting)
 
     def _tick(self) -> None:
         """Redraw the next plot that has new data: one plot per tick keeps each frame's painting short
         (several plots in one frame made the window late by 20–30 ms), and however fast training runs,
         the window's work stays that of one plot per tick."""
         if not self._on_screen:
+            return
+        if self._place_waiting_marker():
             return
         plots: list[MetricPlot | ScalarsPlot] = [*self.plots.values(), self.scalars]
         for i in range(len(plots)):
@@ -403,6 +424,7 @@ class TrainingPlots(QObject):
 
     def redraw(self) -> None:
         """Redraw every plot now (exports and tests)."""
+        self._place_waiting_marker()
         for plot in self.plots.values():
             plot.redraw()
         self.scalars.redraw()

@@ -208,11 +208,12 @@ def test_timeline_scrubs_through_training_snapshots(make_window, qtbot):
     slider.setValue(0)
     first = a.heatmap.image.image.copy()
     assert first == pytest.approx(a.over_training.snapshots[0].inspection.cross[0, 0])
-    assert window.training.probe_marker.value() == 0 and window.training.probe_marker.isVisible()
+    marker = window.training.probe_marker  # moved at the plots' next tick
+    qtbot.waitUntil(lambda: marker.value() == 0 and marker.isVisible(), timeout=2000)
     slider.setValue(slider.maximum())
     assert a.heatmap.image.image == pytest.approx(a.over_training.snapshots[-1].inspection.cross[0, 0])
     assert not np.allclose(first, a.heatmap.image.image)
-    assert window.training.probe_marker.value() == a.over_training.snapshots[-1].step
+    qtbot.waitUntil(lambda: marker.value() == a.over_training.snapshots[-1].step, timeout=2000)
     a.tabs.setCurrentWidget(a.over_training)  # the entropy plot is drawn when its tab is opened
     entropy_x, entropy_y = a.over_training.entropy.data(1, "head0")
     assert list(entropy_x) == steps
