@@ -84,3 +84,39 @@ def test_a_map_of_older_weights_says_so_and_offers_update(caption, english, qtbo
         caption.update_button.click()
     caption.show_hint("Type a sentence.")
     assert caption.label.text() == "Type a sentence." and caption.update_button.isHidden()
+
+
+def test_the_caption_keeps_two_lines_and_its_tallest_height_at_one_width(qtbot):
+    """The map above keeps its size as captions change: a one-line hint and the first two-line caption take the
+    same room, a longer caption grows it and a shorter one after it leaves it, until the width changes."""
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    host = QWidget()  # the caption above a stretch, as under the map
+    qtbot.addWidget(host)
+    caption = MapCaption()
+    column = QVBoxLayout(host)
+    column.addWidget(caption)
+    column.addStretch(1)
+    host.resize(300, 400)
+    host.show()
+    qtbot.waitExposed(host)
+    line = caption.label.fontMetrics().lineSpacing()
+
+    def room() -> int:
+        qtbot.wait(20)  # laid out
+        return caption.height()
+
+    caption.show_hint("Type a sentence.")
+    hint = room()
+    assert 2 * line <= hint < 3 * line
+    caption.show_caption("Rows: the words that attend", ["training step 500", "one head of layer 6"])
+    assert caption.label.heightForWidth(caption.label.width()) > line  # two lines of text
+    assert room() == hint
+    long = " · ".join(f"note {i} of a caption that wraps" for i in range(8))
+    caption.show_caption("Rows: the words that attend", [long])
+    tallest = room()
+    assert tallest >= caption.label.heightForWidth(caption.label.width()) > 2 * line
+    caption.show_hint("Type a sentence.")
+    assert room() == tallest
+    host.resize(900, 400)  # another width: the room of what is said now
+    assert room() < tallest

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from explorer.i18n import N_, tr
@@ -95,6 +95,8 @@ class MapCaption(QWidget):
         self.update_button = named(QPushButton(), "attention_update_button")
         self.update_button.hide()
         self.update_button.clicked.connect(self.update_asked)
+        self._width, self._tallest = -1, 0  # see _keep_height
+        self.label.installEventFilter(self)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.label, 1)
@@ -104,6 +106,22 @@ class MapCaption(QWidget):
     def retranslate(self) -> None:
         self.update_button.setText(tr("Update"))
         self.update_button.setToolTip(tr("Draw the map again with the model's current weights"))
+
+    def _keep_height(self) -> None:
+        """The caption keeps its tallest height at this width, two lines at least: a caption one line longer than
+        the last (the first probe snapshot's, after the hint) shrank the map, which pyqtgraph then laid out and
+        painted twice more (the window waited 20-30 ms), and the map jumped under the reader's eyes."""
+        width = self.label.width()
+        if width != self._width:
+            self._width, self._tallest = width, 2 * self.label.fontMetrics().lineSpacing()
+        self.label.setMinimumHeight(0)  # else Qt's height for the width is at least the minimum set
+        self._tallest = max(self._tallest, self.label.heightForWidth(width))
+        self.label.setMinimumHeight(self._tallest)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self.label and event.type() == QEvent.Type.Resize:
+            self._keep_height()
+        return False
 
     def show_caption(self, rows: str, notes: list[str], shown_step: int | None = None, now: int | None = None) -> None:
         """``rows`` and, in brackets, ``notes``; a map drawn at training step ``shown_step`` while the model is at
@@ -116,7 +134,9 @@ class MapCaption(QWidget):
             notes = [said, *notes]
         self.label.setText(f"{rows}  ({' · '.join(notes)})" if notes else rows)
         self.update_button.setVisible(older)
+        self._keep_height()
 
     def show_hint(self, text: str) -> None:
         self.label.setText(text)
         self.update_button.hide()
+        self._keep_height()
