@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.arrival.answers_after(self.engine)  # before any panel connects to the engine
         self._create_panels()
         self.engine.window_quiet = WindowQuiet(self, self._drawing)
+        self.training.live_plots.held = lambda: bool(self.arrival.waiting)  # the panels' turns first
         self._create_docks()
         self.presenter = Presenter(self)
         self.lesson_bar = LessonBar()

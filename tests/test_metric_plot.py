@@ -29,8 +29,9 @@ def test_step_labels_have_room_at_any_width(qtbot, width, last_step):
 
 
 def test_the_plots_timer_makes_a_new_runs_curves_one_at_a_time_and_ends_where_a_whole_redraw_does(qtbot):
-    """A new run's curves (each with its faint raw curve and legend entry) come one per tick of the plots' timer;
-    the plot stays stale until all are made, and then shows what one whole redraw shows."""
+    """A new run's curves (each with its faint raw curve and legend entry) come one per tick of the plots' timer,
+    and their points at the tick after; the plot stays stale until then, and then shows what one whole redraw
+    shows."""
     runs = []
     for _ in range(2):
         plot = MetricPlot("Loss", "loss_plot", "cross-entropy")
@@ -44,11 +45,15 @@ def test_the_plots_timer_makes_a_new_runs_curves_one_at_a_time_and_ends_where_a_
         runs.append(plot)
     gradual, whole = runs
     whole.redraw()
-    made = []
+    made, entries = [], []
     while gradual.stale:
         gradual.redraw(gradually=True)
         made.append(sum(s.curve is not None for s in gradual.series.values()))
-    assert made == [1, 2]
+        entries.append([label for _, label in gradual.legend.items])
+        if gradual.stale:  # points are drawn once every curve is made, in a call of their own
+            assert all(len(s.curve.getData()[0] or ()) == 0 for s in gradual.series.values() if s.curve is not None)
+    assert made == [1, 2, 2]
+    assert entries[1][0] is entries[0][0]  # the first entry kept, the second added after it
     for key, s in whole.series.items():
         shown, expected = gradual.series[key].curve.getData(), s.curve.getData()
         assert np.array_equal(shown[0], expected[0]) and np.array_equal(shown[1], expected[1])

@@ -88,3 +88,20 @@ def test_a_panel_brought_to_the_front_runs_what_waits_and_one_sent_behind_does_n
     assert done == ["training:A", "attention:A"]
     arrival.shown(True)
     assert done == ["training:A", "attention:A", "decoding:A", "map:A", "why:A", "then:A"]
+
+
+def test_the_training_plots_wait_while_panels_take_in_a_model(make_window):
+    """A plot's redraw in the same turn as a panel's taking in a new model made the window late: the window's plots
+    redraw nothing while panels wait their turn."""
+    from tests.training_batches import steps_batch
+
+    window = make_window()
+    plots = window.training.live_plots
+    plots.add_steps(1, steps_batch(1, 1, 20).steps)
+    loss = plots.plots["loss_plot"]
+    window.arrival.waiting = [lambda: None]
+    plots._tick()
+    assert plots.held() and all(s.curve is None for s in loss.series.values())
+    window.arrival.finish()
+    plots._tick()
+    assert not plots.held() and any(s.curve is not None for s in loss.series.values())

@@ -40,6 +40,8 @@ def plots(qtbot):
 def test_each_tick_redraws_one_plot_with_new_data_in_turn_and_none_behind_another_tab(panel, monkeypatch):
     plots = panel.live_plots
     plots.add_steps(1, steps_batch(1, 1, 50).steps)
+    plots.redraw()  # the run's curves made (a new run's come one per tick, see test_metric_plot)
+    plots.add_steps(1, steps_batch(1, 51, 50).steps)
     redrawn: list[str] = []
     for name, plot in plots.plots.items():
         original = plot.redraw
@@ -187,3 +189,16 @@ def test_on_screen_the_probe_marker_moves_at_the_next_tick_alone_and_hides_at_on
     plots.set_probe_marker(45)
     plots.redraw()  # an export: everything placed now
     assert plots.probe_marker.value() == 45 and not plots.drawing()
+
+
+def test_the_plots_redraw_nothing_while_held(panel):
+    plots = panel.live_plots
+    plots.add_steps(1, steps_batch(1, 1, 50).steps)
+    plots.set_probe_marker(30)
+    held = [True]
+    plots.held = lambda: held[0]
+    plots._tick()
+    assert plots.plots["loss_plot"].stale and not plots.probe_marker.isVisible()
+    held[0] = False
+    plots._tick()
+    assert plots.probe_marker.isVisible()

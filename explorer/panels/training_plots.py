@@ -9,7 +9,7 @@ frame however fast training runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -155,6 +155,9 @@ class TrainingPlots(QObject):
         self._ticks = 0
         self._on_screen = True
         self._probe_step: int | None = None  # the probe marker's step, placed at the next tick
+        # whether the window has other drawing in hand first (panels taking in a new model): the plots wait for it,
+        # as a plot's redraw in the same turn as a panel's made the window 15-20 ms late
+        self.held: Callable[[], bool] = lambda: False
         self._painted = False  # the plots have been on screen once (see _reveal_gradually)
         self._unrevealed: list[MetricPlot] = []
         self._reveal_timer = QTimer(self, singleShot=True, interval=REVEAL_MS)
@@ -408,7 +411,7 @@ class TrainingPlots(QObject):
         """Redraw the next plot that has new data: one plot per tick keeps each frame's painting short
         (several plots in one frame made the window late by 20–30 ms), and however fast training runs,
         the window's work stays that of one plot per tick."""
-        if not self._on_screen:
+        if not self._on_screen or self.held():
             return
         if self._place_waiting_marker():
             return
