@@ -427,10 +427,11 @@ class MainWindow(QMainWindow):
         self._follow_family(info.model_config)
         # a late automatic load never overwrites settings the person has been editing meanwhile
         fill_form = not (automatic and self.training.form.edited)
-        steps: list[tuple[str, Step]] = [
-            ("training", lambda: self.training.on_run(info, fill_form=fill_form)),
-            *((key, partial(self.panels[key].on_run, info)) for key, _ in PANELS if key != "training"),
-        ]
+        steps: list[tuple[str, Step]] = [("training", lambda: self.training.on_run(info, fill_form=fill_form))]
+        for key, _ in PANELS:
+            if key != "training":  # (a panel may take a model in several steps)
+                in_steps = getattr(self.panels[key], "arrival_steps", None)
+                steps += [(key, s) for s in (in_steps(info) if in_steps else [partial(self.panels[key].on_run, info)])]
         self.arrival.hand(steps, then=lambda: self._after_panels(info, automatic, asked_bundled))
 
     def _after_panels(self, info: RunInfo, automatic: bool, asked_bundled: bool) -> None:

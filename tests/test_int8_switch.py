@@ -52,3 +52,20 @@ def test_a_model_made_here_does_not_offer_it(make_window, qtbot):
     window = make_window(start_default=True)
     qtbot.waitUntil(lambda: window.training.current is not None, timeout=30000)
     assert not window.decoding.decoding_page.int8.box.isVisibleTo(window)
+
+
+def test_behind_another_tab_the_switch_comes_a_turn_after_the_rest_of_the_panel(make_window, qtbot, marian):
+    """The window hands a new model to a panel behind another tab a step per turn; the switch's first appearance
+    took 3-4 ms of the Decoding panel's 8-10, so it is a step of its own, after the panel has taken the model."""
+    window = make_window(start_default=True)
+    qtbot.waitUntil(lambda: window.training.current is not None, timeout=30000)
+    made_here = window.training.current
+    switch = window.decoding.decoding_page.int8
+    window.files.open_model_folder(str(marian))
+    qtbot.waitUntil(lambda: window.training.current is not made_here, timeout=60000)
+    assert switch.box.isVisibleTo(window)
+    take_model, show_switch = window.decoding.arrival_steps(made_here)
+    take_model()
+    assert window.decoding.decoding_page.info is made_here and switch.box.isVisibleTo(window)
+    show_switch()
+    assert not switch.box.isVisibleTo(window)

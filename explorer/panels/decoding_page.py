@@ -450,7 +450,6 @@ class SteppingPage(QWidget):
         self.family_mode = self.views.family_mode = family_mode
         self.views.eos_id = info.model_config.eos_id
         self.controls.max_len.setMaximum(info.model_config.max_len)  # a longer output has no decoder positions
-        self.int8.on_run(info, new_model)
         self._describe_max_len()
         if new_model:
             self.views.cross_layer.setRange(1, max(1, info.model_config.n_decoder_layers))
