@@ -9,7 +9,6 @@ state in :class:`explorer.window_status.WindowStatus`, presenter mode and scenes
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
@@ -39,7 +38,7 @@ from explorer.panels.positional import PositionalPanel
 from explorer.panels.training import TrainingPanel
 from explorer.presenter import Presenter
 from explorer.recent_files import RecentFiles
-from explorer.run_arrival import RunArrival, Step
+from explorer.run_arrival import RunArrival, Step, panel_steps
 from explorer.status_row import StatusRow
 from explorer.widgets.message_bar import MessageBar
 from explorer.window_layout import default_layout
@@ -427,11 +426,10 @@ class MainWindow(QMainWindow):
         self._follow_family(info.model_config)
         # a late automatic load never overwrites settings the person has been editing meanwhile
         fill_form = not (automatic and self.training.form.edited)
-        steps: list[tuple[str, Step]] = [("training", lambda: self.training.on_run(info, fill_form=fill_form))]
-        for key, _ in PANELS:
-            if key != "training":  # (a panel may take a model in several steps)
-                in_steps = getattr(self.panels[key], "arrival_steps", None)
-                steps += [(key, s) for s in (in_steps(info) if in_steps else [partial(self.panels[key].on_run, info)])]
+        steps: list[tuple[str, Step]] = [
+            ("training", lambda: self.training.on_run(info, fill_form=fill_form)),
+            *(step for key, _ in PANELS if key != "training" for step in panel_steps(key, self.panels[key], info)),
+        ]
         self.arrival.hand(steps, then=lambda: self._after_panels(info, automatic, asked_bundled))
 
     def _after_panels(self, info: RunInfo, automatic: bool, asked_bundled: bool) -> None:

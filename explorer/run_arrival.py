@@ -11,6 +11,8 @@ the front).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -94,3 +96,10 @@ class RunArrival(QObject):
             self.waiting.pop(0)()
         if self.waiting:
             self.timer.start()
+
+
+def panel_steps(key: str, panel: Any, info: object) -> list[tuple[str, Step]]:
+    """How ``panel`` takes in a model: its ``arrival_steps(info)`` (its ``on_run`` in steps, run a turn apart behind
+    another tab) if it has them, else its ``on_run(info)``."""
+    in_steps = getattr(panel, "arrival_steps", None)
+    return [(key, step) for step in (in_steps(info) if in_steps else [partial(panel.on_run, info)])]

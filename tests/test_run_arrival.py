@@ -105,3 +105,23 @@ def test_the_training_plots_wait_while_panels_take_in_a_model(make_window):
     window.arrival.finish()
     plots._tick()
     assert not plots.held() and any(s.curve is not None for s in loss.series.values())
+
+
+def test_a_panel_takes_a_model_in_its_own_steps_or_in_its_on_run():
+    from explorer.run_arrival import panel_steps
+
+    done: list[str] = []
+
+    class OneStep:
+        def on_run(self, info):
+            done.append(f"on_run {info}")
+
+    class TwoSteps(OneStep):
+        def arrival_steps(self, info):
+            return [lambda: done.append(f"first {info}"), lambda: done.append(f"second {info}")]
+
+    steps = panel_steps("a", OneStep(), "m1") + panel_steps("b", TwoSteps(), "m1")
+    assert [key for key, _ in steps] == ["a", "b", "b"]
+    for _, step in steps:
+        step()
+    assert done == ["on_run m1", "first m1", "second m1"]
