@@ -240,7 +240,8 @@ def test_a_diverging_run_is_stopped_with_advice(make_window, qtbot):
     qtbot.waitUntil(lambda: window.message_bar.showing, timeout=30000)
     text = window.message_bar.label.text()
     assert "Training stopped at step" in text and "learning rate" in text
-    assert window.status.state == "error"
+    # the engine names the failure, then sends its state: a separate event, that may come a turn later
+    qtbot.waitUntil(lambda: window.status.state == "error", timeout=5000)
     qtbot.wait(200)
     shown, _ = window.training.plots["loss_plot"].data(window.training.current.run_id, "train")
     assert len(shown) == 0 or shown[-1] <= window.status.step  # the curve ends where the kept weights are
