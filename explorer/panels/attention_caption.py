@@ -95,7 +95,7 @@ class MapCaption(QWidget):
         self.update_button = named(QPushButton(), "attention_update_button")
         self.update_button.hide()
         self.update_button.clicked.connect(self.update_asked)
-        self._width, self._tallest = -1, 0  # see _keep_height
+        self._width = -1  # the label's width its height was kept at (see _keep_height)
         self.label.installEventFilter(self)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
@@ -112,11 +112,11 @@ class MapCaption(QWidget):
         the last (the first probe snapshot's, after the hint) shrank the map, which pyqtgraph then laid out and
         painted twice more (the window waited 20-30 ms), and the map jumped under the reader's eyes."""
         width = self.label.width()
-        if width != self._width:
-            self._width, self._tallest = width, 2 * self.label.fontMetrics().lineSpacing()
-        self.label.setMinimumHeight(0)  # else Qt's height for the width is at least the minimum set
-        self._tallest = max(self._tallest, self.label.heightForWidth(width))
-        self.label.setMinimumHeight(self._tallest)
+        if width != self._width:  # another width: the room of what is said now
+            self._width = width
+            self.label.setMinimumHeight(2 * self.label.fontMetrics().lineSpacing())
+        # (Qt's height for a width is never less than the minimum set; -1 for a label without text)
+        self.label.setMinimumHeight(max(self.label.minimumHeight(), self.label.heightForWidth(width)))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
         if watched is self.label and event.type() == QEvent.Type.Resize:
