@@ -97,8 +97,7 @@ class FollowingHandlers(FileHandlers):
 
         path = f.watcher.checkpoint_path
         new_run = self.session is None or f.run_id != self._run_id
-        if new_run:  # the window draws the run's log first (the GIL is shared: see explorer.window_quiet)
-            wait_for(self.window_quiet)
+        wait_for(self.window_quiet)  # the window draws the run's log first (the GIL is shared: explorer.window_quiet)
         self._fit_threads()
         try:
             session = Session.load(path, device=self._device.type)
@@ -129,6 +128,8 @@ class FollowingHandlers(FileHandlers):
             self._decoder.session = session
         self.run_described.emit(self._run_info(session))
         self._publish_status()
+        if f.watcher.computes_probes:  # the panels show the newer weights before the probe is computed on them
+            wait_for(self.window_quiet)
         self._probe_checkpoint(f)
         return False
 

@@ -1,5 +1,5 @@
 """Whether the window has drawn what the engine sent it: the engine's long Python work that can wait (a followed
-run's new model being built) waits for it, a short while at most.
+run's checkpoint being read, the probe's attention computed on it) waits for it, a short while at most.
 
 The window's thread and the engine thread share the GIL. The window gives it up at every call into Qt and, beside
 an engine running Python, waits for it again each time: a plot's first paint, 3–6 ms of work, took 30–50 ms while

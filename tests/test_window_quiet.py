@@ -63,7 +63,9 @@ def test_without_a_window_nothing_waits():
 def test_a_new_runs_log_model_and_probe_each_wait_for_the_window_to_draw_what_came_before(qtbot, tmp_path, monkeypatch):
     """The engine and the window share the GIL: a followed run's first checkpoint is read once the window has drawn
     the run's log, its probe computed once the panels have taken in the model, and the engine answers the panels
-    once the probe is drawn. A newer checkpoint of the same run waits for nothing."""
+    once the probe is drawn. A newer checkpoint of the same run is read once the window has drawn the log's new
+    lines, and its probe computed once the panels show the newer weights (beside a busy program, the window's
+    drawing and the engine's reading shared one core: the window was 10–13 ms late at the newer checkpoints)."""
     transformers = pytest.importorskip("transformers")
     import explorer.engine_following as following
     from explorer.commands import Follow
@@ -91,4 +93,5 @@ def test_a_new_runs_log_model_and_probe_each_wait_for_the_window_to_draw_what_ca
     w.log(4, loss=0.5, perplexity=4.0)
     w.checkpoint(model, 4)
     seen.look()
-    assert len(seen.probes) == 2 and len(waits) == 3
+    assert len(seen.probes) == 2
+    assert waits[3:] == [(3, 1, 1), (3, 2, 1)]  # the new line sent; then the newer weights too
