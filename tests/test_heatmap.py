@@ -174,3 +174,78 @@ def test_scrolling_through_a_zoomable_maps_heads_titles_it_once_the_scrolling_pa
         fixed.set_data(np.eye(3) * n, labels, labels)
         fixed.set_title(f"head {n}")
     assert fixed.title.text() == "head 2"
+
+
+def _paints(heatmap) -> list[int]:
+    """Counts the paints of the map's view (its own paint events, whatever asks for them)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    count = [0]
+
+    class Counter(QObject):
+        def eventFilter(self, watched, event):  # noqa: N802
+            if event.type() == QEvent.Type.Paint:
+                count[0] += 1
+            return False
+
+    heatmap._paint_counter = Counter(heatmap)  # (kept alive with the map)
+    heatmap.view.viewport().installEventFilter(heatmap._paint_counter)
+    return count
+
+
+def test_a_new_sentences_map_is_laid_out_before_it_is_painted_and_painted_once(qtbot):
+    """A probe's first snapshot, or another sentence: pyqtgraph measured the row labels as it painted them, laid
+    the map out again after that first paint and placed the image at the start of the next, 3–4 paints (12–14 ms)
+    in one turn of the event loop while a followed run's checkpoint was read. Now the labels' room is measured and
+    the map laid out before it is painted: one paint, with every row label whole."""
+    from tests.scenarios.test_layout_sizes import drawn_tick_labels
+
+    heatmap = Heatmap("probe_heatmap", "map")
+    qtbot.addWidget(heatmap)
+    heatmap.resize(660, 540)
+    heatmap.show()
+    qtbot.waitExposed(heatmap)
+    rng = np.random.default_rng(0)
+    heatmap.set_data(rng.random((3, 3)), ["▁Hello", "▁world", "</s>"], ["你好", "世界", "</s>"])
+    qtbot.wait(100)
+    paints = _paints(heatmap)
+    rows = ["▁The", "▁weather", "▁is", "▁remarkably", "▁nice", "</s>"]
+    heatmap.set_data(rng.random((6, 5)), rows, ["今天", "天气", "很好", "。", "</s>"])
+    qtbot.wait(150)
+    assert paints[0] == 1
+    left = heatmap.plot.getAxis("left")
+    drawn = drawn_tick_labels(left)
+    assert sorted(t for _, t in drawn) == sorted(rows)
+    assert all(rect.left() >= 0 for rect, _ in drawn), "a row label cut at the left"
+    assert left.width() - max(rect.width() for rect, _ in drawn) < 12  # and no wider than they need
+
+
+def test_row_labels_are_measured_again_in_presenter_modes_type(qtbot):
+    """The row labels' room is measured when the map is drawn; presenter mode's larger type measures it again,
+    with the map's new size (its title and labels grow), or the labels would be cut at the left."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.appearance import set_presenter_font
+    from tests.scenarios.test_layout_sizes import drawn_tick_labels
+
+    heatmap = Heatmap("probe_heatmap", "map")
+    qtbot.addWidget(heatmap)
+    heatmap.resize(660, 540)
+    heatmap.show()
+    rows = ["▁The", "▁weather", "▁is", "▁remarkably", "</s>"]
+    heatmap.set_data(np.eye(5), rows, ["a", "b", "c", "d", "</s>"])
+    qtbot.wait(50)
+    left = heatmap.plot.getAxis("left")
+    before = left.width()
+    base = QApplication.font()
+    try:
+        set_presenter_font(heatmap, True, base)
+        qtbot.wait(100)
+        assert left.width() > before * 1.2
+        drawn = drawn_tick_labels(left)
+        assert sorted(t for _, t in drawn) == sorted(rows)
+        assert all(rect.left() >= 0 for rect, _ in drawn), "a row label cut at the left"
+    finally:
+        set_presenter_font(heatmap, False, base)
+    qtbot.wait(100)
+    assert abs(left.width() - before) < 2

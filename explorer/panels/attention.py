@@ -396,8 +396,8 @@ class AttentionPanel(QWidget):
             self.snapshot_selected.emit(-1)
             self.over_training.mark_step(-1)
             return
+        self._write_caption(inspection, kind, mode)  # first: the map is laid out with its height, then painted
         self._draw(inspection, kind, mode)
-        self._write_caption(inspection, kind, mode)
         self._update_entropy()
         self.map_drawn.emit(mode)
         snapshot = self.over_training.current() if mode == "probe" else None
@@ -421,8 +421,8 @@ class AttentionPanel(QWidget):
         highlight = prompt + self.decoded - 1 if mode == "decoding" and kind != "encoder" and self.decoded else None
         matrix = maps[layer].mean(axis=0) if self.average.isChecked() else maps[layer, head]
         top = float(matrix.max()) if self.stretch.isChecked() and matrix.size else 1.0
-        self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
         self.heatmap.set_title(head_title(kind, layer, None if self.average.isChecked() else head, self.family))
+        self.heatmap.set_data(matrix, rows, cols, mask, highlight, levels=(0.0, max(top, 1e-6)))
         self.stack.setCurrentWidget(self.heatmap)
 
     def _show_routing(self, inspection: Inspection | None) -> None:

@@ -134,9 +134,16 @@ class MapCaption(QWidget):
             notes = [said, *notes]
         self.label.setText(f"{rows}  ({' · '.join(notes)})" if notes else rows)
         self.update_button.setVisible(older)
-        self._keep_height()
+        self._settle()
 
     def show_hint(self, text: str) -> None:
         self.label.setText(text)
         self.update_button.hide()
+        self._settle()
+
+    def _settle(self) -> None:
+        """The caption's height kept, and its own layout done now: what holds it learns its new height at once
+        (the map above is laid out with it before it is painted, explorer.widgets.heatmap), not a posted event
+        for each widget up the chain, each after the map's paint."""
         self._keep_height()
+        self.layout().activate()
