@@ -1,5 +1,6 @@
 """explorer/panels/attention.py: the Attention panel. Here its over-training tab: the head functions beside the
-entropy plot are drawn only while the tab is open (what they draw is tested in test_attention_functions.py)."""
+entropy plot are drawn only while the tab is open (what they draw is tested in test_attention_functions.py); and
+the first probe snapshot's map, painted once."""
 
 import pytest
 
@@ -28,3 +29,39 @@ def test_the_head_functions_are_drawn_only_when_their_tab_is_open(qtbot, probes)
     assert curves(p) == {}
     p.show_tab("over_training")
     assert len(curves(p)) == 4
+
+
+def test_the_first_probe_snapshots_map_is_painted_once_with_its_caption_and_labels_in_place(qtbot, probes):
+    """The first snapshot of a followed run's probe replaces the hint with a map, its labels, title and a longer
+    caption. Each of those re-laid out the map after a paint (3-4 paints, 20-30 ms in one turn of the window):
+    the caption and title are written first, laid out at once, and the map painted once at its final size."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from explorer.panels.attention import AttentionPanel
+
+    info, snapshots = probes
+    p = AttentionPanel()
+    qtbot.addWidget(p)
+    p.resize(420, 560)  # narrow: the caption takes more lines than the hint
+    p.on_run(info)
+    p.show_tab("map")
+    p.show()
+    qtbot.waitExposed(p)
+    qtbot.wait(100)
+    hint_lines = p.caption.height()
+    paints = [0]
+
+    class Counter(QObject):
+        def eventFilter(self, watched, event):  # noqa: N802
+            if event.type() == QEvent.Type.Paint:
+                paints[0] += 1
+            return False
+
+    counter = Counter(p)
+    p.heatmap.view.viewport().installEventFilter(counter)
+    p.on_probe(snapshots[0])
+    p.over_training._absorb()
+    qtbot.wait(200)
+    assert p.caption.height() > hint_lines  # (the case: a caption longer than the hint)
+    assert p.heatmap.values.size
+    assert paints[0] == 1

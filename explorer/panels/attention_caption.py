@@ -97,10 +97,10 @@ class MapCaption(QWidget):
         self.update_button.clicked.connect(self.update_asked)
         self._width = -1  # the label's width its height was kept at (see _keep_height)
         self.label.installEventFilter(self)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.label, 1)
-        row.addWidget(self.update_button)
+        self.row = QHBoxLayout(self)
+        self.row.setContentsMargins(0, 0, 0, 0)
+        self.row.addWidget(self.label, 1)
+        self.row.addWidget(self.update_button)
         self.retranslate()
 
     def retranslate(self) -> None:
@@ -146,4 +146,4 @@ class MapCaption(QWidget):
         (the map above is laid out with it before it is painted, explorer.widgets.heatmap), not a posted event
         for each widget up the chain, each after the map's paint."""
         self._keep_height()
-        self.layout().activate()
+        self.row.activate()

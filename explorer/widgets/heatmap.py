@@ -355,11 +355,12 @@ class Heatmap(QWidget):
         out first, with what changed there (a caption written before the map, a line longer)."""
         widget: QWidget | None = self
         while widget is not None:
-            if widget.layout() is not None:
-                widget.layout().activate()
+            layout = widget.layout()
+            if layout is not None:
+                layout.activate()
             widget = None if widget.isWindow() else widget.parentWidget()
         self.plot.layout.activate()
-        self.plot.getViewBox().prepareForPaint()
+        self.view.scene().prepareForPaint()  # (each view box, the colour bar's too, places its items now)
 
     def _row_ticks(self, ticks: list[tuple[float, str]]) -> None:
         """The row labels, and the room they take measured now: pyqtgraph measures an axis's labels as it paints
