@@ -4,13 +4,15 @@ run's checkpoint being read, the probe's attention computed on it) waits for it,
 The window's thread and the engine thread share the GIL. The window gives it up at every call into Qt and, beside
 an engine running Python, waits for it again each time: a plot's first paint, 3–6 ms of work, took 30–50 ms while
 a new model's vocabulary was being worked out, and a new run's curves are drawn over several frames (a plot a
-frame, a curve a tick). The engine asks (:func:`wait_for`); the window then checks every few frames until it has
-nothing in hand, and stops checking.
+frame, a curve a tick). The engine asks (:func:`wait_for`, or :func:`settled` for work its loop defers, which
+does not hold the loop up); the window then checks every few frames until it has nothing in hand, and stops
+checking.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -35,6 +37,7 @@ class WindowQuiet(QObject):
         self.calm = 0  # checks in a row with no drawing in hand
         self.quiet = threading.Event()
         self.quiet.set()
+        self.asked_at: float | None = None  # when the engine's thread asked without waiting (see settled), its own
         self.timer = QTimer(self)
         self.timer.setInterval(CHECK_MS)
         self.timer.timeout.connect(self.check)
@@ -71,3 +74,24 @@ def wait_for(window: WindowQuiet | None) -> None:
     except RuntimeError:  # the window is gone
         return
     window.quiet.wait(LONGEST_WAIT_S)
+
+
+def settled(window: WindowQuiet | None) -> bool:
+    """On the engine's thread, for work that can wait without holding the engine up (its loop goes on taking the
+    person's commands meanwhile): whether the window has drawn what it was sent. The first call asks it; once
+    LONGEST_WAIT_S have passed since, the answer is yes whatever it still draws."""
+    if window is None:
+        return True
+    if window.asked_at is None:
+        window.asked_at = time.monotonic()
+        window.quiet.clear()
+        try:
+            window.asked.emit()
+        except RuntimeError:  # the window is gone
+            window.asked_at = None
+            return True
+        return False
+    if window.quiet.is_set() or time.monotonic() - window.asked_at > LONGEST_WAIT_S:
+        window.asked_at = None
+        return True
+    return False

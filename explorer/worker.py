@@ -64,6 +64,7 @@ from explorer.engine_loading import LIVE_ENGINES, favour_the_window, load_engine
 from explorer.engine_training import TrainingHandlers
 from explorer.engine_views import ViewHandlers
 from explorer.failures import failure_message
+from explorer.window_quiet import settled
 from model.training.device import ThreadGovernor, device_description, resolve_device, start_helpers_behind
 
 # what ends following a run: the person makes, opens or trains a model of their own
@@ -154,7 +155,8 @@ class Engine(TrainingHandlers, ViewHandlers, InterpretHandlers, FollowingHandler
                 quiet_since = time.perf_counter() if commands else quiet_since
                 quiet = time.perf_counter() - quiet_since
                 if self._later and quiet > QUIET_S:
-                    self._later.pop(0)()
+                    if settled(self.window_quiet):  # (its Python beside the window's drawing made both wait)
+                        self._later.pop(0)()
                 elif self.session is None and quiet > 6 * QUIET_S:  # no model yet (--new): the person is choosing
                     prepare_optimizers_aside()  # settings; get ready for their Start (nothing is done twice)
             except Exception as exc:  # noqa: BLE001 — everything becomes a message, the thread lives on

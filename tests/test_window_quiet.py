@@ -95,3 +95,56 @@ def test_a_new_runs_log_model_and_probe_each_wait_for_the_window_to_draw_what_ca
     seen.look()
     assert len(seen.probes) == 2
     assert waits[3:] == [(3, 1, 1), (3, 2, 1)]  # the new line sent; then the newer weights too
+
+
+def test_settled_asks_the_window_once_without_waiting_and_says_yes_once_it_has_drawn_or_after_the_cap(
+    qtbot, monkeypatch
+):
+    parent = QObject()
+    drawing = [True]
+    w = WindowQuiet(parent, lambda: drawing[0])
+    monkeypatch.setattr(window_quiet, "LONGEST_WAIT_S", 30.0)
+    assert window_quiet.settled(None)  # no window: nothing to wait for
+    started = time.monotonic()
+    assert not window_quiet.settled(w)  # asked: the window checks now
+    assert time.monotonic() - started < 0.5  # (and the caller goes on at once)
+    qtbot.waitUntil(w.timer.isActive, timeout=2000)
+    qtbot.wait(100)
+    assert not window_quiet.settled(w)  # still drawing
+    drawing[0] = False
+    qtbot.waitUntil(w.quiet.is_set, timeout=2000)
+    assert window_quiet.settled(w)
+    assert not window_quiet.settled(w)  # the next piece of work asks again
+    drawing[0] = True
+    monkeypatch.setattr(window_quiet, "LONGEST_WAIT_S", 0.05)
+    qtbot.wait(100)
+    assert window_quiet.settled(w)  # a window that draws on and on: the work goes on after the cap
+
+
+def test_the_engines_deferred_work_waits_for_the_window_to_draw_and_commands_are_answered_meanwhile(qtbot, monkeypatch):
+    """What a new model does not need for its first screen (describing its corpus: 0.3 s of Python generating the
+    grammar task's sentences) ran while the window drew the new run's curves, and each made the other wait:
+    the window's timer was 40-65 ms late. It now waits for the window to have drawn, and the engine's loop goes
+    on answering meanwhile."""
+    import explorer.worker as worker
+    from explorer.commands import Pause
+    from explorer.worker import Engine
+
+    monkeypatch.setattr(worker, "QUIET_S", 0.01)
+    monkeypatch.setattr(window_quiet, "LONGEST_WAIT_S", 30.0)
+    drawing = [True]
+    holder = QObject()
+    engine = Engine("cpu", threads=1)
+    engine.window_quiet = WindowQuiet(holder, lambda: drawing[0])
+    done = threading.Event()
+    engine._later.append(done.set)
+    engine.start()
+    try:
+        qtbot.wait(600)
+        assert not done.is_set()  # the window still draws
+        engine.submit(Pause())  # a command meanwhile: taken
+        qtbot.waitUntil(lambda: engine._queue.empty(), timeout=5000)
+        drawing[0] = False
+        qtbot.waitUntil(done.is_set, timeout=5000)
+    finally:
+        assert engine.shutdown(None, timeout_ms=20000)
