@@ -35,9 +35,8 @@ def test_the_first_probe_snapshots_map_is_painted_once_with_its_caption_and_labe
     """The first snapshot of a followed run's probe replaces the hint with a map, its labels, title and a longer
     caption. Each of those re-laid out the map after a paint (3-4 paints, 20-30 ms in one turn of the window):
     the caption and title are written first, laid out at once, and the map painted once at its final size."""
-    from PySide6.QtCore import QEvent, QObject
-
     from explorer.panels.attention import AttentionPanel
+    from tests.test_heatmap import count_paints
 
     info, snapshots = probes
     p = AttentionPanel()
@@ -49,16 +48,7 @@ def test_the_first_probe_snapshots_map_is_painted_once_with_its_caption_and_labe
     qtbot.waitExposed(p)
     qtbot.wait(100)
     hint_lines = p.caption.height()
-    paints = [0]
-
-    class Counter(QObject):
-        def eventFilter(self, watched, event):  # noqa: N802
-            if event.type() == QEvent.Type.Paint:
-                paints[0] += 1
-            return False
-
-    counter = Counter(p)
-    p.heatmap.view.viewport().installEventFilter(counter)
+    paints = count_paints(p.heatmap)
     p.on_probe(snapshots[0])
     p.over_training._absorb()
     qtbot.wait(200)

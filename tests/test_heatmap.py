@@ -176,7 +176,7 @@ def test_scrolling_through_a_zoomable_maps_heads_titles_it_once_the_scrolling_pa
     assert fixed.title.text() == "head 2"
 
 
-def _paints(heatmap) -> list[int]:
+def count_paints(heatmap) -> list[int]:
     """Counts the paints of the map's view (its own paint events, whatever asks for them)."""
     from PySide6.QtCore import QEvent, QObject
 
@@ -208,7 +208,7 @@ def test_a_new_sentences_map_is_laid_out_before_it_is_painted_and_painted_once(q
     rng = np.random.default_rng(0)
     heatmap.set_data(rng.random((3, 3)), ["▁Hello", "▁world", "</s>"], ["你好", "世界", "</s>"])
     qtbot.wait(100)
-    paints = _paints(heatmap)
+    paints = count_paints(heatmap)
     rows = ["▁The", "▁weather", "▁is", "▁remarkably", "▁nice", "</s>"]
     heatmap.set_data(rng.random((6, 5)), rows, ["今天", "天气", "很好", "。", "</s>"])
     qtbot.wait(150)
