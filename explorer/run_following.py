@@ -11,6 +11,7 @@ from typing import Any
 from explorer.answers import Evaluation
 from model.io.follow import Poll, RunWatcher
 from model.io.snapshots import TRAIN_METRICS, History, StepColumns
+from model.io.tensorboard_events import drop_purged
 from model.io.trainer_folder import Scalars, add_scalars
 
 
@@ -46,14 +47,15 @@ class RunFollowing:
 
     def take_scalars(self, poll: Poll) -> tuple[Scalars, bool]:
         """Keep the poll's scalars; → what the window is to draw: the new points, or (True) all of them again
-        after either source was rewritten."""
+        after either source was rewritten, or a TensorBoard writer restarted from an earlier step."""
         if poll.reset:
             self.logged = {}
         if poll.events_reset:
             self.events = {}
+        drop_purged(self.events, poll.events_purged)
         add_scalars(self.logged, poll.scalars)
         add_scalars(self.events, poll.events)
-        if poll.reset or poll.events_reset:
+        if poll.reset or poll.events_reset or poll.events_purged:
             return self.all_scalars(), True
         fresh: Scalars = {}
         add_scalars(fresh, poll.scalars)

@@ -283,6 +283,37 @@ def test_tensorboard_scalars_written_while_following_arrive_as_written(qtbot, tm
     assert {b.folder for b in seen.scalars} == {str(tmp_path)}
 
 
+def test_a_tensorboard_writer_restarted_with_purge_step_is_drawn_as_tensorboard_shows_it(qtbot, tmp_path):
+    """A loop resumed from its step-5 checkpoint opens a new SummaryWriter with purge_step=5 while the window
+    follows: the window draws every tag again as TensorBoard shows the run (the points from step 5 on that the
+    restarted writer replaces are gone), not a curve that turns back."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    from tests.test_tensorboard_events import tensorboards_view
+
+    run = tmp_path / "runs" / "exp1"
+    writer = SummaryWriter(str(run))
+    for step in range(10):
+        writer.add_scalar("train/loss", 4.0 / (1 + step), step)
+    writer.add_scalar("train/lr", 0.5, 8)
+    writer.close()
+    seen = Following()
+    seen.engine._start_following(Follow(str(tmp_path)))
+    seen.look()
+    writer = SummaryWriter(str(run), purge_step=5)
+    for step in range(5, 12):
+        writer.add_scalar("train/loss", 3.0 / (1 + step), step)
+    writer.close()
+    seen.look()
+    assert seen.scalars[-1].reset  # drawn again whole
+    wanted = tensorboards_view(run, ["train/loss", "train/lr"])
+    assert wanted["train/lr"] == ([], [])  # (the case: its point at step 8 is dropped too)
+    drawn = _drawn(seen.scalars)
+    assert drawn["train/loss"] == list(zip(*wanted["train/loss"], strict=True))
+    assert drawn.get("train/lr", []) == []
+
+
 def test_a_trainer_checkpoint_of_another_kind_is_named_once_and_a_readable_one_after_it_is_shown(
     qtbot, tmp_path, monkeypatch
 ):

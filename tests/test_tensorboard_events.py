@@ -341,3 +341,70 @@ def test_checksums_of_many_records_equal_tensorboards(lengths):
     tensorboard = tbe._tensorboard()
     assert not isinstance(tensorboard, str)
     assert tbe._masked_crcs(payloads, tensorboard) == [masked_crc32c(p) for p in payloads]
+
+
+def tensorboards_view(folder: Path, tags: list[str]) -> dict[str, tuple[list[int], list[float]]]:
+    """What TensorBoard itself shows of a run folder's scalars (its EventAccumulator, orphaned data purged)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    scalars = {tag: accumulator.Scalars(tag) for tag in tags}
+    return {tag: ([e.step for e in events], [e.value for e in events]) for tag, events in scalars.items()}
+
+
+def restarted_writer(folder: Path, purge_step: int | None) -> None:
+    """A second SummaryWriter in the same folder, as a run resumed from step 5's checkpoint writes it."""
+    before = set(folder.glob("events.out.tfevents.*"))
+    writer = SummaryWriter(str(folder), purge_step=purge_step)
+    for step in range(5, 13):
+        writer.add_scalar("loss", 100.0 + step, step)
+    writer.close()
+    assert len(set(folder.glob("events.out.tfevents.*")) - before) == 1  # (named after the first: read after it)
+
+
+def test_a_writer_restarted_with_purge_step_drops_the_points_it_replaces_as_tensorboard_does(tmp_path):
+    """A run resumed from an earlier checkpoint writes a new event file from that step; with purge_step its writer
+    says so (a SessionLog START), and TensorBoard drops every tag's points from that step on. Read in one go, and
+    read as it happens (the first file read, then the restarted writer's): both equal TensorBoard's own view."""
+    first = {"loss": [(s, 10.0 - s) for s in range(10)], "lr": [(3, 2.0), (9, 1.0)]}
+    once, live = tmp_path / "once", tmp_path / "live"
+    for folder in (once, live):
+        write_scalars(folder, first)
+    reader = EventScalars(live)
+    kept = read_all(reader)
+    assert reader.purged == {}
+    restarted_writer(once, purge_step=5)
+    restarted_writer(live, purge_step=5)
+    wanted = tensorboards_view(once, ["loss", "lr"])
+    assert wanted["loss"][0] == [0, 1, 2, 3, 4, *range(5, 13)] and wanted["lr"] == ([3], [2.0])  # (the case)
+    assert read_all(EventScalars(once)) == wanted
+    points, reset = reader.read()
+    assert not reset and reader.purged == {"loss": 5, "lr": 5}
+    tbe.drop_purged(kept, reader.purged)
+    for tag, (steps, values) in points.items():
+        kept[tag][0].extend(steps)
+        kept[tag][1].extend(values)
+    assert kept == wanted
+
+
+def test_a_restarted_writer_without_purge_step_keeps_both_as_tensorboard_does(tmp_path):
+    """Without purge_step a version-2 file says nothing of a restart, and TensorBoard keeps both stretches."""
+    write_scalars(tmp_path, {"loss": [(s, 10.0 - s) for s in range(10)]})
+    restarted_writer(tmp_path, purge_step=None)
+    reader = EventScalars(tmp_path)
+    assert read_all(reader) == tensorboards_view(tmp_path, ["loss"])
+    assert reader.purged == {}
+
+
+def test_an_old_files_step_going_back_drops_that_tags_later_points_as_tensorboard_does(tmp_path):
+    """Event files before version 2 (TensorFlow 1) say nothing of restarts: TensorBoard drops a tag's points from
+    a step that went back, that tag's only."""
+    events = [event_pb2.Event(step=0, file_version="brain.Event:1")]
+    for step, tags in [(s, ("loss", "acc")) for s in range(8)] + [(s, ("loss",)) for s in range(4, 10)]:
+        value = [summary_pb2.Summary.Value(tag=tag, simple_value=step / 10 + len(tag)) for tag in tags]
+        events.append(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=value)))
+    (tmp_path / "events.out.tfevents.1.host").write_bytes(framed(*events))
+    wanted = tensorboards_view(tmp_path, ["loss", "acc"])
+    assert wanted["loss"][0] == [0, 1, 2, 3, *range(4, 10)] and wanted["acc"][0] == list(range(8))  # (the case)
+    assert read_all(EventScalars(tmp_path)) == {tag: (s, [f32(v) for v in vs]) for tag, (s, vs) in wanted.items()}

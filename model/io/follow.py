@@ -223,6 +223,7 @@ class Poll:
     scalars: Scalars = field(default_factory=dict)  # new points of the log's other numbers, per tag
     events: Scalars = field(default_factory=dict)  # new points of the TensorBoard event files, per tag
     events_reset: bool = False  # an event file was rewritten: ``events`` start from the beginning
+    events_purged: dict[str, int] = field(default_factory=dict)  # tag -> step: earlier points from it on dropped
 
 
 @dataclass
@@ -271,9 +272,10 @@ class RunWatcher:
         self.problem = self.trainer.problem or self.events.problem or self.problem
         changed = self._newest_checkpoint()
         probes = self._new_probes()
-        if lines or reset or rewritten or changed or probes or events or events_reset or scalars:
+        purged = self.events.purged  # (a writer restarted from an earlier step: TensorBoard's rule)
+        if lines or reset or rewritten or changed or probes or events or events_reset or scalars or purged:
             self.last_change = time.monotonic()
-        return Poll(lines, reset or rewritten, changed, probes, scalars, events, events_reset)
+        return Poll(lines, reset or rewritten, changed, probes, scalars, events, events_reset, purged)
 
     def _newest_checkpoint(self) -> bool:
         """Whether the newest checkpoint is new or was replaced (then at ``checkpoint_path``)."""

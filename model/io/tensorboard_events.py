@@ -122,6 +122,7 @@ class _TensorBoard(NamedTuple):
     table: np.ndarray  # CRC-32C's table of 256 (uint32)
     make_ndarray: Any  # TensorProto -> numpy array
     scalar_class: int  # SummaryMetadata's DATA_CLASS_SCALAR
+    start: int  # SessionLog's START: a writer (re)started at this step (SummaryWriter's purge_step)
 
 
 def _tensorboard() -> _TensorBoard | str:
@@ -136,7 +137,8 @@ def _tensorboard() -> _TensorBoard | str:
     except Exception as e:  # a broken install: a protobuf too new or too old for it
         return f"TensorBoard event files are here but the tensorboard package does not load ({e}): reinstall it"
     table = np.array(stub.CRC_TABLE, dtype=np.uint32)
-    return _TensorBoard(event_pb2.Event, stub.masked_crc32c, table, make_ndarray, summary_pb2.DATA_CLASS_SCALAR)
+    start = event_pb2.SessionLog.START
+    return _TensorBoard(event_pb2.Event, stub.masked_crc32c, table, make_ndarray, summary_pb2.DATA_CLASS_SCALAR, start)
 
 
 @dataclass
@@ -252,6 +254,12 @@ class EventScalars:
     A tag is named as it was written ("train/loss"); when several runs (``runs/A``, ``runs/B``) hold the same tag,
     each is named with its run in front ("A/train/loss"), and when a new run makes a tag shared that was named
     plainly before, every scalar is read again under the new names (``reset``).
+
+    A writer restarted from an earlier step drops a run's points from that step on, as TensorBoard does
+    (``EventAccumulator``'s orphaned data): where its files say so (a ``SessionLog`` START, which a
+    ``SummaryWriter`` writes for ``purge_step``), every tag of the run; in files older than the second event file
+    version, which say nothing, a tag whose step goes back. Points of this read are dropped in it; those of earlier
+    reads are named in :attr:`purged`, for the reader to drop.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -263,6 +271,10 @@ class EventScalars:
         self._runs: dict[str, set[str]] = {}  # tag -> the runs that hold it
         self._plain: set[str] = set()  # tags given out without their run's name
         self._length_crc: Any = None
+        self._version: dict[str, float] = {}  # run -> its event files' version (brain.Event:2)
+        self._recent: dict[str, int] = {}  # run -> its latest step (files before version 2: see _in_order)
+        self._purges: dict[tuple[str, str], int] = {}  # (run, tag) -> this read's drop of its earlier points
+        self.purged: dict[str, int] = {}  # tag -> the step from which the last read dropped its earlier points
 
     def read(self) -> tuple[dict[str, Points], bool]:
         """(the new points since the last read per tag, whether the scalars start again from these: a file was
@@ -279,11 +291,14 @@ class EventScalars:
         if self._length_crc is None:  # records of a kind share their length: its checksum is remembered
             self._length_crc = functools.lru_cache(maxsize=4096)(tensorboard.crc)
         files = self._follow(found, self._length_crc)
+        self._purges = {}
         points, reset = self._read_files(files, tensorboard), False
         if points is None or self._renamed(points):
             self._restart()
             points, reset = self._read_files(files, tensorboard) or {}, True
             self._renamed(points)  # the runs of what this pass read further
+            self._purges = {}  # (everything is read again)
+        self.purged = {self._name(run, tag): step for (run, tag), step in self._purges.items()}
         return self._named(points), reset
 
     def _follow(self, found: list[tuple[Path, str]], crc: Any) -> list[_EventFile]:
@@ -302,6 +317,8 @@ class EventScalars:
         self.bad = 0
         self._plugins.clear()
         self._plain.clear()
+        self._version.clear()
+        self._recent.clear()
 
     def _read_files(self, files: list[_EventFile], tensorboard: _TensorBoard) -> dict[tuple[str, str], Points] | None:
         """The new points per (run, tag); None when a file was replaced (everything is to be read again)."""
@@ -335,7 +352,7 @@ class EventScalars:
         holds scalars or does not parse (the images and histograms beside the scalars are not worth it)."""
         events = [_parse(tensorboard, record.payload) for record in records]
         scalars = [self._scalars(f.run, event, tensorboard) if event is not None else [] for event in events]
-        check = [k for k, event in enumerate(events) if event is None or scalars[k]]
+        check = [k for k, event in enumerate(events) if event is None or scalars[k] or _orders(event)]
         crcs = _masked_crcs([records[k].payload for k in check], tensorboard)
         for k, crc in zip(check, crcs):
             event, offset = events[k], records[k].offset
@@ -344,10 +361,38 @@ class EventScalars:
                 what = "is damaged (its checksum fails)" if crc != records[k].crc else "is no TensorBoard event"
                 self.problem = f"{f.path}: the record at byte {offset} {what}; skipped"
                 continue
+            self._in_order(f.run, event, [tag for tag, _ in scalars[k]], tensorboard, points)
             for tag, value in scalars[k]:
                 steps, values = points.setdefault((f.run, tag), ([], []))
                 steps.append(int(event.step))
                 values.append(value)
+
+    def _in_order(
+        self, run: str, event: Any, tags: list[str], tensorboard: _TensorBoard, points: dict[tuple[str, str], Points]
+    ) -> None:
+        """TensorBoard's rule for a restarted writer (its ``EventAccumulator._MaybePurgeOrphanedData``), before
+        the event's scalars are taken: a run's files of version 2 or later drop its points from a SessionLog
+        START's step on, every tag; older ones drop a tag's points from a step that went back."""
+        if event.WhichOneof("what") == "file_version":
+            self._version[run] = _version_number(event.file_version)
+        if self._version.get(run, 0.0) >= 2:
+            if event.WhichOneof("what") == "session_log" and event.session_log.status == tensorboard.start:
+                self._drop(run, int(event.step), None, points)
+        elif tags and event.step < self._recent.get(run, -1):
+            self._drop(run, int(event.step), set(tags), points)
+        else:
+            self._recent[run] = int(event.step)
+
+    def _drop(self, run: str, step: int, tags: set[str] | None, points: dict[tuple[str, str], Points]) -> None:
+        """Drop the points of ``run`` (of ``tags``, or all) from ``step`` on: those of this read here, those of
+        earlier reads noted for :attr:`purged`."""
+        for (r, tag), (steps, values) in points.items():
+            if r == run and (tags is None or tag in tags):
+                kept = [i for i, s in enumerate(steps) if s < step]
+                steps[:], values[:] = [steps[i] for i in kept], [values[i] for i in kept]
+        for tag, runs in self._runs.items():  # (the tags read before)
+            if run in runs and (tags is None or tag in tags):
+                self._purges[(run, tag)] = min(step, self._purges.get((run, tag), step))
 
     def _scalars(self, run: str, event: Any, tensorboard: _TensorBoard) -> list[tuple[str, float]]:
         """The (tag, value) scalars of an event: ``simple_value`` (``SummaryWriter.add_scalar``, TF 1) and
@@ -386,10 +431,33 @@ class EventScalars:
         for (run, tag), (steps, values) in points.items():
             if len(self._runs[tag]) == 1:
                 self._plain.add(tag)
-                named[tag] = (steps, values)
-            else:
-                named[f"{run}/{tag}"] = (steps, values)
+            named[self._name(run, tag)] = (steps, values)
         return named
+
+    def _name(self, run: str, tag: str) -> str:
+        return tag if len(self._runs[tag]) == 1 else f"{run}/{tag}"
+
+
+def drop_purged(scalars: dict[str, Points], purged: dict[str, int]) -> None:
+    """Drop from ``scalars`` (tag -> points kept from earlier reads) what :attr:`EventScalars.purged` names."""
+    for tag, step in purged.items():
+        if tag in scalars:
+            steps, values = scalars[tag]
+            kept = [i for i, s in enumerate(steps) if s < step]
+            scalars[tag] = ([steps[i] for i in kept], [values[i] for i in kept])
+
+
+def _orders(event: Any) -> bool:
+    """Whether an event tells how a run's steps go on: its files' version, or a writer's session starting."""
+    return event.WhichOneof("what") in ("file_version", "session_log")
+
+
+def _version_number(file_version: str) -> float:
+    """2.0 for "brain.Event:2"; 0 for what cannot be read."""
+    try:
+        return float(file_version.rsplit(":", 1)[-1])
+    except ValueError:
+        return 0.0
 
 
 def _parse(tensorboard: _TensorBoard, payload: bytes) -> Any:
