@@ -66,14 +66,18 @@ def wait_for(window: WindowQuiet | None) -> None:
     """On the engine's thread, after it sent the window something to draw: until the window has drawn it (at most
     LONGEST_WAIT_S). The question comes to the window after what was sent before it, so the window has taken that
     in when it answers."""
-    if window is None:
-        return
+    if window is not None and _ask(window):
+        window.quiet.wait(LONGEST_WAIT_S)
+
+
+def _ask(window: WindowQuiet) -> bool:
+    """Ask the window whether it has drawn (it checks on its own thread); → False when the window is gone."""
     window.quiet.clear()
     try:
         window.asked.emit()
     except RuntimeError:  # the window is gone
-        return
-    window.quiet.wait(LONGEST_WAIT_S)
+        return False
+    return True
 
 
 def settled(window: WindowQuiet | None) -> bool:
@@ -83,13 +87,9 @@ def settled(window: WindowQuiet | None) -> bool:
     if window is None:
         return True
     if window.asked_at is None:
-        window.asked_at = time.monotonic()
-        window.quiet.clear()
-        try:
-            window.asked.emit()
-        except RuntimeError:  # the window is gone
-            window.asked_at = None
+        if not _ask(window):
             return True
+        window.asked_at = time.monotonic()
         return False
     if window.quiet.is_set() or time.monotonic() - window.asked_at > LONGEST_WAIT_S:
         window.asked_at = None

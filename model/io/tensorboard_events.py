@@ -388,8 +388,7 @@ class EventScalars:
         earlier reads noted for :attr:`purged`."""
         for (r, tag), (steps, values) in points.items():
             if r == run and (tags is None or tag in tags):
-                kept = [i for i, s in enumerate(steps) if s < step]
-                steps[:], values[:] = [steps[i] for i in kept], [values[i] for i in kept]
+                steps[:], values[:] = _before(steps, values, step)
         for tag, runs in self._runs.items():  # (the tags read before)
             if run in runs and (tags is None or tag in tags):
                 self._purges[(run, tag)] = min(step, self._purges.get((run, tag), step))
@@ -442,9 +441,13 @@ def drop_purged(scalars: dict[str, Points], purged: dict[str, int]) -> None:
     """Drop from ``scalars`` (tag -> points kept from earlier reads) what :attr:`EventScalars.purged` names."""
     for tag, step in purged.items():
         if tag in scalars:
-            steps, values = scalars[tag]
-            kept = [i for i, s in enumerate(steps) if s < step]
-            scalars[tag] = ([steps[i] for i in kept], [values[i] for i in kept])
+            scalars[tag] = _before(*scalars[tag], step)
+
+
+def _before(steps: list[int], values: list[float], step: int) -> Points:
+    """The points before ``step``."""
+    kept = [i for i, s in enumerate(steps) if s < step]
+    return [steps[i] for i in kept], [values[i] for i in kept]
 
 
 def _orders(event: Any) -> bool:
